@@ -1,0 +1,149 @@
+# cumtrace: one non-recursive GNU Make file.
+#
+#   make                     build/libcumtrace.so and build/cumtrace-report
+#   make check               unit tests (Check) and end-to-end tests on the fake CUDA runtime
+#   make check SANITIZE=address,undefined   the same, built with sanitizers in build-address,undefined/
+#   make bench               capture-cost benchmark
+#   make install PREFIX=/usr/local
+#   V=1                      show the commands
+
+CUDA_HOME ?= /usr/local/cuda
+PREFIX ?= /usr/local
+CC ?= cc
+SANITIZE ?=
+
+ifeq ($(SANITIZE),)
+BUILD ?= build
+SAN_FLAGS :=
+else
+BUILD ?= build-$(SANITIZE)
+SAN_FLAGS := -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
+endif
+
+VERSION := 0.1.0
+CUDA_INC := $(CUDA_HOME)/include
+
+ifeq ($(V),1)
+Q :=
+else
+Q := @
+endif
+
+WARN := -Wall -Wextra -Wshadow -Wno-unused-parameter -Wstrict-prototypes -Wmissing-prototypes
+BASE_CFLAGS := -std=gnu11 -O2 -g -fPIC $(WARN) -Iinclude -I$(CUDA_INC) \
+	-DCUMTRACE_VERSION='"$(VERSION)"' -MMD -MP $(SAN_FLAGS)
+CFLAGS ?=
+ALL_CFLAGS := $(BASE_CFLAGS) $(CFLAGS)
+LDFLAGS ?=
+ALL_LDFLAGS := $(SAN_FLAGS) $(LDFLAGS)
+
+CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
+CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lm -lrt -lpthread)
+
+# ---- the shim --------------------------------------------------------------
+PRELOAD_SRC := $(wildcard preload/*.c)
+PRELOAD_OBJ := $(PRELOAD_SRC:%.c=$(BUILD)/obj/%.o)
+PRELOAD_LIBS := -lunwind -ldl -lpthread
+SHIM := $(BUILD)/libcumtrace.so
+
+$(SHIM): $(PRELOAD_OBJ) preload/exports.map
+	@echo "  LD      $@"
+	$(Q)$(CC) -shared -Wl,--version-script=preload/exports.map -Wl,-soname,libcumtrace.so \
+		-o $@ $(PRELOAD_OBJ) $(ALL_LDFLAGS) $(PRELOAD_LIBS)
+
+# ---- the analyzer ----------------------------------------------------------
+ANALYZER_SRC := $(filter-out analyzer/main.c,$(wildcard analyzer/*.c))
+ANALYZER_OBJ := $(ANALYZER_SRC:%.c=$(BUILD)/obj/%.o)
+ANALYZER_LIB := $(BUILD)/libctanalyzer.a
+ANALYZER_LIBS := -ldw -lelf -lm
+REPORT := $(BUILD)/cumtrace-report
+
+$(ANALYZER_LIB): $(ANALYZER_OBJ)
+	@echo "  AR      $@"
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(REPORT): $(BUILD)/obj/analyzer/main.o $(ANALYZER_LIB)
+	@echo "  LD      $@"
+	$(Q)$(CC) -o $@ $^ $(ALL_LDFLAGS) $(ANALYZER_LIBS)
+
+# ---- objects ---------------------------------------------------------------
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(@D)
+	@echo "  CC      $<"
+	$(Q)$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+# ---- fake CUDA libraries (tests only) --------------------------------------
+FAKE_DIR := $(BUILD)/tests/fake
+FAKE_CUDART := $(FAKE_DIR)/libcudart.so.13
+FAKE_CUDA := $(FAKE_DIR)/libcuda.so.1
+
+$(FAKE_CUDA): $(BUILD)/obj/tests/fake/cuda.o tests/fake/cuda.map
+	@mkdir -p $(@D)
+	@echo "  LD      $@"
+	$(Q)$(CC) -shared -Wl,--version-script=tests/fake/cuda.map -Wl,-soname,libcuda.so.1 \
+		-o $@ $(BUILD)/obj/tests/fake/cuda.o $(ALL_LDFLAGS) -lpthread
+	$(Q)ln -sf libcuda.so.1 $(FAKE_DIR)/libcuda.so
+
+$(FAKE_CUDART): $(BUILD)/obj/tests/fake/cudart.o tests/fake/cudart.map
+	@mkdir -p $(@D)
+	@echo "  LD      $@"
+	$(Q)$(CC) -shared -Wl,--version-script=tests/fake/cudart.map -Wl,-soname,libcudart.so.13 \
+		-o $@ $(BUILD)/obj/tests/fake/cudart.o $(ALL_LDFLAGS) -ldl -lpthread
+	$(Q)ln -sf libcudart.so.13 $(FAKE_DIR)/libcudart.so
+
+# ---- test programs: each tests/e2e/progs/NAME.c becomes build/tests/progs/NAME
+PROG_SRC := $(wildcard tests/e2e/progs/*.c)
+PROGS := $(PROG_SRC:tests/e2e/progs/%.c=$(BUILD)/tests/progs/%)
+PROG_CFLAGS := -std=gnu11 -O0 -g -fno-omit-frame-pointer -fno-inline -Wall -Wextra -Wno-unused-parameter \
+	-Iinclude -I$(CUDA_INC) $(SAN_FLAGS)
+
+$(BUILD)/tests/progs/%: tests/e2e/progs/%.c $(FAKE_CUDART) $(FAKE_CUDA)
+	@mkdir -p $(@D)
+	@echo "  CC      $@"
+	$(Q)$(CC) $(PROG_CFLAGS) -o $@ $< -L$(FAKE_DIR) -l:libcudart.so.13 -ldl -lpthread $(ALL_LDFLAGS)
+
+# ---- unit tests: each tests/unit/test_NAME.c becomes build/tests/unit/test_NAME
+UNIT_SRC := $(wildcard tests/unit/test_*.c)
+UNITS := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/unit/%)
+PRELOAD_CORE := $(BUILD)/libctpreload.a
+
+$(PRELOAD_CORE): $(PRELOAD_OBJ)
+	@echo "  AR      $@"
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/tests/unit/%: tests/unit/%.c $(ANALYZER_LIB) $(PRELOAD_CORE)
+	@mkdir -p $(@D)
+	@echo "  CC      $@"
+	$(Q)$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) -o $@ $< $(ANALYZER_LIB) $(PRELOAD_CORE) \
+		$(ALL_LDFLAGS) $(CHECK_LIBS) $(ANALYZER_LIBS) $(PRELOAD_LIBS)
+
+# ---- targets ---------------------------------------------------------------
+all: $(SHIM) $(REPORT)
+
+tests: all $(FAKE_CUDART) $(FAKE_CUDA) $(PROGS) $(UNITS)
+
+check: tests
+	$(Q)BUILD=$(BUILD) SANITIZE=$(SANITIZE) sh tests/run.sh
+
+bench: all $(FAKE_CUDART) $(FAKE_CUDA) $(PROGS)
+	$(Q)BUILD=$(BUILD) sh scripts/bench.sh
+
+demo: all $(FAKE_CUDART) $(FAKE_CUDA) $(PROGS)
+	$(Q)BUILD=$(BUILD) sh scripts/demo.sh
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include/cumtrace
+	install -m 755 $(SHIM) $(DESTDIR)$(PREFIX)/lib/libcumtrace.so
+	install -m 755 $(REPORT) $(DESTDIR)$(PREFIX)/bin/cumtrace-report
+	sed 's|@LIBDIR@|$(PREFIX)/lib|; s|@BINDIR@|$(PREFIX)/bin|' scripts/cumtrace > $(DESTDIR)$(PREFIX)/bin/cumtrace
+	chmod 755 $(DESTDIR)$(PREFIX)/bin/cumtrace
+	install -m 644 include/cumtrace/*.h $(DESTDIR)$(PREFIX)/include/cumtrace/
+
+clean:
+	rm -rf build build-*
+
+.PHONY: all tests check bench demo install clean
+.DEFAULT_GOAL := all
+.SECONDARY:
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

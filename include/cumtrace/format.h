@@ -1,0 +1,379 @@
+/*
+ * cumtrace dump format, version 1.
+ *
+ * This header is the one contract between the shim (libcumtrace.so), which
+ * writes dumps, and the analyzer (cumtrace-report), which reads them. Nothing
+ * else defines the layout of a dump.
+ *
+ * Layout of a file:
+ *
+ *   struct ct_file_header                 16 bytes at offset 0
+ *   record, record, record, ...           until end of file
+ *
+ * Every record starts with struct ct_rec: a 16-bit type, 16 bits of flags and
+ * a 32-bit size that counts the whole record, header included. Sizes are
+ * multiples of 8 and at least 8, and never larger than CT_REC_MAX. A reader
+ * skips a record whose type it does not know, so newer shims may add record
+ * types without breaking older analyzers; a record of a known type that is
+ * longer than the struct described here carries extra trailing fields that
+ * the reader ignores. A record shorter than its type's fixed part is corrupt.
+ *
+ * All integers are little-endian, in the byte order of the writing host (the
+ * shim only runs on x86-64 and aarch64 Linux, both little-endian).
+ *
+ * Ordering: records from one thread appear in the order that thread made
+ * them. Records of different threads interleave in chunks: the background
+ * writer copies each thread's ring in turn. Before each round of copying the
+ * writer emits a CT_REC_BATCH whose snapshot time is taken before any ring is
+ * read, so every event whose record was complete at that instant is in this
+ * batch or an earlier one. A reader that wants global time order keeps the
+ * events of the current batch in a heap and, on the next CT_REC_BATCH, releases
+ * those with ts_ns <= the previous batch's snapshot time.
+ *
+ * Timestamps are CLOCK_MONOTONIC nanoseconds. CT_REC_PROCESS gives the
+ * monotonic and realtime clocks read together at start, to convert.
+ *
+ * An allocation's ts_ns is the moment its call returned, a free's the moment
+ * its call was entered: a block is live from ts_ns of its allocation to ts_ns
+ * of its free, and a free of P always sorts before a later allocation that
+ * returns P again, whatever thread makes it.
+ *
+ * Crash safety: the shim writes with write(2) on a regular file. What write(2)
+ * accepted survives kill -9 of the process (the kernel owns the page cache),
+ * so after a crash the file ends at a record boundary of the last completed
+ * write or, if the process died inside write(2), in the middle of a record:
+ * a reader reports a truncated tail and keeps what came before it.
+ */
+#ifndef CUMTRACE_FORMAT_H
+#define CUMTRACE_FORMAT_H
+
+#include <stdint.h>
+
+#define CT_MAGIC "CUMTRACE" /* 8 bytes, no NUL in the file */
+#define CT_MAGIC_LEN 8
+#define CT_FORMAT_VERSION 1 /* readers refuse a major version they do not know */
+
+/* Largest record a writer emits and a reader accepts (bytes). */
+#define CT_REC_MAX (1u << 20)
+/* Deepest native stack a writer records. */
+#define CT_STACK_MAX 256
+
+struct ct_file_header {
+	char magic[CT_MAGIC_LEN]; /* CT_MAGIC */
+	uint16_t version;	  /* CT_FORMAT_VERSION */
+	uint16_t header_size;	  /* sizeof(struct ct_file_header) for v1: 16 */
+	uint32_t reserved;	  /* 0 */
+};
+
+struct ct_rec {
+	uint16_t type;	/* enum ct_rec_type */
+	uint16_t flags; /* per type; 0 unless stated */
+	uint32_t size;	/* whole record in bytes, header included, multiple of 8 */
+};
+
+enum ct_rec_type {
+	CT_REC_PAD = 0,	     /* filler: skip */
+	CT_REC_PROCESS = 1,  /* struct ct_rec_process: once, first record */
+	CT_REC_EVENT = 2,    /* struct ct_rec_event */
+	CT_REC_STACK = 3,    /* struct ct_rec_stack: an interned native stack */
+	CT_REC_MODULE = 4,   /* struct ct_rec_module: a loaded ELF object */
+	CT_REC_DROPS = 5,    /* struct ct_rec_drops: events lost in drop mode */
+	CT_REC_BATCH = 6,    /* struct ct_rec_batch: start of a writer round */
+	CT_REC_END = 7,	     /* struct ct_rec_end: clean shutdown */
+	CT_REC_MARK = 8,     /* struct ct_rec_mark: user marker or NVTX range */
+	CT_REC_ZSTD = 9,     /* reserved: zstd-compressed run of records */
+	CT_REC_SYMBOLS = 10, /* reserved: embedded symbols (cumtrace-report symbolize) */
+	CT_REC_PYSTACK = 11, /* reserved: interned Python stack */
+	CT_REC_TYPE_COUNT
+};
+
+/*
+ * CT_REC_PROCESS: who wrote the dump. The fixed part is followed, up to the
+ * record size, by NUL-terminated "key=value" strings (split at the first '=').
+ * Keys: "version" (cumtrace version), "host", "exe", "cwd", "argv" (repeated,
+ * in order), "output" (the expanded path), and "setting.NAME" for every
+ * setting in force (stack_depth, buffer_mb, drop, flush_ms). Unknown keys are
+ * ignored. Padding NULs may follow the last string.
+ */
+struct ct_rec_process {
+	struct ct_rec rec;
+	uint32_t pid;
+	uint32_t ppid;		     /* parent pid; after fork, the process that forked */
+	uint64_t start_realtime_ns;  /* CLOCK_REALTIME at start */
+	uint64_t start_monotonic_ns; /* CLOCK_MONOTONIC read together with it */
+	uint32_t clock_id;	     /* clock of every ts_ns: CLOCK_MONOTONIC (1) */
+	uint32_t forked;	     /* 1 when this dump is a fork child's */
+	/* char strings[]; */
+};
+
+/* Which API family made a call. */
+enum ct_layer {
+	CT_LAYER_NONE = 0,
+	CT_LAYER_RUNTIME = 1, /* cuda* (libcudart) */
+	CT_LAYER_DRIVER = 2,  /* cu* (libcuda) */
+	CT_LAYER_CUPTI = 3,   /* seen through a CUPTI callback */
+	CT_LAYER_USER = 4,    /* cumtrace_mark and NVTX */
+};
+
+/* What an event does to memory or streams. */
+enum ct_op {
+	CT_OP_NONE = 0,
+	CT_OP_ALLOC = 1,	  /* ptr/size become live */
+	CT_OP_FREE = 2,		  /* ptr stops being live */
+	CT_OP_STREAM_CREATE = 3,  /* ptr = new stream handle, flags, aux = priority */
+	CT_OP_STREAM_DESTROY = 4, /* stream = the stream */
+	CT_OP_STREAM_SYNC = 5,	  /* stream = the stream, dur_ns = time blocked */
+	CT_OP_DEVICE_SYNC = 6,	  /* dur_ns = time blocked */
+	CT_OP_DEVICE_RESET = 7,	  /* leak checkpoint: device's allocations die */
+	CT_OP_SET_DEVICE = 8,	  /* device = the new current device */
+	CT_OP_POOL_CREATE = 9,	  /* ptr = pool handle */
+	CT_OP_POOL_DESTROY = 10,  /* ptr = pool handle */
+	CT_OP_POOL_TRIM = 11,	  /* ptr = pool handle, size = minBytesToKeep */
+	CT_OP_VA_RESERVE = 12,	  /* VMM: ptr/size of reserved address range */
+	CT_OP_VA_FREE = 13,	  /* VMM: reserved range released */
+	CT_OP_PHYS_CREATE = 14,	  /* VMM: ptr = allocation handle, size = bytes */
+	CT_OP_PHYS_RELEASE = 15,  /* VMM: ptr = allocation handle */
+	CT_OP_MAP = 16,		  /* VMM: ptr/size mapped, aux = allocation handle */
+	CT_OP_UNMAP = 17,	  /* VMM: ptr/size unmapped */
+	CT_OP_CTX_DESTROY = 18,	  /* leak checkpoint like DEVICE_RESET */
+	CT_OP_COUNT
+};
+
+/* What kind of memory an allocation is. */
+enum ct_kind {
+	CT_KIND_NONE = 0,
+	CT_KIND_DEVICE = 1,	     /* device memory (cudaMalloc*, pools) */
+	CT_KIND_HOST_PINNED = 2,     /* page-locked host memory allocated by CUDA */
+	CT_KIND_HOST_REGISTERED = 3, /* user host memory page-locked by CUDA */
+	CT_KIND_MANAGED = 4,	     /* unified memory */
+	CT_KIND_VMM_PHYSICAL = 5,    /* cuMemCreate physical allocation */
+	CT_KIND_VMM_RESERVED = 6,    /* cuMemAddressReserve range */
+	CT_KIND_VMM_MAPPED = 7,	     /* cuMemMap mapping */
+	CT_KIND_COUNT
+};
+
+/*
+ * Every API cumtrace knows, with stable numbers: append only, never reorder.
+ * X(name, layer) for each; CT_API_NAME(id) gives the string.
+ */
+#define CT_API_LIST(X)                                                         \
+	X(none, NONE)                                                          \
+	X(cudaMalloc, RUNTIME)                                                 \
+	X(cudaFree, RUNTIME)                                                   \
+	X(cudaMallocHost, RUNTIME)                                             \
+	X(cudaFreeHost, RUNTIME)                                               \
+	X(cudaHostAlloc, RUNTIME)                                              \
+	X(cudaHostRegister, RUNTIME)                                           \
+	X(cudaHostUnregister, RUNTIME)                                         \
+	X(cudaMallocManaged, RUNTIME)                                          \
+	X(cudaMallocPitch, RUNTIME)                                            \
+	X(cudaMalloc3D, RUNTIME)                                               \
+	X(cudaMallocAsync, RUNTIME)                                            \
+	X(cudaMallocFromPoolAsync, RUNTIME)                                    \
+	X(cudaFreeAsync, RUNTIME)                                              \
+	X(cudaMemPoolCreate, RUNTIME)                                          \
+	X(cudaMemPoolDestroy, RUNTIME)                                         \
+	X(cudaMemPoolTrimTo, RUNTIME)                                          \
+	X(cudaStreamCreate, RUNTIME)                                           \
+	X(cudaStreamCreateWithFlags, RUNTIME)                                  \
+	X(cudaStreamCreateWithPriority, RUNTIME)                               \
+	X(cudaStreamDestroy, RUNTIME)                                          \
+	X(cudaStreamSynchronize, RUNTIME)                                      \
+	X(cudaDeviceSynchronize, RUNTIME)                                      \
+	X(cudaDeviceReset, RUNTIME)                                            \
+	X(cudaSetDevice, RUNTIME)                                              \
+	X(cudaMallocAsync_ptsz, RUNTIME)                                       \
+	X(cudaMallocFromPoolAsync_ptsz, RUNTIME)                               \
+	X(cudaFreeAsync_ptsz, RUNTIME)                                         \
+	X(cudaStreamSynchronize_ptsz, RUNTIME)                                 \
+	X(cuMemAlloc_v2, DRIVER)                                               \
+	X(cuMemAllocPitch_v2, DRIVER)                                          \
+	X(cuMemFree_v2, DRIVER)                                                \
+	X(cuMemAllocHost_v2, DRIVER)                                           \
+	X(cuMemHostAlloc, DRIVER)                                              \
+	X(cuMemFreeHost, DRIVER)                                               \
+	X(cuMemHostRegister_v2, DRIVER)                                        \
+	X(cuMemHostUnregister, DRIVER)                                         \
+	X(cuMemAllocManaged, DRIVER)                                           \
+	X(cuMemAllocAsync, DRIVER)                                             \
+	X(cuMemAllocFromPoolAsync, DRIVER)                                     \
+	X(cuMemFreeAsync, DRIVER)                                              \
+	X(cuMemPoolCreate, DRIVER)                                             \
+	X(cuMemPoolDestroy, DRIVER)                                            \
+	X(cuMemPoolTrimTo, DRIVER)                                             \
+	X(cuMemCreate, DRIVER)                                                 \
+	X(cuMemRelease, DRIVER)                                                \
+	X(cuMemMap, DRIVER)                                                    \
+	X(cuMemUnmap, DRIVER)                                                  \
+	X(cuMemAddressReserve, DRIVER)                                         \
+	X(cuMemAddressFree, DRIVER)                                            \
+	X(cuStreamCreate, DRIVER)                                              \
+	X(cuStreamDestroy_v2, DRIVER)                                          \
+	X(cuStreamSynchronize, DRIVER)                                         \
+	X(cuCtxDestroy_v2, DRIVER)                                             \
+	X(cuDevicePrimaryCtxReset_v2, DRIVER)                                  \
+	X(cuMemAllocAsync_ptsz, DRIVER)                                        \
+	X(cuMemAllocFromPoolAsync_ptsz, DRIVER)                                \
+	X(cuMemFreeAsync_ptsz, DRIVER)                                         \
+	X(cuStreamSynchronize_ptsz, DRIVER)                                    \
+	X(cuStreamCreateWithPriority, DRIVER)
+
+enum ct_api {
+#define CT_API_ENUM_(name, layer) CT_API_##name,
+	CT_API_LIST(CT_API_ENUM_)
+#undef CT_API_ENUM_
+	CT_API_COUNT
+};
+
+/*
+ * CT_REC_EVENT: one intercepted call. Fields that an API does not have are 0.
+ * result is the real call's return code (cudaError_t or CUresult, both 0 on
+ * success); a call with result != 0 is a failure and never an allocation or
+ * free, whatever its op.
+ */
+struct ct_rec_event {
+	struct ct_rec rec;
+	uint64_t ts_ns;	   /* allocations: when the call returned; else when entered */
+	uint64_t dur_ns;   /* time spent in the real call */
+	uint64_t ptr;	   /* address (or handle, see enum ct_op) */
+	uint64_t size;	   /* bytes */
+	uint64_t stream;   /* stream handle argument; 0 = legacy default stream */
+	uint64_t aux;	   /* pool handle, pitch, priority, ...: see enum ct_op */
+	uint32_t tid;	   /* kernel thread id */
+	uint32_t stack_id; /* CT_REC_STACK id, 0 = no stack recorded */
+	int32_t result;	   /* the real call's return code */
+	uint32_t flags;	   /* the API's flags argument */
+	uint16_t api;	   /* enum ct_api */
+	uint8_t op;	   /* enum ct_op */
+	uint8_t kind;	   /* enum ct_kind */
+	int16_t device;	   /* current device of the calling thread, -1 unknown */
+	uint8_t layer;	   /* enum ct_layer */
+	uint8_t reserved;  /* 0 */
+};
+
+/* CT_REC_STACK: an interned native stack, written once before its first use. */
+struct ct_rec_stack {
+	struct ct_rec rec;
+	uint32_t stack_id; /* >= 1, unique within the dump */
+	uint16_t depth;	   /* number of frames, <= CT_STACK_MAX */
+	uint16_t reserved;
+	/* uint64_t ips[depth]; innermost first; frames after the first are
+	 * return addresses (subtract 1 to find the call's line) */
+};
+
+/*
+ * CT_REC_MODULE: an ELF object mapped into the process. Written for every
+ * object loaded at start and for each one dlopen'ed later, before the writer
+ * flushes any stack that could point into it. An address ip belongs to the
+ * module with lo <= ip < hi; its file offset-based address is ip - base.
+ */
+struct ct_rec_module {
+	struct ct_rec rec;
+	uint64_t base;	       /* load bias (dl_phdr_info.dlpi_addr) */
+	uint64_t lo;	       /* lowest mapped address of its PT_LOAD segments */
+	uint64_t hi;	       /* one past the highest */
+	uint64_t ts_ns;	       /* when the writer saw it */
+	uint16_t build_id_len; /* bytes of GNU build id, 0 if none */
+	uint16_t path_len;     /* bytes of path, NUL included */
+	uint32_t reserved;
+	/* uint8_t build_id[build_id_len]; char path[path_len]; */
+};
+
+/* CT_REC_DROPS: count events a thread dropped because its ring was full. */
+struct ct_rec_drops {
+	struct ct_rec rec;
+	uint64_t ts_ns;
+	uint64_t count; /* dropped since this thread's previous CT_REC_DROPS */
+	uint32_t tid;
+	uint32_t reserved;
+};
+
+/* CT_REC_BATCH: see "Ordering" above. */
+struct ct_rec_batch {
+	struct ct_rec rec;
+	uint64_t snapshot_ns; /* monotonic time taken before the rings were read */
+	uint64_t seq;	      /* 0, 1, 2, ... */
+};
+
+/*
+ * CT_REC_END: the shim shut down cleanly (exit or unload). Events made later
+ * still (atexit handlers of other libraries) may follow it; a reader keeps
+ * reading to the end of the file.
+ */
+struct ct_rec_end {
+	struct ct_rec rec;
+	uint64_t ts_ns;
+	uint64_t events;  /* events recorded in this process */
+	uint64_t dropped; /* events dropped in this process */
+	uint64_t stacks;  /* distinct stacks interned */
+};
+
+/* CT_REC_MARK: a named instant or range boundary on one thread. */
+enum ct_mark_kind {
+	CT_MARK_INSTANT = 0, /* cumtrace_mark() or nvtxMark */
+	CT_MARK_PUSH = 1,    /* nvtxRangePush: opens a nested range */
+	CT_MARK_POP = 2,     /* nvtxRangePop: closes the innermost (name empty) */
+	CT_MARK_START = 3,   /* nvtxRangeStart: aux = range id */
+	CT_MARK_STOP = 4,    /* nvtxRangeEnd: aux = range id (name empty) */
+};
+
+struct ct_rec_mark {
+	struct ct_rec rec;
+	uint64_t ts_ns;
+	uint64_t aux;
+	uint32_t tid;
+	uint16_t kind;	   /* enum ct_mark_kind */
+	uint16_t name_len; /* bytes of name, NUL included */
+	/* char name[name_len]; */
+};
+
+/* Round a record's payload size up to the 8-byte record granularity. */
+#define CT_REC_ALIGN(n) (((n) + 7u) & ~7u)
+
+/* Names for reports; NULL-safe: unknown ids give "unknown". */
+static inline const char *ct_api_name(unsigned api)
+{
+	static const char *const names[] = {
+#define CT_API_NAME_(name, layer) #name,
+		CT_API_LIST(CT_API_NAME_)
+#undef CT_API_NAME_
+	};
+	return api < CT_API_COUNT ? names[api] : "unknown";
+}
+
+static inline unsigned ct_api_layer(unsigned api)
+{
+	static const unsigned char layers[] = {
+#define CT_API_LAYER_(name, layer) CT_LAYER_##layer,
+		CT_API_LIST(CT_API_LAYER_)
+#undef CT_API_LAYER_
+	};
+	return api < CT_API_COUNT ? layers[api] : CT_LAYER_NONE;
+}
+
+static inline const char *ct_kind_name(unsigned kind)
+{
+	static const char *const names[] = {"none",		"device",
+					    "host_pinned",	"host_registered",
+					    "managed",		"vmm_physical",
+					    "vmm_reserved",	"vmm_mapped"};
+	return kind < CT_KIND_COUNT ? names[kind] : "unknown";
+}
+
+static inline const char *ct_op_name(unsigned op)
+{
+	static const char *const names[] = {
+		"none",		"alloc",	"free",		 "stream_create",
+		"stream_destroy", "stream_sync", "device_sync", "device_reset",
+		"set_device",	"pool_create",	"pool_destroy", "pool_trim",
+		"va_reserve",	"va_free",	"phys_create",	 "phys_release",
+		"map",		"unmap",	"ctx_destroy"};
+	return op < CT_OP_COUNT ? names[op] : "unknown";
+}
+
+_Static_assert(sizeof(struct ct_file_header) == 16, "file header layout");
+_Static_assert(sizeof(struct ct_rec_event) == 80, "event layout");
+_Static_assert(sizeof(struct ct_rec_stack) == 16, "stack layout");
+_Static_assert(sizeof(struct ct_rec_module) == 48, "module layout");
+
+#endif /* CUMTRACE_FORMAT_H */

@@ -1,0 +1,217 @@
+/*
+ * Private interface of the shim. Functions return 0 (or a valid pointer) on
+ * success unless their comment says otherwise.
+ *
+ * Ownership: every ring, the stack table and the write buffer are mmap'ed by
+ * the shim and owned by it; nothing here calls malloc, so the shim is safe to
+ * use from inside any allocator and from early process start.
+ */
+#ifndef CT_PRELOAD_H
+#define CT_PRELOAD_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "cumtrace/format.h"
+
+#define CT_HIDDEN __attribute__((visibility("hidden")))
+#define CT_EXPORT __attribute__((visibility("default")))
+#define CT_LIKELY(x) __builtin_expect(!!(x), 1)
+#define CT_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+/* ---- options (config.c) ---------------------------------------------------- */
+
+enum ct_option {
+	CT_OPT_OUTPUT,	    /* CUMTRACE_OUTPUT: path template */
+	CT_OPT_STACK_DEPTH, /* CUMTRACE_STACK_DEPTH: native frames, 0 = off */
+	CT_OPT_BUFFER_MB,   /* CUMTRACE_BUFFER_MB: all rings together */
+	CT_OPT_DROP,	    /* CUMTRACE_DROP: 1 = drop when a ring is full */
+	CT_OPT_FLUSH_MS,    /* CUMTRACE_FLUSH_MS: writer interval */
+	CT_OPT_DISABLE,	    /* CUMTRACE_DISABLE: 1 = record nothing */
+	CT_OPT_MANIFEST,    /* CUMTRACE_MANIFEST: file that lists every dump made */
+	CT_OPT_QUIET,	    /* CUMTRACE_QUIET: 1 = no notice on stderr */
+	CT_OPT_COUNT
+};
+
+/* Read every option from the environment once; later calls do nothing. */
+CT_HIDDEN void ct_options_init(void);
+/* Integer value of an option (after ct_options_init). */
+CT_HIDDEN long ct_option(enum ct_option opt);
+/* String value of an option, or NULL when unset. */
+CT_HIDDEN const char *ct_option_str(enum ct_option opt);
+/* Name of the environment variable behind an option. */
+CT_HIDDEN const char *ct_option_env(enum ct_option opt);
+
+/*
+ * Expand an output template: %p pid, %h host name, %q{VAR} the value of VAR,
+ * %% a percent sign. Writes at most cap bytes with NUL; returns 0, or -1 when
+ * the result does not fit.
+ */
+CT_HIDDEN int ct_expand_template(const char *tmpl, char *out, size_t cap);
+
+/* Print "cumtrace: <msg>" on stderr, at most once per key. */
+CT_HIDDEN void ct_warn_once(_Atomic int *key, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* ---- time and threads ------------------------------------------------------ */
+
+static inline uint64_t ct_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- rings (ring.c) ---------------------------------------------------------- */
+
+/*
+ * A single-producer single-consumer byte ring. The owning thread appends
+ * whole records; the writer thread copies out [tail, head). Records never
+ * straddle the end: a CT_REC_PAD fills the gap before a wrap.
+ */
+struct ct_ring {
+	_Atomic uint64_t head; /* bytes ever committed (producer) */
+	char pad0[56];
+	_Atomic uint64_t tail; /* bytes ever consumed (writer) */
+	char pad1[56];
+	uint64_t cached_tail; /* producer's last look at tail */
+	uint64_t pending;     /* producer: bytes reserved, not yet committed */
+	uint64_t cap;	      /* power of two */
+	_Atomic uint64_t dropped;
+	uint64_t dropped_reported; /* writer's last CT_REC_DROPS total */
+	uint32_t tid;
+	_Atomic int state;    /* enum ct_ring_state */
+	int shared;	      /* the overflow ring: producers take lock */
+	atomic_flag lock;     /* for shared rings only */
+	struct ct_ring *next; /* registry list: pushed at the head, never removed */
+	unsigned char *data;
+	size_t map_size;
+};
+
+enum ct_ring_state {
+	CT_RING_ACTIVE = 0, /* owned by a live thread */
+	CT_RING_DEAD = 1,   /* owner exited: the writer drains, then frees it */
+	CT_RING_FREE = 2,   /* drained: a new thread may take it */
+};
+
+/*
+ * Map a ring with cap bytes of data (cap a power of two >= 4096).
+ * Returns NULL when memory cannot be mapped.
+ */
+CT_HIDDEN struct ct_ring *ct_ring_create(uint64_t cap);
+CT_HIDDEN void ct_ring_destroy(struct ct_ring *ring);
+
+/*
+ * Reserve len bytes (a multiple of 8, <= cap/2) for one record. Returns a
+ * pointer to contiguous space, or NULL when the ring is full. Must be followed
+ * by ct_ring_commit before the next reserve.
+ */
+CT_HIDDEN void *ct_ring_reserve(struct ct_ring *ring, uint32_t len);
+/* Publish what the last reserve handed out. */
+CT_HIDDEN void ct_ring_commit(struct ct_ring *ring);
+
+/*
+ * Writer side: the committed bytes not yet consumed as at most two spans.
+ * Returns the number of spans (0, 1 or 2) and sets *end to the head seen.
+ */
+CT_HIDDEN int ct_ring_peek(struct ct_ring *ring, const void **p0, size_t *n0, const void **p1,
+			   size_t *n1, uint64_t *end);
+/* Writer side: mark everything up to end consumed. */
+CT_HIDDEN void ct_ring_release(struct ct_ring *ring, uint64_t end);
+
+/* ---- stacks (stack.c) -------------------------------------------------------- */
+
+/* Record the address range of libcumtrace.so itself so its frames are cut. */
+CT_HIDDEN void ct_stack_init(void);
+/*
+ * Capture the caller's native stack into ips (at most max frames), without
+ * the shim's own frames. Returns the number of frames.
+ */
+CT_HIDDEN int ct_stack_capture(uint64_t *ips, int max);
+/*
+ * Intern a stack. Returns its id (>= 1), or 0 when the table is full.
+ * *must_write is set (to the table slot) when the caller is the one to emit
+ * its CT_REC_STACK; it must then call ct_stack_written(slot, ok) with ok = 1
+ * once the record is in its ring, or 0 when it had to drop it (a later use of
+ * the stack then writes it).
+ */
+CT_HIDDEN uint32_t ct_stack_intern(const uint64_t *ips, int depth, void **must_write);
+CT_HIDDEN void ct_stack_written(void *slot, int ok);
+/* Forget every interned stack (fork child: its dump starts empty). */
+CT_HIDDEN void ct_stack_reset(void);
+/* Distinct stacks interned so far. */
+CT_HIDDEN uint64_t ct_stack_count(void);
+
+/* ---- recording (record.c) ---------------------------------------------------- */
+
+/* Per-thread state, in initial-exec TLS: a handful of bytes. */
+struct ct_thread {
+	struct ct_ring *ring;
+	uint32_t tid;
+	int16_t device;	 /* from the last successful cudaSetDevice */
+	uint8_t in_hook; /* a traced call is in progress on this thread */
+	uint8_t device_set;
+};
+
+extern __thread struct ct_thread ct_tls __attribute__((tls_model("initial-exec"))) CT_HIDDEN;
+
+/* What a hook fills in; ct_call_end turns it into a CT_REC_EVENT. */
+struct ct_call {
+	uint64_t t0;
+	uint64_t ptr, size, stream, aux;
+	int32_t result;
+	uint32_t flags;
+	uint16_t api;
+	uint8_t op, kind;
+	uint8_t layer;
+	int16_t device;
+	int active;
+};
+
+/*
+ * Start a traced call: returns 1 when this call is to be recorded (the caller
+ * then must call ct_call_end), 0 when it is nested inside another traced call
+ * or tracing is off (then the caller just forwards the call).
+ */
+CT_HIDDEN int ct_call_begin(struct ct_call *call);
+/* Finish a traced call: timestamps, stack, ring. Preserves errno. */
+CT_HIDDEN void ct_call_end(struct ct_call *call);
+
+/* Kernel thread id of the calling thread (cached). */
+CT_HIDDEN uint32_t ct_current_tid(void);
+
+/* Append a ready-made record (e.g. a mark) from the current thread. */
+CT_HIDDEN void ct_record_raw(const void *rec, uint32_t len);
+
+/* ---- the writer (writer.c) --------------------------------------------------- */
+
+enum ct_state {
+	CT_STATE_UNINIT = 0,
+	CT_STATE_STARTING = 1,
+	CT_STATE_RUNNING = 2,
+	CT_STATE_DISABLED = 3, /* off: by option, or the dump could not be written */
+	CT_STATE_FINISHED = 4, /* after exit: records go straight to the file */
+};
+
+extern _Atomic int ct_state CT_HIDDEN;
+
+/* Make sure tracing is running; returns the resulting state. */
+CT_HIDDEN int ct_ensure_started(void);
+/* Give the current thread a ring (registered with the writer). NULL if none. */
+CT_HIDDEN struct ct_ring *ct_thread_ring(void);
+/* Wake the writer now (a ring is full or a flush is wanted). */
+CT_HIDDEN void ct_writer_kick(void);
+/* Write one record straight to the file (FINISHED state), under a lock. */
+CT_HIDDEN void ct_write_direct(const void *rec, uint32_t len);
+/* Flush every ring to the file and wait until it is written (exec, exit). */
+CT_HIDDEN void ct_flush_sync(void);
+/* Stop the writer, write CT_REC_END (process exit). */
+CT_HIDDEN void ct_shutdown(void);
+/* Count an event lost outside any ring (signal handler re-entry etc.). */
+CT_HIDDEN void ct_count_lost(void);
+
+extern _Atomic uint64_t ct_events_recorded CT_HIDDEN;
+
+#endif /* CT_PRELOAD_H */

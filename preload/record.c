@@ -1,0 +1,261 @@
+/*
+ * The hot path: turn one intercepted call into records in the calling
+ * thread's ring. No locks, no allocation, no CUDA calls. When the ring is full
+ * the thread waits for the writer (lossless, the default) or counts a drop
+ * (CUMTRACE_DROP=1).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <sched.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "ct.h"
+
+__thread struct ct_thread ct_tls __attribute__((tls_model("initial-exec")));
+
+_Atomic uint64_t ct_events_recorded;
+
+static uint32_t ct_thread_tid(struct ct_thread *t)
+{
+	if (CT_UNLIKELY(t->tid == 0))
+		t->tid = (uint32_t)syscall(SYS_gettid);
+	return t->tid;
+}
+
+uint32_t ct_current_tid(void)
+{
+	return ct_thread_tid(&ct_tls);
+}
+
+int ct_call_begin(struct ct_call *call)
+{
+	struct ct_thread *t = &ct_tls;
+	call->active = 0;
+	if (t->in_hook)
+		return 0;
+	int state = atomic_load_explicit(&ct_state, memory_order_acquire);
+	if (CT_UNLIKELY(state != CT_STATE_RUNNING && state != CT_STATE_FINISHED)) {
+		if (state == CT_STATE_DISABLED)
+			return 0;
+		state = ct_ensure_started();
+		if (state != CT_STATE_RUNNING && state != CT_STATE_FINISHED)
+			return 0;
+	}
+	t->in_hook = 1;
+	call->active = 1;
+	call->t0 = ct_now_ns();
+	call->ptr = call->size = call->stream = call->aux = 0;
+	call->flags = 0;
+	call->device = t->device;
+	return 1;
+}
+
+static int ct_op_wants_stack(unsigned op)
+{
+	return op == CT_OP_ALLOC || op == CT_OP_VA_RESERVE || op == CT_OP_PHYS_CREATE ||
+	       op == CT_OP_MAP || op == CT_OP_POOL_CREATE;
+}
+
+/* The overflow ring is shared by the threads past the memory budget. */
+static void ct_ring_lock(struct ct_ring *ring)
+{
+	if (CT_UNLIKELY(ring->shared))
+		while (atomic_flag_test_and_set_explicit(&ring->lock, memory_order_acquire))
+			sched_yield();
+}
+
+static void ct_ring_unlock(struct ct_ring *ring)
+{
+	if (CT_UNLIKELY(ring->shared))
+		atomic_flag_clear_explicit(&ring->lock, memory_order_release);
+}
+
+/* Wake the writer early when a ring passes half full. */
+static void ct_ring_nudge(struct ct_ring *ring)
+{
+	uint64_t used = atomic_load_explicit(&ring->head, memory_order_relaxed) - ring->cached_tail;
+	if (CT_UNLIKELY(used > ring->cap / 2))
+		ct_writer_kick();
+}
+
+/*
+ * Reserve len bytes in ring, waiting for the writer when it is full unless
+ * drop mode is on. Returns NULL when the record must be dropped.
+ */
+static void *ct_reserve_or_wait(struct ct_ring *ring, uint32_t len)
+{
+	void *p = ct_ring_reserve(ring, len);
+	if (CT_LIKELY(p != NULL))
+		return p;
+	if (ct_option(CT_OPT_DROP))
+		return NULL;
+	for (unsigned spins = 0;; spins++) {
+		ct_writer_kick();
+		if (atomic_load_explicit(&ct_state, memory_order_acquire) != CT_STATE_RUNNING)
+			return NULL; /* the writer is gone: nobody will make room */
+		if (spins < 16) {
+			sched_yield();
+		} else {
+			struct timespec ts = {0, 50 * 1000};
+			nanosleep(&ts, NULL);
+		}
+		p = ct_ring_reserve(ring, len);
+		if (p)
+			return p;
+	}
+}
+
+static void ct_fill_event(struct ct_rec_event *ev, const struct ct_call *call, uint64_t t1,
+			  uint32_t tid, uint32_t stack_id)
+{
+	ev->rec.type = CT_REC_EVENT;
+	ev->rec.flags = 0;
+	ev->rec.size = sizeof *ev;
+	ev->ts_ns = call->op == CT_OP_ALLOC || call->op == CT_OP_VA_RESERVE ||
+				    call->op == CT_OP_PHYS_CREATE || call->op == CT_OP_MAP ||
+				    call->op == CT_OP_STREAM_CREATE || call->op == CT_OP_POOL_CREATE
+			    ? t1
+			    : call->t0;
+	ev->dur_ns = t1 - call->t0;
+	ev->ptr = call->ptr;
+	ev->size = call->size;
+	ev->stream = call->stream;
+	ev->aux = call->aux;
+	ev->tid = tid;
+	ev->stack_id = stack_id;
+	ev->result = call->result;
+	ev->flags = call->flags;
+	ev->api = call->api;
+	ev->op = call->op;
+	ev->kind = call->kind;
+	ev->device = call->device;
+	ev->layer = call->layer;
+	ev->reserved = 0;
+}
+
+/* Records made after the writer stopped go straight to the file. */
+static void ct_call_end_direct(const struct ct_call *call, uint64_t t1, uint32_t tid, int depth,
+			       const uint64_t *ips)
+{
+	struct ct_rec_event ev;
+	uint32_t stack_id = 0;
+	if (depth > 0) {
+		void *slot;
+		stack_id = ct_stack_intern(ips, depth, &slot);
+		if (slot) {
+			struct {
+				struct ct_rec_stack hdr;
+				uint64_t ips[CT_STACK_MAX];
+			} st;
+			st.hdr.rec.type = CT_REC_STACK;
+			st.hdr.rec.flags = 0;
+			st.hdr.rec.size = (uint32_t)(sizeof st.hdr + (size_t)depth * 8);
+			st.hdr.stack_id = stack_id;
+			st.hdr.depth = (uint16_t)depth;
+			st.hdr.reserved = 0;
+			memcpy(st.ips, ips, (size_t)depth * 8);
+			ct_write_direct(&st, st.hdr.rec.size);
+			ct_stack_written(slot, 1);
+		}
+	}
+	ct_fill_event(&ev, call, t1, tid, stack_id);
+	ct_write_direct(&ev, sizeof ev);
+	atomic_fetch_add_explicit(&ct_events_recorded, 1, memory_order_relaxed);
+}
+
+void ct_call_end(struct ct_call *call)
+{
+	if (!call->active)
+		return;
+	int saved_errno = errno;
+	struct ct_thread *t = &ct_tls;
+	uint64_t t1 = ct_now_ns();
+	uint32_t tid = ct_thread_tid(t);
+	uint64_t ips[CT_STACK_MAX];
+	int depth = 0;
+	long want = ct_option(CT_OPT_STACK_DEPTH);
+	if (want > 0 && ct_op_wants_stack(call->op))
+		depth = ct_stack_capture(ips, (int)want);
+
+	if (CT_UNLIKELY(atomic_load_explicit(&ct_state, memory_order_acquire) ==
+			CT_STATE_FINISHED)) {
+		ct_call_end_direct(call, t1, tid, depth, ips);
+		goto out;
+	}
+	struct ct_ring *ring = t->ring;
+	if (CT_UNLIKELY(!ring)) {
+		ring = ct_thread_ring();
+		if (!ring) {
+			ct_count_lost();
+			goto out;
+		}
+	}
+
+	uint32_t stack_id = 0;
+	void *slot = NULL;
+	if (depth > 0)
+		stack_id = ct_stack_intern(ips, depth, &slot);
+	ct_ring_lock(ring);
+	if (slot) {
+		uint32_t len = (uint32_t)(sizeof(struct ct_rec_stack) + (size_t)depth * 8);
+		struct ct_rec_stack *st = ct_reserve_or_wait(ring, len);
+		if (st) {
+			st->rec.type = CT_REC_STACK;
+			st->rec.flags = 0;
+			st->rec.size = len;
+			st->stack_id = stack_id;
+			st->depth = (uint16_t)depth;
+			st->reserved = 0;
+			memcpy(st + 1, ips, (size_t)depth * 8);
+			ct_ring_commit(ring);
+		}
+		ct_stack_written(slot, st != NULL);
+	}
+	struct ct_rec_event *ev = ct_reserve_or_wait(ring, sizeof *ev);
+	if (ev) {
+		ct_fill_event(ev, call, t1, tid, stack_id);
+		ct_ring_commit(ring);
+		atomic_fetch_add_explicit(&ct_events_recorded, 1, memory_order_relaxed);
+	} else {
+		atomic_fetch_add_explicit(&ring->dropped, 1, memory_order_relaxed);
+	}
+	ct_ring_unlock(ring);
+	ct_ring_nudge(ring);
+out:
+	t->in_hook = 0;
+	errno = saved_errno;
+}
+
+void ct_record_raw(const void *rec, uint32_t len)
+{
+	struct ct_thread *t = &ct_tls;
+	if (t->in_hook)
+		return;
+	int state = atomic_load_explicit(&ct_state, memory_order_acquire);
+	if (state != CT_STATE_RUNNING && state != CT_STATE_FINISHED)
+		state = ct_ensure_started();
+	if (state == CT_STATE_FINISHED) {
+		ct_write_direct(rec, len);
+		return;
+	}
+	if (state != CT_STATE_RUNNING)
+		return;
+	int saved_errno = errno;
+	t->in_hook = 1;
+	struct ct_ring *ring = t->ring ? t->ring : ct_thread_ring();
+	if (ring) {
+		ct_ring_lock(ring);
+		void *p = ct_reserve_or_wait(ring, len);
+		if (p) {
+			memcpy(p, rec, len);
+			ct_ring_commit(ring);
+		} else {
+			atomic_fetch_add_explicit(&ring->dropped, 1, memory_order_relaxed);
+		}
+		ct_ring_unlock(ring);
+	}
+	t->in_hook = 0;
+	errno = saved_errno;
+}

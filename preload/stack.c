@@ -1,0 +1,169 @@
+/*
+ * Native stacks: captured with libunwind, interned in a lock-free open
+ * addressing table keyed by a 64-bit hash of the frames. Two different stacks
+ * with the same 64-bit hash would share an id; with fewer than a million
+ * distinct stacks the chance of that is below 1 in 10^7.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <link.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
+
+#include "ct.h"
+
+#define CT_STACK_SLOTS (1u << 18)
+#define CT_STACK_PROBES 64
+
+enum { CT_STACK_UNWRITTEN = 0, CT_STACK_CLAIMED = 1, CT_STACK_DONE = 2 };
+
+struct ct_stack_slot {
+	_Atomic uint64_t hash;	/* 0 = empty */
+	_Atomic uint32_t id;	/* 0 until published */
+	_Atomic uint32_t state; /* enum above */
+};
+
+static struct ct_stack_slot *_Atomic ct_stack_table;
+static _Atomic uint32_t ct_stack_next_id;
+static uintptr_t ct_self_lo, ct_self_hi;
+
+static int ct_find_self(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	uintptr_t probe = (uintptr_t)arg;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_LOAD)
+			continue;
+		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+		if (probe >= lo && probe < lo + ph->p_memsz) {
+			uintptr_t min = UINTPTR_MAX, max = 0;
+			for (int j = 0; j < info->dlpi_phnum; j++) {
+				const ElfW(Phdr) *q = &info->dlpi_phdr[j];
+				if (q->p_type != PT_LOAD)
+					continue;
+				uintptr_t a = info->dlpi_addr + q->p_vaddr;
+				if (a < min)
+					min = a;
+				if (a + q->p_memsz > max)
+					max = a + q->p_memsz;
+			}
+			ct_self_lo = min;
+			ct_self_hi = max;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+void ct_stack_init(void)
+{
+	dl_iterate_phdr(ct_find_self, (void *)(uintptr_t)&ct_stack_init);
+	unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+}
+
+int ct_stack_capture(uint64_t *ips, int max)
+{
+	void *raw[CT_STACK_MAX + 8];
+	int want = max + 8;
+	if (want > (int)(sizeof raw / sizeof raw[0]))
+		want = (int)(sizeof raw / sizeof raw[0]);
+	int n = unw_backtrace(raw, want);
+	int out = 0;
+	int i = 0;
+	/* The innermost frames are the shim's own: skip them. */
+	while (i < n && (uintptr_t)raw[i] >= ct_self_lo && (uintptr_t)raw[i] < ct_self_hi)
+		i++;
+	for (; i < n && out < max; i++)
+		ips[out++] = (uint64_t)(uintptr_t)raw[i];
+	return out;
+}
+
+static uint64_t ct_stack_hash(const uint64_t *ips, int depth)
+{
+	uint64_t h = 0x9e3779b97f4a7c15ull ^ (uint64_t)depth;
+	for (int i = 0; i < depth; i++) {
+		h ^= ips[i];
+		h *= 0xff51afd7ed558ccdull;
+		h ^= h >> 33;
+	}
+	return h ? h : 1;
+}
+
+static struct ct_stack_slot *ct_stack_slots(void)
+{
+	struct ct_stack_slot *t = atomic_load_explicit(&ct_stack_table, memory_order_acquire);
+	if (CT_LIKELY(t))
+		return t;
+	void *mem = mmap(NULL, CT_STACK_SLOTS * sizeof(struct ct_stack_slot), PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (mem == MAP_FAILED)
+		return NULL;
+	struct ct_stack_slot *expected = NULL;
+	if (!atomic_compare_exchange_strong(&ct_stack_table, &expected, mem)) {
+		munmap(mem, CT_STACK_SLOTS * sizeof(struct ct_stack_slot));
+		return expected;
+	}
+	return mem;
+}
+
+
+uint32_t ct_stack_intern(const uint64_t *ips, int depth, void **must_write)
+{
+	*must_write = NULL;
+	struct ct_stack_slot *table = ct_stack_slots();
+	if (!table || depth <= 0)
+		return 0;
+	uint64_t h = ct_stack_hash(ips, depth);
+	for (uint32_t probe = 0; probe < CT_STACK_PROBES; probe++) {
+		struct ct_stack_slot *s = &table[(h + probe) & (CT_STACK_SLOTS - 1)];
+		uint64_t cur = atomic_load_explicit(&s->hash, memory_order_acquire);
+		if (cur == 0) {
+			uint64_t zero = 0;
+			if (atomic_compare_exchange_strong(&s->hash, &zero, h)) {
+				uint32_t id = atomic_fetch_add(&ct_stack_next_id, 1) + 1;
+				atomic_store_explicit(&s->state, CT_STACK_CLAIMED, memory_order_relaxed);
+				atomic_store_explicit(&s->id, id, memory_order_release);
+				*must_write = s;
+				return id;
+			}
+			cur = zero;
+		}
+		if (cur != h)
+			continue;
+		uint32_t id;
+		while ((id = atomic_load_explicit(&s->id, memory_order_acquire)) == 0)
+			; /* the inserting thread is between two stores */
+		uint32_t state = atomic_load_explicit(&s->state, memory_order_acquire);
+		if (state == CT_STACK_UNWRITTEN) {
+			uint32_t expect = CT_STACK_UNWRITTEN;
+			if (atomic_compare_exchange_strong(&s->state, &expect, CT_STACK_CLAIMED))
+				*must_write = s;
+		}
+		return id;
+	}
+	return 0;
+}
+
+void ct_stack_written(void *slot, int ok)
+{
+	struct ct_stack_slot *s = slot;
+	if (s)
+		atomic_store_explicit(&s->state, ok ? CT_STACK_DONE : CT_STACK_UNWRITTEN,
+				      memory_order_release);
+}
+
+void ct_stack_reset(void)
+{
+	struct ct_stack_slot *t = atomic_exchange(&ct_stack_table, NULL);
+	if (t)
+		munmap(t, CT_STACK_SLOTS * sizeof(struct ct_stack_slot));
+	atomic_store(&ct_stack_next_id, 0);
+}
+
+uint64_t ct_stack_count(void)
+{
+	return atomic_load(&ct_stack_next_id);
+}

@@ -1,0 +1,675 @@
+/*
+ * The dump file and the background writer.
+ *
+ * Tracing starts lazily at the first traced call: the dump is created then,
+ * so a process that never calls CUDA leaves no dump. One writer thread wakes
+ * every CUMTRACE_FLUSH_MS (or when a ring fills up), copies every ring into a
+ * write buffer and hands it to write(2). What write(2) took survives kill -9,
+ * which is the crash-safety guarantee: an event is on disk at most one flush
+ * interval (plus one round) after it was recorded.
+ *
+ * Locks: ct_round_lock serialises consumers of the rings (the writer, an
+ * exec-time flush, the exit path) and is taken around fork so the child sees
+ * no half-copied round. The hot path takes no lock.
+ */
+#define _GNU_SOURCE
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <link.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "ct.h"
+
+_Atomic int ct_state;
+
+static int ct_fd = -1;
+static char ct_path[PATH_MAX + 16];
+static pid_t ct_pid;
+static uint64_t ct_start_realtime, ct_start_monotonic;
+static uint32_t ct_parent_pid;
+static int ct_is_fork_child;
+
+static pthread_mutex_t ct_round_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t ct_direct_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_t ct_writer_thread;
+static int ct_writer_started;
+static _Atomic int ct_writer_stop;
+static _Atomic int ct_kick_word;
+static _Atomic int ct_writer_sleeping;
+
+static struct ct_ring *_Atomic ct_rings;
+static _Atomic uint64_t ct_ring_bytes;
+static struct ct_ring *_Atomic ct_overflow_ring;
+static pthread_mutex_t ct_overflow_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_key_t ct_thread_key;
+static _Atomic uint64_t ct_lost;
+static uint64_t ct_lost_reported;
+static uint64_t ct_batch_seq;
+
+static _Atomic int ct_warned_open, ct_warned_write, ct_warned_thread;
+
+/* ---- the write buffer (writer side only, under ct_round_lock) ---------------- */
+
+#define CT_WBUF_SIZE (4u << 20)
+static unsigned char *ct_wbuf;
+static size_t ct_wbuf_len;
+
+/* Write everything or fail; on failure tracing stops for good. */
+static int ct_write_all(const void *p, size_t n)
+{
+	const unsigned char *c = p;
+	while (n > 0) {
+		ssize_t w = write(ct_fd, c, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			ct_warn_once(&ct_warned_write,
+				     "cannot write %s: %s; tracing stopped, the program goes on",
+				     ct_path, w < 0 ? strerror(errno) : "short write");
+			atomic_store(&ct_state, CT_STATE_DISABLED);
+			return -1;
+		}
+		c += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+static void ct_wbuf_flush(void)
+{
+	if (ct_wbuf_len && ct_fd >= 0 && atomic_load(&ct_state) != CT_STATE_DISABLED)
+		ct_write_all(ct_wbuf, ct_wbuf_len);
+	ct_wbuf_len = 0;
+}
+
+static void ct_wbuf_put(const void *p, size_t n)
+{
+	while (n > 0) {
+		if (ct_wbuf_len == CT_WBUF_SIZE)
+			ct_wbuf_flush();
+		size_t room = CT_WBUF_SIZE - ct_wbuf_len;
+		size_t take = n < room ? n : room;
+		memcpy(ct_wbuf + ct_wbuf_len, p, take);
+		ct_wbuf_len += take;
+		p = (const unsigned char *)p + take;
+		n -= take;
+	}
+}
+
+/* ---- modules ----------------------------------------------------------------- */
+
+#define CT_MAX_MODULES 8192
+struct ct_module_seen {
+	uint64_t base;
+	uint64_t name_hash;
+};
+static struct ct_module_seen *ct_modules;
+static size_t ct_module_count;
+static unsigned long long ct_seen_adds = ~0ull, ct_seen_subs = ~0ull;
+
+static uint64_t ct_hash_str(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return h;
+}
+
+/* Copy the GNU build id note of a loaded object into out; returns its length. */
+static size_t ct_build_id(const struct dl_phdr_info *info, unsigned char *out, size_t cap)
+{
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_NOTE)
+			continue;
+		const unsigned char *p = (const unsigned char *)(info->dlpi_addr + ph->p_vaddr);
+		const unsigned char *end = p + ph->p_memsz;
+		while (p + sizeof(ElfW(Nhdr)) <= end) {
+			const ElfW(Nhdr) *nh = (const ElfW(Nhdr) *)p;
+			size_t name_sz = (nh->n_namesz + 3) & ~3u;
+			size_t desc_sz = (nh->n_descsz + 3) & ~3u;
+			const unsigned char *name = p + sizeof *nh;
+			const unsigned char *desc = name + name_sz;
+			if (desc + desc_sz > end)
+				break;
+			if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 &&
+			    memcmp(name, "GNU", 4) == 0) {
+				size_t n = nh->n_descsz < cap ? nh->n_descsz : cap;
+				memcpy(out, desc, n);
+				return n;
+			}
+			p = desc + desc_sz;
+		}
+	}
+	return 0;
+}
+
+static int ct_module_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	int *first = arg;
+	if (*first) {
+		*first = 0;
+		if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs) {
+			if (info->dlpi_adds == ct_seen_adds && info->dlpi_subs == ct_seen_subs)
+				return 1; /* nothing loaded or unloaded since the last scan */
+			ct_seen_adds = info->dlpi_adds;
+			ct_seen_subs = info->dlpi_subs;
+		}
+	}
+	char exe[PATH_MAX];
+	const char *path = info->dlpi_name;
+	if (!path || !*path) {
+		ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+		exe[n > 0 ? n : 0] = 0;
+		path = exe;
+	}
+	uint64_t h = ct_hash_str(path);
+	for (size_t i = 0; i < ct_module_count; i++)
+		if (ct_modules[i].base == info->dlpi_addr && ct_modules[i].name_hash == h)
+			return 0;
+	if (ct_module_count == CT_MAX_MODULES)
+		return 0;
+	uint64_t lo = UINT64_MAX, hi = 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_LOAD)
+			continue;
+		uint64_t a = info->dlpi_addr + ph->p_vaddr;
+		if (a < lo)
+			lo = a;
+		if (a + ph->p_memsz > hi)
+			hi = a + ph->p_memsz;
+	}
+	if (hi == 0)
+		return 0;
+	ct_modules[ct_module_count].base = info->dlpi_addr;
+	ct_modules[ct_module_count].name_hash = h;
+	ct_module_count++;
+
+	struct {
+		struct ct_rec_module m;
+		unsigned char tail[64 + PATH_MAX + 8];
+	} rec;
+	size_t plen = strlen(path) + 1;
+	if (plen > PATH_MAX)
+		plen = PATH_MAX;
+	size_t blen = ct_build_id(info, rec.tail, 64);
+	memcpy(rec.tail + blen, path, plen);
+	rec.tail[blen + plen - 1] = 0;
+	uint32_t total = CT_REC_ALIGN((uint32_t)(sizeof rec.m + blen + plen));
+	memset(rec.tail + blen + plen, 0, total - (sizeof rec.m + blen + plen));
+	rec.m.rec.type = CT_REC_MODULE;
+	rec.m.rec.flags = 0;
+	rec.m.rec.size = total;
+	rec.m.base = info->dlpi_addr;
+	rec.m.lo = lo;
+	rec.m.hi = hi;
+	rec.m.ts_ns = ct_now_ns();
+	rec.m.build_id_len = (uint16_t)blen;
+	rec.m.path_len = (uint16_t)plen;
+	rec.m.reserved = 0;
+	ct_wbuf_put(&rec, total);
+	return 0;
+}
+
+static void ct_scan_modules(void)
+{
+	int first = 1;
+	dl_iterate_phdr(ct_module_cb, &first);
+}
+
+/* ---- one round of copying ------------------------------------------------------ */
+
+static void ct_put_drops(uint32_t tid, uint64_t count)
+{
+	struct ct_rec_drops d = {{CT_REC_DROPS, 0, sizeof d}, ct_now_ns(), count, tid, 0};
+	ct_wbuf_put(&d, sizeof d);
+}
+
+/* Copy every ring to the file. Caller holds ct_round_lock. */
+static void ct_round(void)
+{
+	if (ct_fd < 0)
+		return;
+	int live = atomic_load(&ct_state) != CT_STATE_DISABLED;
+	struct ct_rec_batch b = {{CT_REC_BATCH, 0, sizeof b}, ct_now_ns(), ct_batch_seq++};
+	if (live) {
+		ct_wbuf_put(&b, sizeof b);
+		ct_scan_modules();
+	}
+	for (struct ct_ring *r = atomic_load(&ct_rings); r; r = r->next) {
+		int dead = atomic_load(&r->state) == CT_RING_DEAD;
+		const void *p0 = NULL, *p1 = NULL;
+		size_t n0 = 0, n1 = 0;
+		uint64_t end;
+		int spans = ct_ring_peek(r, &p0, &n0, &p1, &n1, &end);
+		if (live && spans >= 1)
+			ct_wbuf_put(p0, n0);
+		if (live && spans == 2)
+			ct_wbuf_put(p1, n1);
+		if (spans)
+			ct_ring_release(r, end);
+		uint64_t dropped = atomic_load(&r->dropped);
+		if (live && dropped != r->dropped_reported)
+			ct_put_drops(r->tid, dropped - r->dropped_reported);
+		r->dropped_reported = dropped;
+		if (dead && atomic_load(&r->head) == end)
+			atomic_store(&r->state, CT_RING_FREE);
+	}
+	uint64_t lost = atomic_load(&ct_lost);
+	if (live && lost != ct_lost_reported)
+		ct_put_drops(0, lost - ct_lost_reported);
+	ct_lost_reported = lost;
+	ct_wbuf_flush();
+}
+
+static void ct_futex(_Atomic int *addr, int op, int val, const struct timespec *ts)
+{
+	syscall(SYS_futex, (int *)addr, op, val, ts, NULL, 0);
+}
+
+static void *ct_writer_main(void *arg)
+{
+	long ms = ct_option(CT_OPT_FLUSH_MS);
+	struct timespec interval = {ms / 1000, (ms % 1000) * 1000000L};
+	ct_tls.in_hook = 1; /* nothing this thread does is traced */
+	while (!atomic_load(&ct_writer_stop)) {
+		if (atomic_exchange(&ct_kick_word, 0) == 0) {
+			atomic_store(&ct_writer_sleeping, 1);
+			ct_futex(&ct_kick_word, FUTEX_WAIT_PRIVATE, 0, &interval);
+			atomic_store(&ct_writer_sleeping, 0);
+			atomic_store(&ct_kick_word, 0);
+		}
+		pthread_mutex_lock(&ct_round_lock);
+		ct_round();
+		pthread_mutex_unlock(&ct_round_lock);
+		if (atomic_load(&ct_state) == CT_STATE_DISABLED)
+			break;
+	}
+	return arg;
+}
+
+void ct_writer_kick(void)
+{
+	if (atomic_load_explicit(&ct_kick_word, memory_order_relaxed))
+		return;
+	atomic_store(&ct_kick_word, 1);
+	if (atomic_load(&ct_writer_sleeping))
+		ct_futex(&ct_kick_word, FUTEX_WAKE_PRIVATE, 1, NULL);
+}
+
+void ct_count_lost(void)
+{
+	atomic_fetch_add_explicit(&ct_lost, 1, memory_order_relaxed);
+}
+
+/* ---- rings per thread ------------------------------------------------------------ */
+
+static uint64_t ct_ring_cap(void)
+{
+	uint64_t budget = (uint64_t)ct_option(CT_OPT_BUFFER_MB) << 20;
+	uint64_t cap = 1u << 16;
+	while (cap * 2 <= budget / 32 && cap < (4u << 20))
+		cap *= 2;
+	return cap;
+}
+
+static void ct_ring_thread_exit(void *arg)
+{
+	struct ct_ring *r = arg;
+	if (r && !r->shared)
+		atomic_store(&r->state, CT_RING_DEAD);
+	ct_tls.ring = NULL;
+}
+
+struct ct_ring *ct_thread_ring(void)
+{
+	struct ct_thread *t = &ct_tls;
+	uint32_t tid = ct_current_tid();
+	struct ct_ring *ring = NULL;
+	for (struct ct_ring *r = atomic_load(&ct_rings); r; r = r->next) {
+		int expect = CT_RING_FREE;
+		if (atomic_compare_exchange_strong(&r->state, &expect, CT_RING_ACTIVE)) {
+			ring = r;
+			break;
+		}
+	}
+	if (!ring) {
+		uint64_t cap = ct_ring_cap();
+		uint64_t budget = (uint64_t)ct_option(CT_OPT_BUFFER_MB) << 20;
+		if (atomic_fetch_add(&ct_ring_bytes, cap) + cap <= budget)
+			ring = ct_ring_create(cap);
+		if (ring) {
+			struct ct_ring *head = atomic_load(&ct_rings);
+			do
+				ring->next = head;
+			while (!atomic_compare_exchange_weak(&ct_rings, &head, ring));
+		}
+	}
+	if (!ring) {
+		/* Over budget: share one locked ring among the extra threads. */
+		pthread_mutex_lock(&ct_overflow_lock);
+		ring = atomic_load(&ct_overflow_ring);
+		if (!ring && (ring = ct_ring_create(ct_ring_cap())) != NULL) {
+			ring->shared = 1;
+			atomic_flag_clear(&ring->lock);
+			struct ct_ring *head = atomic_load(&ct_rings);
+			do
+				ring->next = head;
+			while (!atomic_compare_exchange_weak(&ct_rings, &head, ring));
+			atomic_store(&ct_overflow_ring, ring);
+		}
+		pthread_mutex_unlock(&ct_overflow_lock);
+		if (!ring)
+			return NULL;
+	}
+	if (!ring->shared) {
+		ring->tid = tid;
+		pthread_setspecific(ct_thread_key, ring);
+	}
+	t->ring = ring;
+	return ring;
+}
+
+/* ---- the dump file ------------------------------------------------------------------ */
+
+/* Append the NUL-terminated "key=value" string to buf at *len. */
+static void ct_kv(char *buf, size_t cap, size_t *len, const char *key, const char *val)
+{
+	int n = snprintf(buf + *len, cap - *len, "%s=%s", key, val ? val : "");
+	if (n < 0 || (size_t)n + 1 > cap - *len)
+		return;
+	*len += (size_t)n + 1;
+}
+
+static void ct_put_process(void)
+{
+	static char buf[16384];
+	struct ct_rec_process *p = (struct ct_rec_process *)buf;
+	size_t len = sizeof *p;
+	size_t cap = sizeof buf - 8;
+	char tmp[PATH_MAX];
+	memset(buf, 0, sizeof buf);
+	p->rec.type = CT_REC_PROCESS;
+	p->pid = (uint32_t)getpid();
+	p->ppid = ct_is_fork_child ? ct_parent_pid : (uint32_t)getppid();
+	p->start_realtime_ns = ct_start_realtime;
+	p->start_monotonic_ns = ct_start_monotonic;
+	p->clock_id = CLOCK_MONOTONIC;
+	p->forked = (uint32_t)ct_is_fork_child;
+	ct_kv(buf, cap, &len, "version", CUMTRACE_VERSION);
+	if (gethostname(tmp, sizeof tmp - 1) != 0)
+		strcpy(tmp, "unknown");
+	tmp[sizeof tmp - 1] = 0;
+	ct_kv(buf, cap, &len, "host", tmp);
+	ssize_t n = readlink("/proc/self/exe", tmp, sizeof tmp - 1);
+	tmp[n > 0 ? n : 0] = 0;
+	ct_kv(buf, cap, &len, "exe", tmp);
+	if (!getcwd(tmp, sizeof tmp))
+		tmp[0] = 0;
+	ct_kv(buf, cap, &len, "cwd", tmp);
+	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		static char cmd[8192];
+		ssize_t got = read(fd, cmd, sizeof cmd - 1);
+		close(fd);
+		if (got > 0) {
+			cmd[got] = 0;
+			for (char *a = cmd; a < cmd + got; a += strlen(a) + 1)
+				ct_kv(buf, cap, &len, "argv", a);
+		}
+	}
+	ct_kv(buf, cap, &len, "output", ct_path);
+	static const struct {
+		const char *key;
+		enum ct_option opt;
+	} settings[] = {{"setting.stack_depth", CT_OPT_STACK_DEPTH},
+			{"setting.buffer_mb", CT_OPT_BUFFER_MB},
+			{"setting.drop", CT_OPT_DROP},
+			{"setting.flush_ms", CT_OPT_FLUSH_MS}};
+	for (size_t i = 0; i < sizeof settings / sizeof settings[0]; i++) {
+		snprintf(tmp, sizeof tmp, "%ld", ct_option(settings[i].opt));
+		ct_kv(buf, cap, &len, settings[i].key, tmp);
+	}
+	p->rec.size = CT_REC_ALIGN((uint32_t)len);
+	struct ct_file_header fh;
+	memcpy(fh.magic, CT_MAGIC, CT_MAGIC_LEN);
+	fh.version = CT_FORMAT_VERSION;
+	fh.header_size = sizeof fh;
+	fh.reserved = 0;
+	if (ct_write_all(&fh, sizeof fh) == 0)
+		ct_write_all(buf, p->rec.size);
+}
+
+static void ct_note_manifest(void)
+{
+	const char *manifest = ct_option_str(CT_OPT_MANIFEST);
+	if (!manifest)
+		return;
+	char line[PATH_MAX * 2 + 2];
+	char cwd[PATH_MAX];
+	int n;
+	if (ct_path[0] == '/' || !getcwd(cwd, sizeof cwd))
+		n = snprintf(line, sizeof line, "%s\n", ct_path);
+	else
+		n = snprintf(line, sizeof line, "%s/%s\n", cwd, ct_path);
+	int fd = open(manifest, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return;
+	if (n > 0 && (size_t)n < sizeof line) {
+		ssize_t w = write(fd, line, (size_t)n);
+		(void)w;
+	}
+	close(fd);
+}
+
+/* Create the dump: O_EXCL, never through a symlink; after exec the pid is the
+ * same, so a taken name gets a ".N" suffix. Returns 0 on success. */
+static int ct_open_dump(void)
+{
+	const char *tmpl = ct_option_str(CT_OPT_OUTPUT);
+	char base[PATH_MAX];
+	if (ct_expand_template(tmpl ? tmpl : "cumtrace.%p.dump", base, sizeof base - 8)) {
+		ct_warn_once(&ct_warned_open, "output template too long; tracing off");
+		return -1;
+	}
+	for (int attempt = 0; attempt < 100; attempt++) {
+		if (attempt == 0)
+			snprintf(ct_path, sizeof ct_path, "%s", base);
+		else
+			snprintf(ct_path, sizeof ct_path, "%s.%d", base, attempt);
+		ct_fd = open(ct_path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_APPEND,
+			     0600);
+		if (ct_fd >= 0)
+			return 0;
+		if (errno != EEXIST)
+			break;
+	}
+	ct_warn_once(&ct_warned_open, "cannot create %s: %s; tracing off, the program goes on",
+		     ct_path, strerror(errno));
+	return -1;
+}
+
+int ct_ensure_started(void)
+{
+	int expect = CT_STATE_UNINIT;
+	if (!atomic_compare_exchange_strong(&ct_state, &expect, CT_STATE_STARTING)) {
+		while ((expect = atomic_load(&ct_state)) == CT_STATE_STARTING)
+			sched_yield();
+		return expect;
+	}
+	int saved_errno = errno;
+	ct_options_init();
+	int final = CT_STATE_DISABLED;
+	if (ct_option(CT_OPT_DISABLE))
+		goto done;
+	if (!ct_wbuf) {
+		void *m = mmap(NULL, CT_WBUF_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			       -1, 0);
+		void *mods = mmap(NULL, CT_MAX_MODULES * sizeof(struct ct_module_seen),
+				  PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (m == MAP_FAILED || mods == MAP_FAILED)
+			goto done;
+		ct_wbuf = m;
+		ct_modules = mods;
+	}
+	if (ct_open_dump())
+		goto done;
+	ct_put_process();
+	ct_note_manifest();
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	atomic_store(&ct_writer_stop, 0);
+	int rc = pthread_create(&ct_writer_thread, NULL, ct_writer_main, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc != 0) {
+		ct_warn_once(&ct_warned_thread, "cannot start the writer thread: %s; tracing off",
+			     strerror(rc));
+		goto done;
+	}
+	ct_writer_started = 1;
+	final = CT_STATE_RUNNING;
+done:
+	if (final == CT_STATE_DISABLED && ct_fd >= 0) {
+		close(ct_fd);
+		ct_fd = -1;
+	}
+	atomic_store(&ct_state, final);
+	errno = saved_errno;
+	return final;
+}
+
+void ct_write_direct(const void *rec, uint32_t len)
+{
+	pthread_mutex_lock(&ct_direct_lock);
+	if (ct_fd >= 0 && atomic_load(&ct_state) == CT_STATE_FINISHED)
+		ct_write_all(rec, len);
+	pthread_mutex_unlock(&ct_direct_lock);
+}
+
+void ct_flush_sync(void)
+{
+	/* A vfork child shares our memory but not our writer: leave it alone. */
+	if (atomic_load(&ct_state) != CT_STATE_RUNNING || getpid() != ct_pid)
+		return;
+	pthread_mutex_lock(&ct_round_lock);
+	ct_round();
+	pthread_mutex_unlock(&ct_round_lock);
+}
+
+void ct_shutdown(void)
+{
+	int expect = CT_STATE_RUNNING;
+	if (!atomic_compare_exchange_strong(&ct_state, &expect, CT_STATE_FINISHED))
+		return;
+	int saved_errno = errno;
+	if (ct_writer_started) {
+		atomic_store(&ct_writer_stop, 1);
+		atomic_store(&ct_kick_word, 1);
+		ct_futex(&ct_kick_word, FUTEX_WAKE_PRIVATE, 1, NULL);
+		pthread_join(ct_writer_thread, NULL);
+		ct_writer_started = 0;
+	}
+	pthread_mutex_lock(&ct_round_lock);
+	/* ct_round skips nothing in FINISHED state: it checks only DISABLED. */
+	ct_round();
+	pthread_mutex_unlock(&ct_round_lock);
+	uint64_t dropped = atomic_load(&ct_lost);
+	for (struct ct_ring *r = atomic_load(&ct_rings); r; r = r->next)
+		dropped += atomic_load(&r->dropped);
+	struct ct_rec_end e = {{CT_REC_END, 0, sizeof e},
+			       ct_now_ns(),
+			       atomic_load(&ct_events_recorded),
+			       dropped,
+			       ct_stack_count()};
+	ct_write_direct(&e, sizeof e);
+	errno = saved_errno;
+}
+
+/* ---- process life: start, fork, exit --------------------------------------------------- */
+
+static void ct_mark_start(void)
+{
+	ct_pid = getpid();
+	struct timespec rt, mono;
+	clock_gettime(CLOCK_REALTIME, &rt);
+	clock_gettime(CLOCK_MONOTONIC, &mono);
+	ct_start_realtime = (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec;
+	ct_start_monotonic = (uint64_t)mono.tv_sec * 1000000000u + (uint64_t)mono.tv_nsec;
+}
+
+static void ct_fork_prepare(void)
+{
+	pthread_mutex_lock(&ct_round_lock);
+	pthread_mutex_lock(&ct_direct_lock);
+	pthread_mutex_lock(&ct_overflow_lock);
+}
+
+static void ct_fork_parent(void)
+{
+	pthread_mutex_unlock(&ct_overflow_lock);
+	pthread_mutex_unlock(&ct_direct_lock);
+	pthread_mutex_unlock(&ct_round_lock);
+}
+
+/* The child starts a dump of its own at its first traced call. */
+static void ct_fork_child(void)
+{
+	pthread_mutex_init(&ct_round_lock, NULL);
+	pthread_mutex_init(&ct_direct_lock, NULL);
+	pthread_mutex_init(&ct_overflow_lock, NULL);
+	int state = atomic_load(&ct_state);
+	ct_parent_pid = (uint32_t)getppid();
+	ct_is_fork_child = 1;
+	ct_mark_start();
+	if (ct_fd >= 0)
+		close(ct_fd);
+	ct_fd = -1;
+	ct_writer_started = 0;
+	struct ct_ring *r = atomic_exchange(&ct_rings, NULL);
+	while (r) {
+		struct ct_ring *next = r->next;
+		ct_ring_destroy(r);
+		r = next;
+	}
+	atomic_store(&ct_overflow_ring, NULL);
+	atomic_store(&ct_ring_bytes, 0);
+	atomic_store(&ct_lost, 0);
+	ct_lost_reported = 0;
+	ct_batch_seq = 0;
+	atomic_store(&ct_events_recorded, 0);
+	ct_module_count = 0;
+	ct_seen_adds = ct_seen_subs = ~0ull;
+	ct_wbuf_len = 0;
+	pthread_setspecific(ct_thread_key, NULL);
+	ct_tls.ring = NULL;
+	ct_tls.tid = 0;
+	ct_stack_reset();
+	if (state != CT_STATE_DISABLED || !ct_option(CT_OPT_DISABLE))
+		atomic_store(&ct_state, CT_STATE_UNINIT);
+}
+
+__attribute__((constructor)) static void ct_init(void)
+{
+	ct_mark_start();
+	ct_stack_init();
+	pthread_key_create(&ct_thread_key, ct_ring_thread_exit);
+	pthread_atfork(ct_fork_prepare, ct_fork_parent, ct_fork_child);
+}
+
+__attribute__((destructor)) static void ct_fini(void)
+{
+	ct_shutdown();
+}

@@ -1,0 +1,65 @@
+# Helpers for end-to-end tests: source it from tests/e2e/t_*.sh.
+# Every test gets a fresh directory $T; the shim and the fake CUDA runtime
+# come from $BUILD. Failures print what differed and exit 1.
+set -eu
+BUILD=${BUILD:-build}
+ROOT=$(pwd)
+SHIM=$ROOT/$BUILD/libcumtrace.so
+REPORT=$ROOT/$BUILD/cumtrace-report
+PROGS=$ROOT/$BUILD/tests/progs
+FAKE=$ROOT/$BUILD/tests/fake
+T=$(mktemp -d "${TMPDIR:-/tmp}/cumtrace-test.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+export CUMTRACE_QUIET=1
+
+# Under AddressSanitizer its runtime must come first in the preload list.
+PRELOAD=$SHIM
+case ${SANITIZE:-} in
+*address*) PRELOAD="$(${CC:-cc} -print-file-name=libasan.so):$SHIM" ;;
+esac
+case ${SANITIZE:-} in
+*thread*) PRELOAD="$(${CC:-cc} -print-file-name=libtsan.so):$SHIM" ;;
+esac
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0}
+
+fail() {
+	echo "FAIL: $*" >&2
+	exit 1
+}
+
+# traced NAME CMD...: run CMD under the shim; dumps land in $T/NAME.<pid>.dump
+traced() {
+	name=$1
+	shift
+	LD_LIBRARY_PATH=$FAKE LD_PRELOAD=$PRELOAD CUMTRACE_OUTPUT="$T/$name.%p.dump" "$@"
+}
+
+# untraced CMD...: the same program against the fake runtime, no shim
+untraced() {
+	LD_LIBRARY_PATH=$FAKE "$@"
+}
+
+# dump_of NAME: the single dump a traced run left (fails if not exactly one)
+dump_of() {
+	set -- "$T/$1".*.dump
+	[ $# -eq 1 ] && [ -f "$1" ] || fail "expected one dump for $name, found: $*"
+	echo "$1"
+}
+
+# report OUT.json CMD ARGS... DUMP: run the analyzer with --format json
+report() {
+	out=$1
+	shift
+	"$REPORT" "$@" --format json -o "$out" || fail "cumtrace-report $* exited $?"
+}
+
+# jget FILE EXPR: evaluate a Python expression over the JSON document j
+jget() {
+	python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"
+}
+
+# expect_eq WHAT ACTUAL EXPECTED
+expect_eq() {
+	[ "$2" = "$3" ] || fail "$1: got '$2', expected '$3'"
+	echo "ok: $1 = $3"
+}

@@ -1,0 +1,28 @@
+# Every runtime allocation path: exact counts, bytes, failures, leaks, peak.
+. tests/e2e/lib.sh
+traced basic "$PROGS/basic" >"$T/expect.txt"
+dump=$(dump_of basic)
+report "$T/leaks.json" leaks "$dump"
+report "$T/peak.json" peak "$dump"
+want() { awk -v k="$1" '$1 == "expect" && $2 == k { print $3 }' "$T/expect.txt"; }
+expect_eq allocations "$(jget "$T/leaks.json" 'j["allocations"]')" "$(want allocations)"
+expect_eq frees "$(jget "$T/leaks.json" 'j["frees"]')" "$(want frees)"
+expect_eq failed_calls "$(jget "$T/leaks.json" 'j["failed_calls"]')" "$(want failed_calls)"
+expect_eq leaks.count "$(jget "$T/leaks.json" 'j["leaks"]["count"]')" "$(want leak_count)"
+expect_eq leaks.bytes "$(jget "$T/leaks.json" 'j["leaks"]["bytes"]')" "$(want leak_bytes)"
+expect_eq device_leak_bytes \
+	"$(jget "$T/leaks.json" 'sum(s["bytes"] for s in j["leaks"]["sites"] if s["kind"]=="device")')" \
+	"$(want device_leak_bytes)"
+expect_eq peak.bytes "$(jget "$T/peak.json" 'j["peak"]["bytes"]')" "$(want peak_bytes)"
+# Largest site first; site A holds two 1 MiB blocks from one stack.
+expect_eq first_site_bytes "$(jget "$T/leaks.json" 'j["leaks"]["sites"][0]["bytes"]')" 5242880
+expect_eq first_site_device "$(jget "$T/leaks.json" 'j["leaks"]["sites"][0]["device"]')" 1
+expect_eq two_block_site \
+	"$(jget "$T/leaks.json" 'sorted((s["count"], s["bytes"]) for s in j["leaks"]["sites"] if s["kind"]=="device")[-1]')" \
+	"(2, 2097152)"
+expect_eq kinds \
+	"$(jget "$T/leaks.json" 'sorted(set(s["kind"] for s in j["leaks"]["sites"]))')" \
+	"['device', 'host_pinned', 'managed']"
+# The failed 64 GiB request is in the summary as a failure of cudaMalloc.
+expect_eq cudaMalloc.failures "$(jget "$T/leaks.json" 'j["summary"]["apis"]["cudaMalloc"]["failures"]')" 1
+expect_eq clean_exit "$(jget "$T/leaks.json" 'j["dumps"][0]["clean_exit"]')" True

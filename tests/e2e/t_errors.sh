@@ -1,0 +1,9 @@
+# Return codes and errno pass through unchanged: traced output == untraced.
+. tests/e2e/lib.sh
+untraced "$PROGS/errors" >"$T/plain.txt"
+traced errors "$PROGS/errors" >"$T/traced.txt"
+diff "$T/plain.txt" "$T/traced.txt" || fail "traced output differs"
+echo "ok: $(wc -l <"$T/plain.txt") calls, identical return codes and errno"
+report "$T/s.json" summary "$(dump_of errors)"
+expect_eq failed_calls "$(jget "$T/s.json" 'j["failed_calls"]')" \
+	"$(awk '$2 != "rc=0" && $1 !~ /GetLastError/' "$T/plain.txt" | wc -l | tr -d ' ')"

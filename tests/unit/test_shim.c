@@ -1,0 +1,178 @@
+/* Unit tests of the shim's parts: rings, output templates, stack interning. */
+#define _GNU_SOURCE
+#include <check.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../../preload/ct.h"
+
+/* Append one record of len bytes holding seq in its first payload word. */
+static int put(struct ct_ring *r, uint32_t len, uint64_t seq)
+{
+	struct ct_rec *rec = ct_ring_reserve(r, len);
+	if (!rec)
+		return 0;
+	rec->type = CT_REC_EVENT;
+	rec->flags = 0;
+	rec->size = len;
+	memcpy(rec + 1, &seq, sizeof seq);
+	ct_ring_commit(r);
+	return 1;
+}
+
+/* Consume everything, checking record framing and sequence; returns count. */
+static uint64_t drain(struct ct_ring *r, uint64_t *next_seq)
+{
+	const void *p[2];
+	size_t n[2];
+	uint64_t end, count = 0;
+	int spans = ct_ring_peek(r, &p[0], &n[0], &p[1], &n[1], &end);
+	for (int s = 0; s < spans; s++) {
+		const unsigned char *c = p[s];
+		size_t off = 0;
+		while (off < n[s]) {
+			const struct ct_rec *rec = (const struct ct_rec *)(c + off);
+			ck_assert_uint_ge(rec->size, 8);
+			ck_assert_uint_eq(rec->size % 8, 0);
+			if (rec->type == CT_REC_EVENT) {
+				uint64_t seq;
+				memcpy(&seq, rec + 1, sizeof seq);
+				ck_assert_uint_eq(seq, *next_seq);
+				(*next_seq)++;
+				count++;
+			} else {
+				ck_assert_uint_eq(rec->type, CT_REC_PAD);
+			}
+			off += rec->size;
+		}
+		ck_assert_uint_eq(off, n[s]);
+	}
+	ct_ring_release(r, end);
+	return count;
+}
+
+START_TEST(ring_fills_and_wraps)
+{
+	struct ct_ring *r = ct_ring_create(4096);
+	ck_assert_ptr_nonnull(r);
+	uint64_t seq = 0, next = 0;
+	/* 80-byte records do not divide 4096: every wrap needs a pad. */
+	int fit = 0;
+	while (put(r, 80, seq))
+		seq++, fit++;
+	ck_assert_int_eq(fit, 4096 / 80);
+	ck_assert_uint_eq(drain(r, &next), (uint64_t)fit);
+	for (int round = 0; round < 1000; round++) {
+		int k = 1 + round % 40;
+		for (int i = 0; i < k; i++)
+			ck_assert(put(r, 80 + 8 * (uint32_t)(i % 3), seq++));
+		ck_assert_uint_eq(drain(r, &next), (uint64_t)k);
+	}
+	ck_assert_uint_eq(next, seq);
+	ct_ring_destroy(r);
+}
+END_TEST
+
+START_TEST(ring_rejects_bad_capacity)
+{
+	ck_assert_ptr_null(ct_ring_create(1000));
+	ck_assert_ptr_null(ct_ring_create(2048));
+}
+END_TEST
+
+struct spsc {
+	struct ct_ring *r;
+	uint64_t n;
+};
+
+static void *producer(void *arg)
+{
+	struct spsc *s = arg;
+	for (uint64_t i = 0; i < s->n; i++)
+		while (!put(s->r, 16 + 8 * (uint32_t)(i % 7), i))
+			sched_yield();
+	return NULL;
+}
+
+START_TEST(ring_spsc_threads)
+{
+	struct spsc s = {ct_ring_create(1 << 14), 300000};
+	pthread_t t;
+	pthread_create(&t, NULL, producer, &s);
+	uint64_t next = 0;
+	while (next < s.n)
+		drain(s.r, &next);
+	pthread_join(t, NULL);
+	ck_assert_uint_eq(next, s.n);
+	ct_ring_destroy(s.r);
+}
+END_TEST
+
+START_TEST(template_expansion)
+{
+	char out[256], want[256];
+	setenv("CT_TEST_RANK", "3", 1);
+	ck_assert_int_eq(ct_expand_template("r%q{CT_TEST_RANK}.%p.dump", out, sizeof out), 0);
+	snprintf(want, sizeof want, "r3.%d.dump", (int)getpid());
+	ck_assert_str_eq(out, want);
+	ck_assert_int_eq(ct_expand_template("a%%b%q{CT_TEST_UNSET_VAR}c", out, sizeof out), 0);
+	ck_assert_str_eq(out, "a%bc");
+	ck_assert_int_eq(ct_expand_template("keep%zliteral", out, sizeof out), 0);
+	ck_assert_str_eq(out, "keep%zliteral");
+	ck_assert_int_eq(ct_expand_template("%q{UNCLOSED", out, sizeof out), -1);
+	ck_assert_int_eq(ct_expand_template("0123456789", out, 5), -1);
+	char host[256];
+	gethostname(host, sizeof host);
+	ck_assert_int_eq(ct_expand_template("%h", out, sizeof out), 0);
+	ck_assert_str_eq(out, host);
+}
+END_TEST
+
+START_TEST(stack_interning)
+{
+	uint64_t a[3] = {1, 2, 3}, b[3] = {1, 2, 4};
+	void *slot;
+	uint32_t ia = ct_stack_intern(a, 3, &slot);
+	ck_assert_uint_ge(ia, 1);
+	ck_assert_ptr_nonnull(slot); /* first user writes the record */
+	ct_stack_written(slot, 1);
+	ck_assert_uint_eq(ct_stack_intern(a, 3, &slot), ia);
+	ck_assert_ptr_null(slot);
+	uint32_t ib = ct_stack_intern(b, 3, &slot);
+	ck_assert_uint_ne(ib, ia);
+	/* A dropped record is handed to the next user to write. */
+	ct_stack_written(slot, 0);
+	ck_assert_uint_eq(ct_stack_intern(b, 3, &slot), ib);
+	ck_assert_ptr_nonnull(slot);
+	ct_stack_written(slot, 1);
+	ck_assert_uint_eq(ct_stack_count(), 2);
+	ct_stack_reset();
+	ck_assert_uint_eq(ct_stack_count(), 0);
+	ck_assert_uint_eq(ct_stack_intern(b, 3, &slot), 1);
+}
+END_TEST
+
+static Suite *shim_suite(void)
+{
+	Suite *s = suite_create("shim");
+	TCase *tc = tcase_create("core");
+	tcase_add_test(tc, ring_fills_and_wraps);
+	tcase_add_test(tc, ring_rejects_bad_capacity);
+	tcase_add_test(tc, ring_spsc_threads);
+	tcase_add_test(tc, template_expansion);
+	tcase_add_test(tc, stack_interning);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(shim_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
