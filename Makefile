@@ -73,6 +73,8 @@ $(BUILD)/obj/%.o: %.c
 	$(Q)$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
 # ---- fake CUDA libraries (tests only) --------------------------------------
+# -Bsymbolic-functions: like the real driver, the fake hands out pointers to
+# its own functions from cuGetProcAddress, never to an interposer's export.
 FAKE_DIR := $(BUILD)/tests/fake
 FAKE_CUDART := $(FAKE_DIR)/libcudart.so.13
 FAKE_CUDA := $(FAKE_DIR)/libcuda.so.1
@@ -80,9 +82,22 @@ FAKE_CUDA := $(FAKE_DIR)/libcuda.so.1
 $(FAKE_CUDA): $(BUILD)/obj/tests/fake/cuda.o tests/fake/cuda.map
 	@mkdir -p $(@D)
 	@echo "  LD      $@"
-	$(Q)$(CC) -shared -Wl,--version-script=tests/fake/cuda.map -Wl,-soname,libcuda.so.1 \
+	$(Q)$(CC) -shared -Wl,-Bsymbolic-functions -Wl,--version-script=tests/fake/cuda.map -Wl,-soname,libcuda.so.1 \
 		-o $@ $(BUILD)/obj/tests/fake/cuda.o $(ALL_LDFLAGS) -lpthread
 	$(Q)ln -sf libcuda.so.1 $(FAKE_DIR)/libcuda.so
+
+# Fake CUPTI: the callback API, driven by the test programs (tests/e2e/t_cupti.sh).
+FAKE_CUPTI := $(FAKE_DIR)/libcupti.so.13
+# CUPTI headers: $(CUDA_HOME)/include in some layouts, extras/CUPTI/include in the toolkit's.
+CUPTI_INC := $(CUDA_HOME)/extras/CUPTI/include
+$(BUILD)/obj/preload/cupti.o $(BUILD)/obj/tests/fake/cupti.o: ALL_CFLAGS += -I$(CUPTI_INC)
+$(BUILD)/tests/progs/cupti_%: PROG_CFLAGS += -I$(CUPTI_INC)
+
+$(FAKE_CUPTI): $(BUILD)/obj/tests/fake/cupti.o tests/fake/cupti.map
+	@mkdir -p $(@D)
+	@echo "  LD      $@"
+	$(Q)$(CC) -shared -Wl,--version-script=tests/fake/cupti.map -Wl,-soname,libcupti.so.13 \
+		-o $@ $(BUILD)/obj/tests/fake/cupti.o $(ALL_LDFLAGS)
 
 $(FAKE_CUDART): $(BUILD)/obj/tests/fake/cudart.o tests/fake/cudart.map
 	@mkdir -p $(@D)
@@ -120,7 +135,7 @@ $(BUILD)/tests/unit/%: tests/unit/%.c $(ANALYZER_LIB) $(PRELOAD_CORE)
 # ---- targets ---------------------------------------------------------------
 all: $(SHIM) $(REPORT)
 
-tests: all $(FAKE_CUDART) $(FAKE_CUDA) $(PROGS) $(UNITS)
+tests: all $(FAKE_CUDART) $(FAKE_CUDA) $(FAKE_CUPTI) $(PROGS) $(UNITS)
 
 check: tests
 	$(Q)BUILD=$(BUILD) SANITIZE=$(SANITIZE) sh tests/run.sh

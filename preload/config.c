@@ -29,6 +29,7 @@ static struct ct_option_desc ct_options[CT_OPT_COUNT] = {
 	[CT_OPT_DISABLE] = {"CUMTRACE_DISABLE", 0, 0, 1, 0, 0, NULL},
 	[CT_OPT_MANIFEST] = {"CUMTRACE_MANIFEST", 0, 0, 0, 1, 0, NULL},
 	[CT_OPT_QUIET] = {"CUMTRACE_QUIET", 0, 0, 1, 0, 0, NULL},
+	[CT_OPT_BACKEND] = {"CUMTRACE_BACKEND", 0, 0, 0, 1, 0, NULL},
 };
 
 static _Atomic int ct_options_done;

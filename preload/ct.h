@@ -32,6 +32,7 @@ enum ct_option {
 	CT_OPT_DISABLE,	    /* CUMTRACE_DISABLE: 1 = record nothing */
 	CT_OPT_MANIFEST,    /* CUMTRACE_MANIFEST: file that lists every dump made */
 	CT_OPT_QUIET,	    /* CUMTRACE_QUIET: 1 = no notice on stderr */
+	CT_OPT_BACKEND,	    /* CUMTRACE_BACKEND: "interpose" (default) or "cupti" */
 	CT_OPT_COUNT
 };
 
@@ -213,5 +214,27 @@ CT_HIDDEN void ct_shutdown(void);
 CT_HIDDEN void ct_count_lost(void);
 
 extern _Atomic uint64_t ct_events_recorded CT_HIDDEN;
+
+/* ---- the CUPTI backend (cupti.c) --------------------------------------------- */
+
+/*
+ * 1 once CUPTI callbacks record the traced calls (set only after a successful
+ * subscribe): ct_call_begin then records nothing, so nothing counts twice.
+ */
+extern _Atomic int ct_backend_cupti CT_HIDDEN;
+/*
+ * At tracing start (ct_ensure_started, before the PROCESS record): when
+ * CUMTRACE_BACKEND=cupti or InitializeInjection asked for it, dlopen libcupti,
+ * subscribe and enable the memory and stream callback ids. If CUPTI cannot be
+ * had, warn once and leave interposition on. Only the first call does anything.
+ */
+CT_HIDDEN void ct_cupti_start(void);
+/* "cupti" while the CUPTI backend records, else "interpose" (setting.backend). */
+CT_HIDDEN const char *ct_backend_name(void);
+/*
+ * ct_stack_capture for an event seen through CUPTI (layer CT_LAYER_CUPTI):
+ * also drops the leading frames inside libcupti, libcuda and libcudart.
+ */
+CT_HIDDEN int ct_cupti_stack_capture(uint64_t *ips, int max);
 
 #endif /* CT_PRELOAD_H */

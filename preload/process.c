@@ -4,13 +4,17 @@
  * which writes a dump of its own (same pid, so a ".N" suffix).
  * Only execve, execv, execvp and execvpe are wrapped: the execl* forms,
  * fexecve and posix_spawn lose at most one flush interval of events.
+ *
+ * _exit and _Exit skip destructors, and fork children (Python's
+ * multiprocessing workers among them) often leave through them: they finish
+ * the dump first, as exit would.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
 #include <unistd.h>
 
-#include "ct.h"
+#include "hooks.h"
 
 typedef int (*ct_exec_fn)(const char *, char *const[], char *const[]);
 typedef int (*ct_execv_fn)(const char *, char *const[]);
@@ -18,7 +22,7 @@ typedef int (*ct_execv_fn)(const char *, char *const[]);
 static void *ct_exec_next(const char *name)
 {
 	int saved = errno;
-	void *fn = dlsym(RTLD_NEXT, name);
+	void *fn = ct_dlsym_next(name);
 	ct_flush_sync();
 	errno = saved;
 	return fn;
@@ -62,4 +66,27 @@ CT_EXPORT int execvp(const char *file, char *const argv[])
 		return -1;
 	}
 	return fn(file, argv);
+}
+
+typedef void (*ct_exit_fn)(int);
+
+/* Finish the dump, then leave through the real function. */
+__attribute__((noreturn)) static void ct_exit_through(const char *name, int status)
+{
+	ct_exit_fn fn = (ct_exit_fn)ct_dlsym_next(name);
+	ct_shutdown();
+	if (fn)
+		fn(status);
+	for (;;)
+		; /* unreachable: the real _exit does not return */
+}
+
+CT_EXPORT void _exit(int status)
+{
+	ct_exit_through("_exit", status);
+}
+
+CT_EXPORT void _Exit(int status)
+{
+	ct_exit_through("_Exit", status);
 }

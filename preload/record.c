@@ -43,6 +43,8 @@ int ct_call_begin(struct ct_call *call)
 		if (state != CT_STATE_RUNNING && state != CT_STATE_FINISHED)
 			return 0;
 	}
+	if (CT_UNLIKELY(atomic_load_explicit(&ct_backend_cupti, memory_order_relaxed)))
+		return 0; /* CUPTI callbacks record this call (cupti.c) */
 	t->in_hook = 1;
 	call->active = 1;
 	call->t0 = ct_now_ns();
@@ -75,8 +77,11 @@ static void ct_ring_unlock(struct ct_ring *ring)
 /* Wake the writer early when a ring passes half full. */
 static void ct_ring_nudge(struct ct_ring *ring)
 {
-	uint64_t used = atomic_load_explicit(&ring->head, memory_order_relaxed) - ring->cached_tail;
-	if (CT_UNLIKELY(used > ring->cap / 2))
+	uint64_t head = atomic_load_explicit(&ring->head, memory_order_relaxed);
+	if (CT_LIKELY(head - ring->cached_tail <= ring->cap / 2))
+		return;
+	ring->cached_tail = atomic_load_explicit(&ring->tail, memory_order_acquire);
+	if (head - ring->cached_tail > ring->cap / 2)
 		ct_writer_kick();
 }
 
@@ -177,7 +182,8 @@ void ct_call_end(struct ct_call *call)
 	int depth = 0;
 	long want = ct_option(CT_OPT_STACK_DEPTH);
 	if (want > 0 && ct_op_wants_stack(call->op))
-		depth = ct_stack_capture(ips, (int)want);
+		depth = call->layer == CT_LAYER_CUPTI ? ct_cupti_stack_capture(ips, (int)want)
+						      : ct_stack_capture(ips, (int)want);
 
 	if (CT_UNLIKELY(atomic_load_explicit(&ct_state, memory_order_acquire) ==
 			CT_STATE_FINISHED)) {

@@ -13,7 +13,7 @@
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
 
-#include "ct.h"
+#include "hooks.h"
 
 #define CT_STACK_SLOTS (1u << 18)
 #define CT_STACK_PROBES 64
@@ -62,6 +62,12 @@ void ct_stack_init(void)
 {
 	dl_iterate_phdr(ct_find_self, (void *)(uintptr_t)&ct_stack_init);
 	unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+}
+
+int ct_is_own_address(const void *p)
+{
+	uintptr_t a = (uintptr_t)p;
+	return a >= ct_self_lo && a < ct_self_hi;
 }
 
 int ct_stack_capture(uint64_t *ips, int max)

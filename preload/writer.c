@@ -442,6 +442,7 @@ static void ct_put_process(void)
 		snprintf(tmp, sizeof tmp, "%ld", ct_option(settings[i].opt));
 		ct_kv(buf, cap, &len, settings[i].key, tmp);
 	}
+	ct_kv(buf, cap, &len, "setting.backend", ct_backend_name());
 	p->rec.size = CT_REC_ALIGN((uint32_t)len);
 	struct ct_file_header fh;
 	memcpy(fh.magic, CT_MAGIC, CT_MAGIC_LEN);
@@ -526,6 +527,7 @@ int ct_ensure_started(void)
 	}
 	if (ct_open_dump())
 		goto done;
+	ct_cupti_start(); /* CUMTRACE_BACKEND=cupti: before the PROCESS record names the backend */
 	ct_put_process();
 	ct_note_manifest();
 	sigset_t all, old;
@@ -571,6 +573,9 @@ void ct_flush_sync(void)
 
 void ct_shutdown(void)
 {
+	/* A vfork child shares our memory: the writer is the parent's. */
+	if (getpid() != ct_pid)
+		return;
 	int expect = CT_STATE_RUNNING;
 	if (!atomic_compare_exchange_strong(&ct_state, &expect, CT_STATE_FINISHED))
 		return;

@@ -15,6 +15,7 @@ run_one() { # name, command...
 	name=$1
 	shift
 	case $name in *"$pattern"*) ;; *) return 0 ;; esac
+	mkdir -p "$(dirname "$log_dir/$name.log")"
 	if timeout 300 "$@" >"$log_dir/$name.log" 2>&1; then
 		passed=$((passed + 1))
 		echo "PASS $name"

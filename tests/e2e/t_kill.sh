@@ -3,7 +3,9 @@
 . tests/e2e/lib.sh
 for threads in 1 4 1 4; do
 	rm -f "$T"/kill.*.dump
-	traced kill "$PROGS/killme" "$T/counter" "$threads" &
+	# Started directly (not through a shell function) so $! is the program.
+	LD_LIBRARY_PATH=$FAKE LD_PRELOAD=$PRELOAD CUMTRACE_OUTPUT="$T/kill.%p.dump" \
+		"$PROGS/killme" "$T/counter" "$threads" &
 	pid=$!
 	sleep 0.3
 	before=$(od -An -tu8 -N8 "$T/counter" | tr -d ' ')

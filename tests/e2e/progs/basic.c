@@ -69,7 +69,8 @@ int main(void)
 	CHECK(cudaHostUnregister(host));
 
 	struct cudaPitchedPtr pp;
-	CHECK(cudaMalloc3D(&pp, make_cudaExtent(256, 4, 4)));
+	struct cudaExtent extent = {256, 4, 4};
+	CHECK(cudaMalloc3D(&pp, extent));
 	CHECK(cudaFree(pp.ptr));
 
 	CHECK(cudaStreamDestroy(s1));

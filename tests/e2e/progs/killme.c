@@ -1,6 +1,6 @@
 /*
- * Allocate (and leak) 256-byte blocks forever, publishing how many calls have
- * returned in a shared counter file, until killed.
+ * Allocate and free 256-byte blocks forever, publishing how many allocations
+ * have returned in a shared counter file, until killed.
  * usage: killme COUNTER_FILE [THREADS]
  */
 #include <fcntl.h>
@@ -19,6 +19,7 @@ static void *worker(void *arg)
 		void *p;
 		CHECK(cudaMalloc(&p, 256));
 		atomic_fetch_add(counter, 1);
+		CHECK(cudaFree(p));
 		if ((atomic_load(counter) & 1023) == 0)
 			usleep(100);
 	}
@@ -36,6 +37,7 @@ int main(int argc, char **argv)
 	if (counter == MAP_FAILED)
 		return 2;
 	int threads = argc > 2 ? atoi(argv[2]) : 1;
+	alarm(20); /* never outlive a broken test by long */
 	pthread_t t;
 	for (int i = 1; i < threads; i++)
 		pthread_create(&t, NULL, worker, NULL);

@@ -1,0 +1,167 @@
+/*
+ * The analysis model of one dump: live set, sites, statistics, peak, leaks
+ * and timeline, built in one pass over the (time-ordered) events.
+ *
+ * Memory is proportional to live allocations + distinct sites/stacks, never
+ * to the number of events.
+ */
+#ifndef CT_ANALYZER_MODEL_H
+#define CT_ANALYZER_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cumtrace/format.h"
+#include "reader.h"
+#include "symbols.h"
+#include "timeline.h"
+#include "util.h"
+
+/* Address namespaces of the live set. */
+enum ct_ns {
+	CT_NS_NONE = 0,
+	CT_NS_UVA = 1,	      /* device, managed, host pinned, VMM mapped */
+	CT_NS_REGISTERED = 2, /* cudaHostRegister'ed user memory */
+	CT_NS_PHYSICAL = 3,   /* cuMemCreate handles */
+	CT_NS_RESERVED = 4,   /* cuMemAddressReserve ranges */
+};
+
+/* Kinds counted as "device bytes" for the peak: device memory and VMM physical. */
+static inline int ct_kind_is_device_bytes(unsigned kind)
+{
+	return kind == CT_KIND_DEVICE || kind == CT_KIND_VMM_PHYSICAL;
+}
+
+/* Where allocations come from: (stack, api, kind, device). */
+struct ct_site {
+	uint32_t stack_id;
+	uint16_t api;
+	uint8_t kind;
+	int16_t device;
+	uint32_t kd; /* index of its (kind, device) stats */
+	uint64_t live_count, live_bytes;
+	uint64_t allocs, bytes_allocated;
+	/* versioned snapshot of the values at the last peak */
+	uint64_t saved_version, saved_count, saved_bytes;
+};
+
+/* A leak group: allocations of one site that died unfreed for one reason. */
+struct ct_leak {
+	uint32_t stack_id;
+	uint16_t api;
+	uint8_t kind;
+	int16_t device;
+	uint16_t reason_api; /* API of the checkpoint; CT_API_none = live at exit */
+	uint8_t reason_op;   /* CT_OP_DEVICE_RESET, CT_OP_CTX_DESTROY, or 0 (exit) */
+	uint64_t count, bytes;
+	uint64_t first_ts; /* earliest allocation */
+};
+
+struct ct_api_stats {
+	uint64_t calls, failures, bytes, time_ns;
+};
+
+struct ct_kd_stats {
+	uint8_t kind;
+	int16_t device;
+	uint64_t allocations, frees, bytes_allocated;
+	uint64_t live_count, live_bytes, peak_bytes;
+};
+
+struct ct_live;
+struct ct_retired;
+
+struct ct_model {
+	/* process */
+	int have_process;
+	uint32_t pid, ppid, forked;
+	uint64_t start_realtime_ns, start_monotonic_ns;
+	char *version, *host, *exe, *cwd, *output;
+	char **argv;
+	size_t argc, argv_cap;
+
+	/* what the reader said */
+	struct ct_read_result read;
+	char *path;
+
+	/* counters */
+	uint64_t events, allocations, frees, failed_calls;
+	uint64_t unmatched_frees, double_allocs, null_allocs;
+	uint64_t dropped; /* sum of CT_REC_DROPS */
+	uint64_t marks, modules;
+	int end_seen;
+	uint64_t end_ts, end_events, end_dropped, end_stacks;
+	int have_ts;
+	uint64_t first_ts, last_ts;
+
+	struct ct_api_stats api[CT_API_COUNT + 1]; /* [CT_API_COUNT]: unknown ids */
+	struct ct_kd_stats kind_total[CT_KIND_COUNT];
+	struct ct_kd_stats *kd;
+	size_t nkd, capkd;
+	struct ct_imap kdmap;
+
+	/* live set: open addressing keyed by (namespace, ptr) */
+	struct ct_live *live;
+	void *retired; /* recently retired blocks, model.c */
+	size_t live_mask, live_count;
+
+	struct ct_site *sites;
+	size_t nsites, capsites;
+	struct ct_imap sitemap;
+
+	/* peak of device bytes (ct_kind_is_device_bytes), all devices together */
+	uint64_t dev_live, peak_bytes, peak_ts, peak_version;
+	int peak_seen;
+
+	struct ct_leak *leaks;
+	size_t nleaks, capleaks;
+	struct ct_imap leakmap;
+	uint64_t leak_count, leak_bytes;
+	uint64_t reset_leak_count, reset_leak_bytes;
+
+	struct ct_timeline tl;
+	struct ct_symtab *syms;
+	int finished;
+};
+
+void ct_model_init(struct ct_model *m);
+void ct_model_free(struct ct_model *m);
+
+/* Reader callbacks feeding the model. */
+void ct_model_callbacks(struct ct_model *m, struct ct_reader_cb *cb);
+/* Feed one event directly (tests); events must come in time order. */
+void ct_model_event(struct ct_model *m, const struct ct_rec_event *ev);
+/* End of dump: everything still live becomes a "live at exit" leak. */
+void ct_model_finish(struct ct_model *m);
+
+/*
+ * Read and analyze a dump file: the result is in m->read (status, error).
+ * Calls ct_model_finish unless the dump is unreadable.
+ */
+int ct_model_load(struct ct_model *m, const char *path, const struct ct_read_opts *opts);
+/* The same for a dump in memory (tests). */
+int ct_model_load_mem(struct ct_model *m, const void *data, size_t len,
+		      const struct ct_read_opts *opts);
+
+/* Start of the trace: the process start if known and not after the first event. */
+uint64_t ct_model_start_ns(const struct ct_model *m);
+uint64_t ct_model_duration_ns(const struct ct_model *m);
+
+/* A site's count and bytes at the last peak (the versioned snapshot). */
+void ct_site_at_peak(const struct ct_model *m, const struct ct_site *s, uint64_t *count,
+		     uint64_t *bytes);
+
+/* Reason text of a leak group: "live at exit", "live at cudaDeviceReset", ... */
+const char *ct_leak_reason(const struct ct_leak *l, char *buf, size_t cap);
+
+/* Stats of (kind, device), NULL if none. */
+const struct ct_kd_stats *ct_model_kd(const struct ct_model *m, unsigned kind, int device);
+
+/* Live-set queries (tests). */
+size_t ct_model_live_count(const struct ct_model *m);
+int ct_model_is_live(const struct ct_model *m, unsigned kind, uint64_t ptr, uint64_t *size);
+
+/* The namespace of kind (0 for invalid kinds). */
+unsigned ct_kind_ns(unsigned kind);
+
+#endif

@@ -1,0 +1,557 @@
+#include "reader.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "util.h"
+
+#define DEFAULT_CHUNK (1u << 20)
+#define DEFAULT_MAX_PENDING ((size_t)1 << 20)
+#define MAX_PENDING_LIMIT ((size_t)8 << 20)
+
+struct pending {
+	struct ct_rec_event ev;
+	uint64_t seq; /* file order */
+};
+
+struct src {
+	int fd; /* -1: memory */
+	const unsigned char *mem;
+	size_t mem_len, mem_pos;
+};
+
+struct rd {
+	struct src src;
+	unsigned char *buf;
+	size_t cap, start, end;
+	uint64_t buf_off; /* file offset of buf[0] */
+	int eof;
+	size_t chunk, max_pending;
+	int explicit_pending; /* max_pending given by the caller */
+	struct pending *heap;
+	size_t heap_n, heap_cap;
+	uint64_t seq;
+	uint64_t prev_snapshot;
+	int have_prev;
+	uint64_t last_released_ts;
+	int released_any;
+	const struct ct_reader_cb *cb;
+	struct ct_read_result *res;
+};
+
+uint32_t ct_rec_fixed_size(unsigned type)
+{
+	switch (type) {
+	case CT_REC_PAD:
+		return sizeof(struct ct_rec);
+	case CT_REC_PROCESS:
+		return sizeof(struct ct_rec_process);
+	case CT_REC_EVENT:
+		return sizeof(struct ct_rec_event);
+	case CT_REC_STACK:
+		return sizeof(struct ct_rec_stack);
+	case CT_REC_MODULE:
+		return sizeof(struct ct_rec_module);
+	case CT_REC_DROPS:
+		return sizeof(struct ct_rec_drops);
+	case CT_REC_BATCH:
+		return sizeof(struct ct_rec_batch);
+	case CT_REC_END:
+		return sizeof(struct ct_rec_end);
+	case CT_REC_MARK:
+		return sizeof(struct ct_rec_mark);
+	default:
+		return 0;
+	}
+}
+
+static const char *rec_type_name(unsigned type)
+{
+	static const char *const names[] = {"pad",   "process", "event", "stack", "module",
+					    "drops", "batch",	"end",	 "mark"};
+	return type < sizeof names / sizeof names[0] ? names[type] : "unknown";
+}
+
+__attribute__((format(printf, 3, 4))) static void set_error(struct rd *r, uint64_t off,
+							     const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(r->res->error, sizeof r->res->error, fmt, ap);
+	va_end(ap);
+	r->res->status = CT_READ_ERROR;
+	r->res->error_offset = off;
+}
+
+static ssize_t src_read(struct src *s, void *buf, size_t n)
+{
+	if (s->fd < 0) {
+		size_t left = s->mem_len - s->mem_pos;
+		if (n > left)
+			n = left;
+		if (n)
+			memcpy(buf, s->mem + s->mem_pos, n);
+		s->mem_pos += n;
+		return (ssize_t)n;
+	}
+	for (;;) {
+		ssize_t k = read(s->fd, buf, n);
+		if (k >= 0 || errno != EINTR)
+			return k;
+	}
+}
+
+/* Make at least need bytes available at buf[start], unless the file ends. */
+static int fill(struct rd *r, size_t need)
+{
+	if (r->end - r->start >= need)
+		return 0;
+	if (r->start) {
+		memmove(r->buf, r->buf + r->start, r->end - r->start);
+		r->buf_off += r->start;
+		r->end -= r->start;
+		r->start = 0;
+	}
+	while (r->end < need && !r->eof) {
+		size_t want = r->cap - r->end;
+		if (want > r->chunk)
+			want = r->chunk;
+		ssize_t k = src_read(&r->src, r->buf + r->end, want);
+		if (k < 0) {
+			set_error(r, r->buf_off + r->end, "read error at offset %llu: %s",
+				  (unsigned long long)(r->buf_off + r->end), strerror(errno));
+			return -1;
+		}
+		if (k == 0)
+			r->eof = 1;
+		r->end += (size_t)k;
+		r->res->file_bytes += (uint64_t)k;
+	}
+	return 0;
+}
+
+/* ---- the reorder heap ------------------------------------------------------ */
+
+static int pend_less(const struct pending *a, const struct pending *b)
+{
+	if (a->ev.ts_ns != b->ev.ts_ns)
+		return a->ev.ts_ns < b->ev.ts_ns;
+	if (a->ev.tid != b->ev.tid)
+		return a->ev.tid < b->ev.tid;
+	return a->seq < b->seq;
+}
+
+static void heap_push(struct rd *r, const struct pending *p)
+{
+	r->heap = ct_xgrow(r->heap, &r->heap_cap, r->heap_n + 1, sizeof *r->heap);
+	size_t i = r->heap_n++;
+	while (i) {
+		size_t parent = (i - 1) / 2;
+		if (!pend_less(p, &r->heap[parent]))
+			break;
+		r->heap[i] = r->heap[parent];
+		i = parent;
+	}
+	r->heap[i] = *p;
+	if (r->heap_n > r->res->max_pending_seen)
+		r->res->max_pending_seen = r->heap_n;
+}
+
+static void heap_pop(struct rd *r, struct pending *out)
+{
+	*out = r->heap[0];
+	struct pending last = r->heap[--r->heap_n];
+	size_t n = r->heap_n, i = 0;
+	for (;;) {
+		size_t c = 2 * i + 1;
+		if (c >= n)
+			break;
+		if (c + 1 < n && pend_less(&r->heap[c + 1], &r->heap[c]))
+			c++;
+		if (!pend_less(&r->heap[c], &last))
+			break;
+		r->heap[i] = r->heap[c];
+		i = c;
+	}
+	if (n)
+		r->heap[i] = last;
+}
+
+/* How far behind the newest writer round the reorder window reaches. */
+#define CT_REORDER_SLACK_NS (100u * 1000u * 1000u)
+
+static void release_one(struct rd *r)
+{
+	struct pending p;
+	heap_pop(r, &p);
+	r->last_released_ts = p.ev.ts_ns;
+	r->released_any = 1;
+	if (r->cb->event)
+		r->cb->event(r->cb->ctx, &p.ev);
+}
+
+static void release_upto(struct rd *r, uint64_t ts)
+{
+	while (r->heap_n && r->heap[0].ev.ts_ns <= ts)
+		release_one(r);
+}
+
+static void release_all(struct rd *r)
+{
+	while (r->heap_n)
+		release_one(r);
+}
+
+/* ---- records ------------------------------------------------------------------ */
+
+/*
+ * One writer round holds at most what the rings hold: size the reorder
+ * window from setting.buffer_mb (events are 80 bytes), within limits.
+ */
+static void size_pending(struct rd *r, const char *strings, size_t len)
+{
+	size_t pos = 0, kl, vl;
+	const char *k, *v;
+	while (ct_process_next_kv(strings, len, &pos, &k, &kl, &v, &vl)) {
+		if (kl != 17 || memcmp(k, "setting.buffer_mb", 17) || !vl || vl > 9)
+			continue;
+		size_t mb = 0;
+		for (size_t i = 0; i < vl; i++) {
+			if (v[i] < '0' || v[i] > '9')
+				return;
+			mb = mb * 10 + (size_t)(v[i] - '0');
+		}
+		size_t want = mb * ((1u << 20) / sizeof(struct ct_rec_event)) + 4096;
+		if (want > MAX_PENDING_LIMIT)
+			want = MAX_PENDING_LIMIT;
+		if (want > r->max_pending)
+			r->max_pending = want;
+	}
+}
+
+static int dispatch(struct rd *r, const unsigned char *p, unsigned type, uint32_t size,
+		    uint64_t off)
+{
+	const struct ct_reader_cb *cb = r->cb;
+	switch (type) {
+	case CT_REC_PAD:
+		return 0;
+	case CT_REC_PROCESS: {
+		struct ct_rec_process pr;
+		memcpy(&pr, p, sizeof pr);
+		if (!r->explicit_pending)
+			size_pending(r, (const char *)p + sizeof pr, size - sizeof pr);
+		if (cb->process)
+			cb->process(cb->ctx, &pr, (const char *)p + sizeof pr, size - sizeof pr);
+		return 0;
+	}
+	case CT_REC_EVENT: {
+		struct pending pe;
+		memcpy(&pe.ev, p, sizeof pe.ev);
+		pe.seq = r->seq++;
+		r->res->events++;
+		if (r->released_any && pe.ev.ts_ns < r->last_released_ts)
+			r->res->late_events++;
+		heap_push(r, &pe);
+		if (r->heap_n > r->max_pending) {
+			r->res->forced_releases++;
+			release_one(r);
+		}
+		return 0;
+	}
+	case CT_REC_STACK: {
+		struct ct_rec_stack st;
+		uint64_t ips[CT_STACK_MAX];
+		memcpy(&st, p, sizeof st);
+		if (st.depth > CT_STACK_MAX) {
+			set_error(r, off, "corrupt record at offset %llu: stack depth %u above maximum %u",
+				  (unsigned long long)off, st.depth, CT_STACK_MAX);
+			return -1;
+		}
+		uint32_t need = (uint32_t)sizeof st + 8u * st.depth;
+		if (need > size) {
+			set_error(r, off,
+				  "corrupt record at offset %llu: stack of depth %u needs %u bytes, record has %u",
+				  (unsigned long long)off, st.depth, need, size);
+			return -1;
+		}
+		memcpy(ips, p + sizeof st, 8u * st.depth);
+		if (cb->stack)
+			cb->stack(cb->ctx, st.stack_id, st.depth, ips);
+		return 0;
+	}
+	case CT_REC_MODULE: {
+		struct ct_rec_module m;
+		memcpy(&m, p, sizeof m);
+		uint64_t need = (uint64_t)sizeof m + m.build_id_len + m.path_len;
+		if (need > size) {
+			set_error(r, off,
+				  "corrupt record at offset %llu: module build id (%u bytes) and path (%u bytes) overflow a record of %u bytes",
+				  (unsigned long long)off, m.build_id_len, m.path_len, size);
+			return -1;
+		}
+		if (cb->module)
+			cb->module(cb->ctx, &m, p + sizeof m,
+				   (const char *)p + sizeof m + m.build_id_len, m.path_len);
+		return 0;
+	}
+	case CT_REC_DROPS: {
+		struct ct_rec_drops d;
+		memcpy(&d, p, sizeof d);
+		if (cb->drops)
+			cb->drops(cb->ctx, &d);
+		return 0;
+	}
+	case CT_REC_BATCH: {
+		struct ct_rec_batch b;
+		memcpy(&b, p, sizeof b);
+		r->res->batches++;
+		/*
+		 * Release what is older than the previous snapshot by a slack of
+		 * CT_REORDER_SLACK_NS: an event stamped that long before a round
+		 * and not yet in the file had its thread stalled between its
+		 * timestamp and its commit for longer than that (a free's stamp is
+		 * its entry, so a free that blocks long is the usual case). Events
+		 * later still are counted as late; the model places late frees by
+		 * address.
+		 */
+		if (r->have_prev && r->prev_snapshot > CT_REORDER_SLACK_NS)
+			release_upto(r, r->prev_snapshot - CT_REORDER_SLACK_NS);
+		r->prev_snapshot = b.snapshot_ns;
+		r->have_prev = 1;
+		if (cb->batch)
+			cb->batch(cb->ctx, &b);
+		return 0;
+	}
+	case CT_REC_END: {
+		struct ct_rec_end e;
+		memcpy(&e, p, sizeof e);
+		if (cb->end)
+			cb->end(cb->ctx, &e);
+		return 0;
+	}
+	case CT_REC_MARK: {
+		struct ct_rec_mark mk;
+		memcpy(&mk, p, sizeof mk);
+		if ((uint64_t)sizeof mk + mk.name_len > size) {
+			set_error(r, off,
+				  "corrupt record at offset %llu: mark name (%u bytes) overflows a record of %u bytes",
+				  (unsigned long long)off, mk.name_len, size);
+			return -1;
+		}
+		if (cb->mark)
+			cb->mark(cb->ctx, &mk, (const char *)p + sizeof mk, mk.name_len);
+		return 0;
+	}
+	default:
+		r->res->unknown_records++;
+		if (type == CT_REC_ZSTD)
+			r->res->zstd_records++;
+		if (cb->unknown)
+			cb->unknown(cb->ctx, type, off, size);
+		return 0;
+	}
+}
+
+static int read_header(struct rd *r)
+{
+	struct ct_file_header h;
+	if (fill(r, sizeof h) < 0)
+		return -1;
+	size_t avail = r->end - r->start;
+	if (avail == 0) {
+		set_error(r, 0, "empty file (not a cumtrace dump)");
+		return -1;
+	}
+	size_t cmp = avail < CT_MAGIC_LEN ? avail : CT_MAGIC_LEN;
+	if (memcmp(r->buf + r->start, CT_MAGIC, cmp) != 0) {
+		set_error(r, 0, "not a cumtrace dump: bad magic at offset 0");
+		return -1;
+	}
+	if (avail < sizeof h) {
+		set_error(r, 0, "truncated file header (%zu of %zu bytes)", avail, sizeof h);
+		return -1;
+	}
+	memcpy(&h, r->buf + r->start, sizeof h);
+	r->res->version = h.version;
+	if (h.version != CT_FORMAT_VERSION) {
+		set_error(r, 8, "unsupported dump format version %u at offset 8 (this cumtrace-report reads version %u)",
+			  h.version, CT_FORMAT_VERSION);
+		return -1;
+	}
+	if (h.header_size < sizeof h) {
+		set_error(r, 10, "corrupt file header at offset 10: header size %u below %zu", h.header_size,
+			  sizeof h);
+		return -1;
+	}
+	/* a longer header (future minor versions) is skipped */
+	if (fill(r, h.header_size) < 0)
+		return -1;
+	if (r->end - r->start < h.header_size) {
+		set_error(r, 0, "truncated file header (%zu of %u bytes)", r->end - r->start,
+			  h.header_size);
+		return -1;
+	}
+	r->start += h.header_size;
+	return 0;
+}
+
+static int run(struct rd *r)
+{
+	r->res->status = CT_READ_OK;
+	r->cap = r->chunk + CT_REC_MAX;
+	r->buf = ct_xmalloc(r->cap);
+	if (read_header(r) < 0)
+		goto out;
+	for (;;) {
+		uint64_t off = r->buf_off + r->start;
+		if (fill(r, sizeof(struct ct_rec)) < 0)
+			goto out;
+		size_t avail = r->end - r->start;
+		if (avail == 0)
+			break;
+		if (avail < sizeof(struct ct_rec)) {
+			r->res->status = CT_READ_TRUNCATED;
+			r->res->truncated_offset = off;
+			break;
+		}
+		struct ct_rec h;
+		memcpy(&h, r->buf + r->start, sizeof h);
+		if (h.size < sizeof h) {
+			set_error(r, off, "corrupt record at offset %llu: size %u below minimum %zu",
+				  (unsigned long long)off, h.size, sizeof h);
+			goto out;
+		}
+		if (h.size % 8) {
+			set_error(r, off, "corrupt record at offset %llu: size %u is not a multiple of 8",
+				  (unsigned long long)off, h.size);
+			goto out;
+		}
+		if (h.size > CT_REC_MAX) {
+			set_error(r, off, "corrupt record at offset %llu: size %u above maximum %u",
+				  (unsigned long long)off, h.size, CT_REC_MAX);
+			goto out;
+		}
+		uint32_t fixed = ct_rec_fixed_size(h.type);
+		if (h.size < fixed) {
+			set_error(r, off,
+				  "corrupt record at offset %llu: %s record of %u bytes is shorter than its fixed part (%u bytes)",
+				  (unsigned long long)off, rec_type_name(h.type), h.size, fixed);
+			goto out;
+		}
+		if (fill(r, h.size) < 0)
+			goto out;
+		if (r->end - r->start < h.size) {
+			r->res->status = CT_READ_TRUNCATED;
+			r->res->truncated_offset = off;
+			break;
+		}
+		if (dispatch(r, r->buf + r->start, h.type, h.size, off) < 0)
+			goto out;
+		r->start += h.size;
+		r->res->records++;
+	}
+	release_all(r);
+out:
+	free(r->buf);
+	free(r->heap);
+	r->buf = NULL;
+	r->heap = NULL;
+	return r->res->status;
+}
+
+static void rd_init(struct rd *r, const struct ct_read_opts *opts, const struct ct_reader_cb *cb,
+		    struct ct_read_result *res)
+{
+	static const struct ct_reader_cb no_cb;
+	memset(r, 0, sizeof *r);
+	memset(res, 0, sizeof *res);
+	r->cb = cb ? cb : &no_cb;
+	r->res = res;
+	r->chunk = opts && opts->chunk_size ? opts->chunk_size : DEFAULT_CHUNK;
+	r->max_pending = opts && opts->max_pending ? opts->max_pending : DEFAULT_MAX_PENDING;
+	r->explicit_pending = opts && opts->max_pending;
+	r->src.fd = -1;
+}
+
+int ct_read_mem(const void *data, size_t len, const struct ct_read_opts *opts,
+		const struct ct_reader_cb *cb, struct ct_read_result *res)
+{
+	struct rd r;
+	rd_init(&r, opts, cb, res);
+	r.src.mem = data;
+	r.src.mem_len = len;
+	return run(&r);
+}
+
+int ct_read_file(const char *path, const struct ct_read_opts *opts, const struct ct_reader_cb *cb,
+		 struct ct_read_result *res)
+{
+	struct rd r;
+	rd_init(&r, opts, cb, res);
+	/* O_NONBLOCK: opening a FIFO must not wait for a writer */
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0) {
+		snprintf(res->error, sizeof res->error, "cannot open: %s", strerror(errno));
+		res->status = CT_READ_ERROR;
+		return res->status;
+	}
+	struct stat st;
+	if (fstat(fd, &st) < 0) {
+		snprintf(res->error, sizeof res->error, "cannot stat: %s", strerror(errno));
+		res->status = CT_READ_ERROR;
+		close(fd);
+		return res->status;
+	}
+	if (S_ISDIR(st.st_mode) || !S_ISREG(st.st_mode)) {
+		snprintf(res->error, sizeof res->error, "%s",
+			 S_ISDIR(st.st_mode) ? "is a directory, not a dump file"
+					     : "not a regular file (pipes and devices are not supported)");
+		res->status = CT_READ_ERROR;
+		close(fd);
+		return res->status;
+	}
+	int fl = fcntl(fd, F_GETFL);
+	if (fl >= 0)
+		(void)fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+#ifdef POSIX_FADV_SEQUENTIAL
+	(void)posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+#endif
+	r.src.fd = fd;
+	run(&r);
+	close(fd);
+	return res->status;
+}
+
+int ct_process_next_kv(const char *strings, size_t len, size_t *pos, const char **key,
+		       size_t *key_len, const char **val, size_t *val_len)
+{
+	while (*pos < len) {
+		const char *s = strings + *pos;
+		size_t left = len - *pos;
+		const char *nul = memchr(s, 0, left);
+		size_t n = nul ? (size_t)(nul - s) : left;
+		*pos += n + (nul ? 1 : 0);
+		if (n == 0)
+			continue;
+		const char *eq = memchr(s, '=', n);
+		*key = s;
+		if (eq) {
+			*key_len = (size_t)(eq - s);
+			*val = eq + 1;
+			*val_len = n - *key_len - 1;
+		} else {
+			*key_len = n;
+			*val = s + n;
+			*val_len = 0;
+		}
+		return 1;
+	}
+	return 0;
+}

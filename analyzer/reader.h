@@ -1,0 +1,100 @@
+/*
+ * Streaming reader for cumtrace dumps (format: include/cumtrace/format.h).
+ *
+ * The reader validates every record against the format, treats the file as
+ * untrusted, and calls back once per record. Events (CT_REC_EVENT) are
+ * delivered in global time order: the events of the current batch wait in a
+ * min-heap keyed by (ts_ns, tid, file order) and are released, on each
+ * CT_REC_BATCH, up to the previous batch's snapshot time; the rest at end of
+ * file. All other records are delivered in file order as they are read.
+ *
+ * Memory: one read buffer (chunk + CT_REC_MAX bytes) plus the pending events
+ * of one batch (bounded by max_pending: past it, the oldest is released).
+ */
+#ifndef CT_ANALYZER_READER_H
+#define CT_ANALYZER_READER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cumtrace/format.h"
+
+/*
+ * Callbacks; any may be NULL. Pointers passed in are valid only during the
+ * call. Records are copied into properly aligned structs first, so fields
+ * can be read directly; a record longer than its fixed part has its extra
+ * trailing bytes ignored.
+ */
+struct ct_reader_cb {
+	void *ctx;
+	/* strings: the NUL-separated "key=value" area after the fixed part */
+	void (*process)(void *ctx, const struct ct_rec_process *p, const char *strings,
+			size_t len);
+	/* in global time order */
+	void (*event)(void *ctx, const struct ct_rec_event *ev);
+	/* ips: depth frames, innermost first */
+	void (*stack)(void *ctx, uint32_t stack_id, unsigned depth, const uint64_t *ips);
+	/* path: path_len bytes, not necessarily NUL-terminated (use path_len) */
+	void (*module)(void *ctx, const struct ct_rec_module *m, const uint8_t *build_id,
+		       const char *path, size_t path_len);
+	void (*drops)(void *ctx, const struct ct_rec_drops *d);
+	void (*batch)(void *ctx, const struct ct_rec_batch *b);
+	void (*end)(void *ctx, const struct ct_rec_end *e);
+	void (*mark)(void *ctx, const struct ct_rec_mark *m, const char *name, size_t name_len);
+	/* a record of a type this reader does not interpret (skipped) */
+	void (*unknown)(void *ctx, unsigned type, uint64_t offset, uint32_t size);
+};
+
+struct ct_read_opts {
+	size_t chunk_size;  /* bytes per read(2); 0 = 1 MiB */
+	size_t max_pending; /* events held for reordering; 0 = 1 Mi events, or more
+			     * when the dump says its rings are larger (setting.buffer_mb) */
+};
+
+enum ct_read_status {
+	CT_READ_OK = 0,	       /* whole file read */
+	CT_READ_TRUNCATED = 1, /* file ends inside a record: what came before was read */
+	CT_READ_ERROR = 2,     /* unreadable or corrupt: see error */
+};
+
+struct ct_read_result {
+	int status;		   /* enum ct_read_status */
+	char error[512];	   /* CT_READ_ERROR: one line, no file name, no newline */
+	uint64_t error_offset;	   /* CT_READ_ERROR on a record: its offset */
+	uint64_t truncated_offset; /* CT_READ_TRUNCATED: offset of the partial record */
+	uint64_t file_bytes;	   /* bytes read */
+	unsigned version;	   /* file header version */
+	uint64_t records;	   /* complete records read */
+	uint64_t events;	   /* CT_REC_EVENT records */
+	uint64_t batches;	   /* CT_REC_BATCH records */
+	uint64_t unknown_records;  /* records skipped (unknown or reserved type) */
+	uint64_t zstd_records;	   /* CT_REC_ZSTD records (not supported: skipped) */
+	uint64_t late_events;	   /* events older than one already released */
+	uint64_t forced_releases;  /* events released early because max_pending was hit */
+	uint64_t max_pending_seen; /* the most events held at once */
+};
+
+/*
+ * Read a dump file. Refuses directories, FIFOs and other non-regular files
+ * (opened non-blocking, so it never waits for a writer). Returns res->status.
+ */
+int ct_read_file(const char *path, const struct ct_read_opts *opts, const struct ct_reader_cb *cb,
+		 struct ct_read_result *res);
+
+/* Read a dump held in memory (tests), with the same streaming code path. */
+int ct_read_mem(const void *data, size_t len, const struct ct_read_opts *opts,
+		const struct ct_reader_cb *cb, struct ct_read_result *res);
+
+/*
+ * Iterate the "key=value" strings of a CT_REC_PROCESS. *pos starts at 0.
+ * Returns 1 with key/value set (not NUL-terminated: use the lengths; a string
+ * without '=' has an empty value), 0 at the end. Empty strings (padding) are
+ * skipped.
+ */
+int ct_process_next_kv(const char *strings, size_t len, size_t *pos, const char **key,
+		       size_t *key_len, const char **val, size_t *val_len);
+
+/* Fixed part of a record type, 0 for types without one (unknown). */
+uint32_t ct_rec_fixed_size(unsigned type);
+
+#endif

@@ -1,0 +1,169 @@
+#include "timeline.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void ct_tl_init(struct ct_timeline *tl)
+{
+	memset(tl, 0, sizeof *tl);
+	tl->width = CT_TL_WIDTH0;
+}
+
+void ct_tl_free(struct ct_timeline *tl)
+{
+	for (size_t i = 0; i < tl->nseries; i++)
+		free(tl->series[i].b);
+	free(tl->series);
+	ct_imap_free(&tl->map);
+	memset(tl, 0, sizeof *tl);
+}
+
+void ct_tl_start(struct ct_timeline *tl, uint64_t t0)
+{
+	if (tl->started)
+		return;
+	tl->started = 1;
+	tl->t0 = t0;
+	tl->t_end = t0;
+	tl->end_idx = 0;
+}
+
+/* Double the width: merge bucket pairs. */
+static void merge(struct ct_timeline *tl)
+{
+	for (size_t s = 0; s < tl->nseries; s++) {
+		struct ct_tl_series *se = &tl->series[s];
+		for (size_t i = 0; i < CT_TL_FINE / 2; i++) {
+			uint64_t a = se->b[2 * i], b = se->b[2 * i + 1];
+			se->b[i] = a > b ? a : b;
+		}
+		memset(se->b + CT_TL_FINE / 2, 0, CT_TL_FINE / 2 * sizeof *se->b);
+		se->last /= 2;
+	}
+	tl->end_idx /= 2;
+	if (tl->width > UINT64_MAX / 2)
+		tl->width = UINT64_MAX; /* cannot happen with 64-bit ns below 2^64 */
+	else
+		tl->width *= 2;
+}
+
+static size_t index_of(struct ct_timeline *tl, uint64_t ts)
+{
+	if (!tl->started)
+		ct_tl_start(tl, ts);
+	if (ts < tl->t0)
+		return 0; /* late or earlier than the start: first bucket */
+	for (;;) {
+		uint64_t idx = (ts - tl->t0) / tl->width;
+		if (idx < CT_TL_FINE)
+			return (size_t)idx;
+		merge(tl);
+	}
+}
+
+void ct_tl_touch(struct ct_timeline *tl, uint64_t ts)
+{
+	size_t idx = index_of(tl, ts);
+	if (ts > tl->t_end)
+		tl->t_end = ts;
+	if (idx > tl->end_idx)
+		tl->end_idx = idx;
+}
+
+static void fill_to(struct ct_tl_series *se, size_t idx)
+{
+	for (size_t i = se->last + 1; i <= idx; i++)
+		if (se->b[i] < se->cur)
+			se->b[i] = se->cur;
+	if (idx > se->last)
+		se->last = idx;
+}
+
+static int series_eq(const void *ctx, uint32_t idx, const void *key)
+{
+	const struct ct_timeline *tl = ctx;
+	const struct ct_tl_series *k = key;
+	return tl->series[idx].kind == k->kind && tl->series[idx].device == k->device;
+}
+
+void ct_tl_update(struct ct_timeline *tl, uint8_t kind, int16_t device, uint64_t ts,
+		  uint64_t live)
+{
+	ct_tl_touch(tl, ts);
+	size_t idx = index_of(tl, ts);
+	struct ct_tl_series key = {.kind = kind, .device = device};
+	uint64_t h = ct_hash2(kind, (uint16_t)device);
+	uint32_t si = ct_imap_get(&tl->map, h, series_eq, tl, &key);
+	if (si == CT_IMAP_NONE) {
+		if (tl->nseries >= CT_TL_MAX_SERIES) {
+			tl->dropped_series++;
+			return;
+		}
+		tl->series = ct_xgrow(tl->series, &tl->capseries, tl->nseries + 1,
+				      sizeof *tl->series);
+		si = (uint32_t)tl->nseries++;
+		struct ct_tl_series *se = &tl->series[si];
+		*se = key;
+		se->b = ct_xcalloc(CT_TL_FINE, sizeof *se->b);
+		se->last = idx; /* nothing was live before: buckets before stay 0 */
+		ct_imap_put(&tl->map, h, si);
+	}
+	struct ct_tl_series *se = &tl->series[si];
+	fill_to(se, idx);
+	se->cur = live;
+	if (se->b[idx] < live)
+		se->b[idx] = live;
+}
+
+/* Fine buckets per output bucket: output buckets are whole fine buckets. */
+static uint64_t fine_per_bucket(const struct ct_timeline *tl, size_t n)
+{
+	uint64_t used = (uint64_t)tl->end_idx + 1;
+	if (!n)
+		n = 1;
+	return used / n + (used % n ? 1 : 0);
+}
+
+uint64_t ct_tl_bucket_ns(const struct ct_timeline *tl, size_t n)
+{
+	return fine_per_bucket(tl, n) * tl->width;
+}
+
+uint64_t ct_tl_resample(const struct ct_timeline *tl, size_t si, size_t n, uint64_t *out)
+{
+	const struct ct_tl_series *se = &tl->series[si];
+	uint64_t k = fine_per_bucket(tl, n);
+	for (size_t j = 0; j < n; j++) {
+		uint64_t mx = 0;
+		for (uint64_t i = j * k; i < (j + 1) * k; i++) {
+			/* after the last write (and past the end) the current value holds */
+			uint64_t v = i > se->last ? se->cur : se->b[i];
+			if (v > mx)
+				mx = v;
+			if (i > se->last)
+				break; /* the rest are the same */
+		}
+		out[j] = mx;
+	}
+	return k * tl->width;
+}
+
+static int cmp_series(const void *a, const void *b)
+{
+	const struct ct_tl_series *x = a, *y = b;
+	if (x->kind != y->kind)
+		return x->kind < y->kind ? -1 : 1;
+	return (x->device > y->device) - (x->device < y->device);
+}
+
+void ct_tl_sort(struct ct_timeline *tl)
+{
+	if (tl->nseries > 1)
+		qsort(tl->series, tl->nseries, sizeof *tl->series, cmp_series);
+	/* the index no longer matches: rebuild */
+	ct_imap_free(&tl->map);
+	for (size_t i = 0; i < tl->nseries; i++)
+		ct_imap_put(&tl->map,
+			    ct_hash2(tl->series[i].kind, (uint16_t)tl->series[i].device),
+			    (uint32_t)i);
+}

@@ -1,0 +1,76 @@
+/*
+ * Small helpers shared by the analyzer: checked allocation, hashing, an
+ * insert-only hash index, byte formatting.
+ */
+#ifndef CT_ANALYZER_UTIL_H
+#define CT_ANALYZER_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* Allocation that never returns NULL: on failure, print one line and exit 2. */
+void *ct_xmalloc(size_t n);
+void *ct_xcalloc(size_t n, size_t size);
+void *ct_xrealloc(void *p, size_t n);
+/* Grow an array of elem-sized items so that it holds at least need items. */
+void *ct_xgrow(void *p, size_t *cap, size_t need, size_t elem);
+char *ct_xstrdup(const char *s);
+char *ct_xstrndup(const char *s, size_t n);
+
+/* A 64-bit mixer (splitmix64 finalizer). */
+static inline uint64_t ct_mix64(uint64_t x)
+{
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebull;
+	x ^= x >> 31;
+	return x;
+}
+
+static inline uint64_t ct_hash2(uint64_t a, uint64_t b)
+{
+	return ct_mix64(a ^ ct_mix64(b + 0x9e3779b97f4a7c15ull));
+}
+
+/*
+ * Insert-only hash index: maps a 64-bit hash (plus a caller-side key
+ * comparison) to a 32-bit index into a caller-owned dense array.
+ */
+struct ct_imap_slot {
+	uint64_t hash;
+	uint32_t idx1; /* index + 1; 0 = empty */
+	uint32_t pad;
+};
+
+struct ct_imap {
+	struct ct_imap_slot *slots;
+	size_t mask; /* capacity - 1, capacity a power of two; 0 when unallocated */
+	size_t count;
+};
+
+#define CT_IMAP_NONE UINT32_MAX
+
+/* eq returns nonzero when element idx of ctx has the key. */
+typedef int (*ct_imap_eq_fn)(const void *ctx, uint32_t idx, const void *key);
+
+uint32_t ct_imap_get(const struct ct_imap *m, uint64_t hash, ct_imap_eq_fn eq, const void *ctx,
+		     const void *key);
+/* Add idx under hash; the caller checked that the key is absent. */
+void ct_imap_put(struct ct_imap *m, uint64_t hash, uint32_t idx);
+void ct_imap_free(struct ct_imap *m);
+
+/* "512 B", "1.5 KiB", "12.0 MiB", ... into buf (>= 32 bytes); returns buf. */
+const char *ct_fmt_bytes(uint64_t bytes, char *buf, size_t cap);
+
+/*
+ * Print a string for a terminal: bytes below 0x20, 0x7f and invalid UTF-8
+ * are shown as \xNN so that a dump cannot inject escape sequences.
+ */
+void ct_fput_safe(FILE *f, const char *s, size_t n);
+
+/* Length of a valid UTF-8 sequence at s (at most n bytes), 0 if invalid. */
+size_t ct_utf8_seq(const unsigned char *s, size_t n);
+
+#endif

@@ -1,0 +1,76 @@
+/*
+ * What the wrapper files share: the lookup-table entry of a hook and the
+ * helpers the rows of hooks.def use.
+ */
+#ifndef CT_HOOKS_H
+#define CT_HOOKS_H
+
+#include "ct.h"
+
+/* One row of hooks.def, as the entry-point interception sees it. */
+struct ct_hook {
+	const char *name;   /* exported symbol */
+	const char *base;   /* name given to cuGetProcAddress */
+	int minver;	    /* lowest cudaVersion that gets this variant */
+	uint8_t ptsz;	    /* 1: the per-thread-default-stream variant */
+	uint8_t layer;	    /* enum ct_layer */
+	void *wrapper;	    /* cumtrace's function */
+	void *_Atomic *real; /* the real function, once known */
+};
+
+extern const struct ct_hook ct_hooks_runtime[] CT_HIDDEN;
+extern const size_t ct_hooks_runtime_count CT_HIDDEN;
+extern const struct ct_hook ct_hooks_driver[] CT_HIDDEN;
+extern const size_t ct_hooks_driver_count CT_HIDDEN;
+
+/*
+ * The real function behind a wrapper: the cached pointer, else the next
+ * definition after libcumtrace (dlsym(RTLD_NEXT)). NULL if there is none.
+ */
+CT_HIDDEN void *ct_real_symbol(void *_Atomic *cache, const char *name);
+
+/* dlsym(RTLD_NEXT, name) through the real dlsym, errno kept. */
+CT_HIDDEN void *ct_dlsym_next(const char *name);
+
+/* Is p inside libcumtrace.so (one of our wrappers)? */
+CT_HIDDEN int ct_is_own_address(const void *p);
+
+#define CT_STREAM_PER_THREAD ((uint64_t)0x2) /* cudaStreamPerThread / CU_STREAM_PER_THREAD */
+/* _ptsz variants: stream 0 means the per-thread default stream. */
+#define CT_PTSZ(s) ((s) ? (uint64_t)(uintptr_t)(s) : CT_STREAM_PER_THREAD)
+#define CT_P(x) ((uint64_t)(uintptr_t)(x))
+
+/*
+ * One wrapper: forwards to the real function, passes its return value and
+ * errno back unchanged, and records the call unless it is nested inside
+ * another traced call or tracing is off. ret_t is the API's status type, ok
+ * its success value, missing what to return when no real function exists.
+ */
+#define CT_WRAP(ret_t, ok, missing, layer_, name, op_, kind_, params, args, in, out)            \
+	static void *_Atomic ct_real_##name;                                                  \
+	CT_EXPORT ret_t name params;                                                          \
+	ret_t name params                                                                     \
+	{                                                                                     \
+		ret_t(*fn) params = (ret_t(*) params)ct_real_symbol(&ct_real_##name, #name);  \
+		if (CT_UNLIKELY(!fn))                                                         \
+			return missing;                                                       \
+		struct ct_call c;                                                             \
+		if (!ct_call_begin(&c))                                                       \
+			return fn args;                                                       \
+		c.api = CT_API_##name;                                                        \
+		c.op = CT_OP_##op_;                                                           \
+		c.kind = CT_KIND_##kind_;                                                     \
+		c.layer = layer_;                                                             \
+		in;                                                                           \
+		ret_t rc = fn args;                                                           \
+		int saved_errno = errno;                                                      \
+		c.result = (int32_t)rc;                                                       \
+		if (rc == ok) {                                                               \
+			out;                                                                  \
+		}                                                                             \
+		ct_call_end(&c);                                                              \
+		errno = saved_errno;                                                          \
+		return rc;                                                                    \
+	}
+
+#endif

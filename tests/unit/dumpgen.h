@@ -1,0 +1,282 @@
+/*
+ * dumpgen.h: build cumtrace dumps in memory for tests (format:
+ * include/cumtrace/format.h). Header-only; every helper is static inline.
+ *
+ *   struct dg g; dg_init(&g); dg_header(&g);
+ *   dg_process(&g, 1234, 1, 1000, (const char *[]){"argv=prog", NULL});
+ *   dg_alloc(&g, 2000, 0x1000, 4096, 1);   // ts, ptr, size, stack id
+ *   dg_free(&g, 3000, 0x1000);
+ *   dg_end(&g, 4000);
+ *   ... g.p / g.n ... dg_write(&g, path); dg_release(&g);
+ */
+#ifndef CT_TEST_DUMPGEN_H
+#define CT_TEST_DUMPGEN_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cumtrace/format.h"
+
+struct dg {
+	unsigned char *p;
+	size_t n, cap;
+	size_t *offs; /* offset of every record appended (not the header) */
+	size_t nrec, caprec;
+};
+
+static inline void dg_init(struct dg *g)
+{
+	memset(g, 0, sizeof *g);
+}
+
+static inline void dg_release(struct dg *g)
+{
+	free(g->p);
+	free(g->offs);
+	memset(g, 0, sizeof *g);
+}
+
+static inline void dg_bytes(struct dg *g, const void *data, size_t len)
+{
+	if (g->n + len > g->cap) {
+		size_t c = g->cap ? g->cap : 256;
+		while (c < g->n + len)
+			c *= 2;
+		g->p = realloc(g->p, c);
+		if (!g->p)
+			abort();
+		g->cap = c;
+	}
+	if (len)
+		memcpy(g->p + g->n, data, len);
+	g->n += len;
+}
+
+static inline void dg_zeros(struct dg *g, size_t len)
+{
+	static const unsigned char z[64];
+	while (len) {
+		size_t k = len < sizeof z ? len : sizeof z;
+		dg_bytes(g, z, k);
+		len -= k;
+	}
+}
+
+/* Start a record: remember where it begins. */
+static inline void dg_mark_record(struct dg *g)
+{
+	if (g->nrec == g->caprec) {
+		g->caprec = g->caprec ? g->caprec * 2 : 64;
+		g->offs = realloc(g->offs, g->caprec * sizeof *g->offs);
+		if (!g->offs)
+			abort();
+	}
+	g->offs[g->nrec++] = g->n;
+}
+
+static inline void dg_header_v(struct dg *g, uint16_t version, uint16_t header_size)
+{
+	struct ct_file_header h;
+	memset(&h, 0, sizeof h);
+	memcpy(h.magic, CT_MAGIC, CT_MAGIC_LEN);
+	h.version = version;
+	h.header_size = header_size;
+	dg_bytes(g, &h, sizeof h);
+	if (header_size > sizeof h)
+		dg_zeros(g, header_size - sizeof h);
+}
+
+static inline void dg_header(struct dg *g)
+{
+	dg_header_v(g, CT_FORMAT_VERSION, sizeof(struct ct_file_header));
+}
+
+/* A record with an arbitrary header and payload (payload padded to size). */
+static inline void dg_raw(struct dg *g, uint16_t type, uint32_t size, const void *payload,
+			  size_t payload_len)
+{
+	struct ct_rec r = {.type = type, .flags = 0, .size = size};
+	dg_mark_record(g);
+	dg_bytes(g, &r, sizeof r);
+	dg_bytes(g, payload, payload_len);
+	if (size > sizeof r + payload_len)
+		dg_zeros(g, size - sizeof r - payload_len);
+}
+
+/* Append a record whose fixed part is rec (rec_len bytes), then tail, padded to 8. */
+static inline void dg_record(struct dg *g, void *rec, size_t rec_len, const void *tail,
+			     size_t tail_len, size_t extra)
+{
+	struct ct_rec *h = rec;
+	size_t size = CT_REC_ALIGN(rec_len + tail_len + extra);
+	h->size = (uint32_t)size;
+	dg_mark_record(g);
+	dg_bytes(g, rec, rec_len);
+	dg_bytes(g, tail, tail_len);
+	dg_zeros(g, size - rec_len - tail_len);
+}
+
+/* kv: NULL-terminated list of "key=value" strings (or NULL). */
+static inline void dg_process(struct dg *g, uint32_t pid, uint32_t ppid, uint64_t start_mono,
+			      const char *const *kv)
+{
+	struct ct_rec_process p;
+	memset(&p, 0, sizeof p);
+	p.rec.type = CT_REC_PROCESS;
+	p.pid = pid;
+	p.ppid = ppid;
+	p.start_monotonic_ns = start_mono;
+	p.start_realtime_ns = 1700000000000000000ull;
+	p.clock_id = 1;
+	char buf[4096];
+	size_t n = 0;
+	for (size_t i = 0; kv && kv[i]; i++) {
+		size_t l = strlen(kv[i]) + 1;
+		if (n + l > sizeof buf)
+			abort();
+		memcpy(buf + n, kv[i], l);
+		n += l;
+	}
+	dg_record(g, &p, sizeof p, buf, n, 0);
+}
+
+/* Every field of an event; unset ones are 0 (device 0, layer runtime). */
+struct dg_ev {
+	uint64_t ts, dur, ptr, size, stream, aux;
+	uint32_t tid, stack_id;
+	int32_t result;
+	uint32_t flags;
+	uint16_t api;
+	uint8_t op, kind;
+	int16_t device;
+	size_t extra; /* trailing bytes beyond the fixed part */
+};
+
+static inline void dg_event(struct dg *g, const struct dg_ev *e)
+{
+	struct ct_rec_event ev;
+	memset(&ev, 0, sizeof ev);
+	ev.rec.type = CT_REC_EVENT;
+	ev.ts_ns = e->ts;
+	ev.dur_ns = e->dur;
+	ev.ptr = e->ptr;
+	ev.size = e->size;
+	ev.stream = e->stream;
+	ev.aux = e->aux;
+	ev.tid = e->tid;
+	ev.stack_id = e->stack_id;
+	ev.result = e->result;
+	ev.flags = e->flags;
+	ev.api = e->api;
+	ev.op = e->op;
+	ev.kind = e->kind;
+	ev.device = e->device;
+	ev.layer = ct_api_layer(e->api);
+	unsigned char junk[64];
+	memset(junk, 0xa5, sizeof junk);
+	dg_record(g, &ev, sizeof ev, junk, e->extra < sizeof junk ? e->extra : sizeof junk,
+		  e->extra > sizeof junk ? e->extra - sizeof junk : 0);
+}
+
+/* cudaMalloc of size at ptr on device 0, tid 1. */
+static inline void dg_alloc(struct dg *g, uint64_t ts, uint64_t ptr, uint64_t size,
+			    uint32_t stack_id)
+{
+	struct dg_ev e = {.ts = ts, .dur = 100, .ptr = ptr, .size = size, .tid = 1,
+			  .stack_id = stack_id, .api = CT_API_cudaMalloc, .op = CT_OP_ALLOC,
+			  .kind = CT_KIND_DEVICE};
+	dg_event(g, &e);
+}
+
+/* cudaFree of ptr, tid 1. */
+static inline void dg_free(struct dg *g, uint64_t ts, uint64_t ptr)
+{
+	struct dg_ev e = {.ts = ts, .dur = 50, .ptr = ptr, .tid = 1, .api = CT_API_cudaFree,
+			  .op = CT_OP_FREE, .kind = CT_KIND_DEVICE};
+	dg_event(g, &e);
+}
+
+static inline void dg_stack(struct dg *g, uint32_t id, uint16_t depth, const uint64_t *ips)
+{
+	struct ct_rec_stack s;
+	memset(&s, 0, sizeof s);
+	s.rec.type = CT_REC_STACK;
+	s.stack_id = id;
+	s.depth = depth;
+	dg_record(g, &s, sizeof s, ips, (size_t)depth * 8, 0);
+}
+
+static inline void dg_module(struct dg *g, uint64_t base, uint64_t lo, uint64_t hi,
+			     const uint8_t *build_id, uint16_t build_id_len, const char *path)
+{
+	struct ct_rec_module m;
+	memset(&m, 0, sizeof m);
+	m.rec.type = CT_REC_MODULE;
+	m.base = base;
+	m.lo = lo;
+	m.hi = hi;
+	m.build_id_len = build_id_len;
+	m.path_len = (uint16_t)(strlen(path) + 1);
+	unsigned char buf[4096 + 256];
+	if (build_id_len + m.path_len > sizeof buf)
+		abort();
+	if (build_id_len)
+		memcpy(buf, build_id, build_id_len);
+	memcpy(buf + build_id_len, path, m.path_len);
+	dg_record(g, &m, sizeof m, buf, (size_t)build_id_len + m.path_len, 0);
+}
+
+static inline void dg_batch(struct dg *g, uint64_t snapshot, uint64_t seq)
+{
+	struct ct_rec_batch b;
+	memset(&b, 0, sizeof b);
+	b.rec.type = CT_REC_BATCH;
+	b.snapshot_ns = snapshot;
+	b.seq = seq;
+	dg_record(g, &b, sizeof b, NULL, 0, 0);
+}
+
+static inline void dg_drops(struct dg *g, uint64_t ts, uint64_t count, uint32_t tid)
+{
+	struct ct_rec_drops d;
+	memset(&d, 0, sizeof d);
+	d.rec.type = CT_REC_DROPS;
+	d.ts_ns = ts;
+	d.count = count;
+	d.tid = tid;
+	dg_record(g, &d, sizeof d, NULL, 0, 0);
+}
+
+static inline void dg_end(struct dg *g, uint64_t ts)
+{
+	struct ct_rec_end e;
+	memset(&e, 0, sizeof e);
+	e.rec.type = CT_REC_END;
+	e.ts_ns = ts;
+	dg_record(g, &e, sizeof e, NULL, 0, 0);
+}
+
+static inline void dg_mark(struct dg *g, uint64_t ts, uint32_t tid, const char *name)
+{
+	struct ct_rec_mark m;
+	memset(&m, 0, sizeof m);
+	m.rec.type = CT_REC_MARK;
+	m.ts_ns = ts;
+	m.tid = tid;
+	m.name_len = (uint16_t)(strlen(name) + 1);
+	dg_record(g, &m, sizeof m, name, m.name_len, 0);
+}
+
+/* Write the dump to path; 0 on success. */
+static inline int dg_write(const struct dg *g, const char *path)
+{
+	FILE *f = fopen(path, "wb");
+	if (!f)
+		return -1;
+	size_t w = fwrite(g->p, 1, g->n, f);
+	return (fclose(f) == 0 && w == g->n) ? 0 : -1;
+}
+
+#endif
