@@ -51,6 +51,11 @@ $(SHIM): $(PRELOAD_OBJ) preload/exports.map
 	$(Q)$(CC) -shared -Wl,--version-script=preload/exports.map -Wl,-soname,libcumtrace.so \
 		-o $@ $(PRELOAD_OBJ) $(ALL_LDFLAGS) $(PRELOAD_LIBS)
 
+# dlsym's slow path runs inside the sanitizer runtime's own start-up (it looks
+# up the functions it intercepts through dlsym), before sanitizer shadow
+# memory exists: that file is never instrumented.
+$(BUILD)/obj/preload/entry.o: ALL_CFLAGS := $(filter-out -fsanitize=% -fno-sanitize-recover=%,$(ALL_CFLAGS))
+
 # ---- the analyzer ----------------------------------------------------------
 ANALYZER_SRC := $(filter-out analyzer/main.c,$(wildcard analyzer/*.c))
 ANALYZER_OBJ := $(ANALYZER_SRC:%.c=$(BUILD)/obj/%.o)
