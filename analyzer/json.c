@@ -184,3 +184,27 @@ void ct_json_done(struct ct_json *j)
 {
 	fputc('\n', j->f);
 }
+
+void ct_json_kv_u64(struct ct_json *j, const char *key, uint64_t v)
+{
+	ct_json_key(j, key);
+	ct_json_u64(j, v);
+}
+
+void ct_json_kv_i64(struct ct_json *j, const char *key, int64_t v)
+{
+	ct_json_key(j, key);
+	ct_json_i64(j, v);
+}
+
+void ct_json_kv_str(struct ct_json *j, const char *key, const char *s)
+{
+	ct_json_key(j, key);
+	ct_json_str(j, s);
+}
+
+void ct_json_kv_bool(struct ct_json *j, const char *key, int v)
+{
+	ct_json_key(j, key);
+	ct_json_bool(j, v);
+}

@@ -31,6 +31,11 @@ void ct_json_u64(struct ct_json *j, uint64_t v);
 void ct_json_i64(struct ct_json *j, int64_t v);
 void ct_json_bool(struct ct_json *j, int v);
 void ct_json_null(struct ct_json *j);
+/* A key and its value in one call. */
+void ct_json_kv_u64(struct ct_json *j, const char *key, uint64_t v);
+void ct_json_kv_i64(struct ct_json *j, const char *key, int64_t v);
+void ct_json_kv_str(struct ct_json *j, const char *key, const char *s);
+void ct_json_kv_bool(struct ct_json *j, const char *key, int v);
 /* Finish the document (newline). */
 void ct_json_done(struct ct_json *j);
 

@@ -273,22 +273,14 @@ static void json_stack(struct ct_json *j, struct ct_model *m, uint32_t stack_id)
 	for (size_t i = 0; i < n; i++) {
 		const struct ct_frame *fr = &frames[i];
 		ct_json_obj(j);
-		ct_json_key(j, "function");
-		ct_json_str(j, fr->function);
-		ct_json_key(j, "file");
-		ct_json_str(j, fr->file);
-		ct_json_key(j, "line");
-		ct_json_u64(j, fr->line);
-		ct_json_key(j, "module");
-		ct_json_str(j, fr->module);
-		ct_json_key(j, "offset");
-		ct_json_u64(j, fr->offset);
-		ct_json_key(j, "build_id");
-		ct_json_str(j, fr->build_id);
-		ct_json_key(j, "ip");
-		ct_json_u64(j, fr->ip);
-		ct_json_key(j, "build_id_mismatch");
-		ct_json_bool(j, fr->build_id_mismatch);
+		ct_json_kv_str(j, "function", fr->function);
+		ct_json_kv_str(j, "file", fr->file);
+		ct_json_kv_u64(j, "line", fr->line);
+		ct_json_kv_str(j, "module", fr->module);
+		ct_json_kv_u64(j, "offset", fr->offset);
+		ct_json_kv_str(j, "build_id", fr->build_id);
+		ct_json_kv_u64(j, "ip", fr->ip);
+		ct_json_kv_bool(j, "build_id_mismatch", fr->build_id_mismatch);
 		ct_json_obj_end(j);
 	}
 	ct_json_arr_end(j);
@@ -682,24 +674,16 @@ static void json_site(struct ct_json *j, const struct item *it)
 {
 	char reason[64];
 	ct_json_obj(j);
-	ct_json_key(j, "pid");
-	ct_json_u64(j, it->m->pid);
-	ct_json_key(j, "count");
-	ct_json_u64(j, it->count);
-	ct_json_key(j, "bytes");
-	ct_json_u64(j, it->bytes);
-	ct_json_key(j, "kind");
-	ct_json_str(j, ct_kind_name(it->kind));
-	ct_json_key(j, "api");
-	ct_json_str(j, ct_api_name(it->api));
+	ct_json_kv_u64(j, "pid", it->m->pid);
+	ct_json_kv_u64(j, "count", it->count);
+	ct_json_kv_u64(j, "bytes", it->bytes);
+	ct_json_kv_str(j, "kind", ct_kind_name(it->kind));
+	ct_json_kv_str(j, "api", ct_api_name(it->api));
 	if (it->leak) {
-		ct_json_key(j, "reason");
-		ct_json_str(j, ct_leak_reason(it->leak, reason, sizeof reason));
+		ct_json_kv_str(j, "reason", ct_leak_reason(it->leak, reason, sizeof reason));
 	}
-	ct_json_key(j, "device");
-	ct_json_i64(j, it->device);
-	ct_json_key(j, "stack_id");
-	ct_json_u64(j, it->stack_id);
+	ct_json_kv_i64(j, "device", it->device);
+	ct_json_kv_u64(j, "stack_id", it->stack_id);
 	ct_json_key(j, "stack");
 	json_stack(j, it->m, it->stack_id);
 	ct_json_obj_end(j);
@@ -714,16 +698,11 @@ static void json_dev_key(struct ct_json *j, int dev)
 
 static void json_kd(struct ct_json *j, const struct ct_kd_stats *s)
 {
-	ct_json_key(j, "allocations");
-	ct_json_u64(j, s->allocations);
-	ct_json_key(j, "frees");
-	ct_json_u64(j, s->frees);
-	ct_json_key(j, "bytes_allocated");
-	ct_json_u64(j, s->bytes_allocated);
-	ct_json_key(j, "peak_bytes");
-	ct_json_u64(j, s->peak_bytes);
-	ct_json_key(j, "live_bytes_at_end");
-	ct_json_u64(j, s->live_bytes);
+	ct_json_kv_u64(j, "allocations", s->allocations);
+	ct_json_kv_u64(j, "frees", s->frees);
+	ct_json_kv_u64(j, "bytes_allocated", s->bytes_allocated);
+	ct_json_kv_u64(j, "peak_bytes", s->peak_bytes);
+	ct_json_kv_u64(j, "live_bytes_at_end", s->live_bytes);
 }
 
 static int cmp_i16(const void *a, const void *b)
@@ -802,90 +781,56 @@ static void json_report(FILE *f, const struct ct_report_opts *o, struct ct_model
 	}
 
 	ct_json_obj(&j);
-	ct_json_key(&j, "format");
-	ct_json_str(&j, "cumtrace-report");
-	ct_json_key(&j, "format_version");
-	ct_json_u64(&j, CT_REPORT_FORMAT_VERSION);
-	ct_json_key(&j, "command");
-	ct_json_str(&j, ct_cmd_name(o->cmd));
-	ct_json_key(&j, "tool_version");
-	ct_json_str(&j, o->tool_version);
+	ct_json_kv_str(&j, "format", "cumtrace-report");
+	ct_json_kv_u64(&j, "format_version", CT_REPORT_FORMAT_VERSION);
+	ct_json_kv_str(&j, "command", ct_cmd_name(o->cmd));
+	ct_json_kv_str(&j, "tool_version", o->tool_version);
 
 	ct_json_key(&j, "dumps");
 	ct_json_arr(&j);
 	for (size_t d = 0; d < nm; d++) {
 		const struct ct_model *m = ms[d];
 		ct_json_obj(&j);
-		ct_json_key(&j, "path");
-		ct_json_str(&j, m->path);
-		ct_json_key(&j, "pid");
-		ct_json_u64(&j, m->pid);
-		ct_json_key(&j, "ppid");
-		ct_json_u64(&j, m->ppid);
+		ct_json_kv_str(&j, "path", m->path);
+		ct_json_kv_u64(&j, "pid", m->pid);
+		ct_json_kv_u64(&j, "ppid", m->ppid);
 		ct_json_key(&j, "argv");
 		ct_json_arr(&j);
 		for (size_t i = 0; i < m->argc; i++)
 			ct_json_str(&j, m->argv[i]);
 		ct_json_arr_end(&j);
-		ct_json_key(&j, "host");
-		ct_json_str(&j, m->host);
-		ct_json_key(&j, "exe");
-		ct_json_str(&j, m->exe);
-		ct_json_key(&j, "cwd");
-		ct_json_str(&j, m->cwd);
-		ct_json_key(&j, "cumtrace_version");
-		ct_json_str(&j, m->version);
-		ct_json_key(&j, "forked");
-		ct_json_bool(&j, m->forked != 0);
-		ct_json_key(&j, "clean_exit");
-		ct_json_bool(&j, m->end_seen);
-		ct_json_key(&j, "truncated");
-		ct_json_bool(&j, m->read.status == CT_READ_TRUNCATED);
+		ct_json_kv_str(&j, "host", m->host);
+		ct_json_kv_str(&j, "exe", m->exe);
+		ct_json_kv_str(&j, "cwd", m->cwd);
+		ct_json_kv_str(&j, "cumtrace_version", m->version);
+		ct_json_kv_bool(&j, "forked", m->forked != 0);
+		ct_json_kv_bool(&j, "clean_exit", m->end_seen);
+		ct_json_kv_bool(&j, "truncated", m->read.status == CT_READ_TRUNCATED);
 		ct_json_key(&j, "truncated_offset");
 		if (m->read.status == CT_READ_TRUNCATED)
 			ct_json_u64(&j, m->read.truncated_offset);
 		else
 			ct_json_null(&j);
-		ct_json_key(&j, "dropped_events");
-		ct_json_u64(&j, m->dropped);
-		ct_json_key(&j, "bytes");
-		ct_json_u64(&j, m->read.file_bytes);
-		ct_json_key(&j, "records");
-		ct_json_u64(&j, m->read.records);
-		ct_json_key(&j, "events");
-		ct_json_u64(&j, m->events);
-		ct_json_key(&j, "allocations");
-		ct_json_u64(&j, m->allocations);
-		ct_json_key(&j, "frees");
-		ct_json_u64(&j, m->frees);
-		ct_json_key(&j, "failed_calls");
-		ct_json_u64(&j, m->failed_calls);
-		ct_json_key(&j, "unmatched_frees");
-		ct_json_u64(&j, m->unmatched_frees);
-		ct_json_key(&j, "double_allocations");
-		ct_json_u64(&j, m->double_allocs);
-		ct_json_key(&j, "late_events");
-		ct_json_u64(&j, m->read.late_events);
-		ct_json_key(&j, "unknown_records");
-		ct_json_u64(&j, m->read.unknown_records);
-		ct_json_key(&j, "stacks");
-		ct_json_u64(&j, ct_symtab_stack_count(m->syms));
-		ct_json_key(&j, "modules");
-		ct_json_u64(&j, ct_symtab_module_count(m->syms));
-		ct_json_key(&j, "marks");
-		ct_json_u64(&j, m->marks);
-		ct_json_key(&j, "start_monotonic_ns");
-		ct_json_u64(&j, ct_model_start_ns(m));
-		ct_json_key(&j, "start_realtime_ns");
-		ct_json_u64(&j, m->start_realtime_ns);
-		ct_json_key(&j, "duration_ns");
-		ct_json_u64(&j, ct_model_duration_ns(m));
-		ct_json_key(&j, "leak_count");
-		ct_json_u64(&j, m->leak_count);
-		ct_json_key(&j, "leak_bytes");
-		ct_json_u64(&j, m->leak_bytes);
-		ct_json_key(&j, "peak_bytes");
-		ct_json_u64(&j, m->peak_bytes);
+		ct_json_kv_u64(&j, "dropped_events", m->dropped);
+		ct_json_kv_u64(&j, "bytes", m->read.file_bytes);
+		ct_json_kv_u64(&j, "records", m->read.records);
+		ct_json_kv_u64(&j, "events", m->events);
+		ct_json_kv_u64(&j, "allocations", m->allocations);
+		ct_json_kv_u64(&j, "frees", m->frees);
+		ct_json_kv_u64(&j, "failed_calls", m->failed_calls);
+		ct_json_kv_u64(&j, "unmatched_frees", m->unmatched_frees);
+		ct_json_kv_u64(&j, "double_allocations", m->double_allocs);
+		ct_json_kv_u64(&j, "late_events", m->read.late_events);
+		ct_json_kv_u64(&j, "unknown_records", m->read.unknown_records);
+		ct_json_kv_u64(&j, "stacks", ct_symtab_stack_count(m->syms));
+		ct_json_kv_u64(&j, "modules", ct_symtab_module_count(m->syms));
+		ct_json_kv_u64(&j, "marks", m->marks);
+		ct_json_kv_u64(&j, "start_monotonic_ns", ct_model_start_ns(m));
+		ct_json_kv_u64(&j, "start_realtime_ns", m->start_realtime_ns);
+		ct_json_kv_u64(&j, "duration_ns", ct_model_duration_ns(m));
+		ct_json_kv_u64(&j, "leak_count", m->leak_count);
+		ct_json_kv_u64(&j, "leak_bytes", m->leak_bytes);
+		ct_json_kv_u64(&j, "peak_bytes", m->peak_bytes);
 		ct_json_key(&j, "peak_time_ns");
 		uint64_t s = ct_model_start_ns(m);
 		ct_json_u64(&j, m->peak_seen && m->peak_ts >= s ? m->peak_ts - s : 0);
@@ -893,30 +838,21 @@ static void json_report(FILE *f, const struct ct_report_opts *o, struct ct_model
 	}
 	ct_json_arr_end(&j);
 
-	ct_json_key(&j, "allocations");
-	ct_json_u64(&j, allocs);
-	ct_json_key(&j, "frees");
-	ct_json_u64(&j, frees);
-	ct_json_key(&j, "failed_calls");
-	ct_json_u64(&j, failed);
-	ct_json_key(&j, "dropped_events");
-	ct_json_u64(&j, dropped);
-	ct_json_key(&j, "unmatched_frees");
-	ct_json_u64(&j, unmatched);
-	ct_json_key(&j, "double_allocations");
-	ct_json_u64(&j, doubles);
+	ct_json_kv_u64(&j, "allocations", allocs);
+	ct_json_kv_u64(&j, "frees", frees);
+	ct_json_kv_u64(&j, "failed_calls", failed);
+	ct_json_kv_u64(&j, "dropped_events", dropped);
+	ct_json_kv_u64(&j, "unmatched_frees", unmatched);
+	ct_json_kv_u64(&j, "double_allocations", doubles);
 
 	/* leaks */
 	size_t n;
 	struct item *v = leak_items(ms, nm, &n);
 	ct_json_key(&j, "leaks");
 	ct_json_obj(&j);
-	ct_json_key(&j, "count");
-	ct_json_u64(&j, leak_count);
-	ct_json_key(&j, "bytes");
-	ct_json_u64(&j, leak_bytes);
-	ct_json_key(&j, "sites_total");
-	ct_json_u64(&j, n);
+	ct_json_kv_u64(&j, "count", leak_count);
+	ct_json_kv_u64(&j, "bytes", leak_bytes);
+	ct_json_kv_u64(&j, "sites_total", n);
 	ct_json_key(&j, "sites");
 	ct_json_arr(&j);
 	for (size_t i = 0; i < shown(o, n); i++)
@@ -929,10 +865,8 @@ static void json_report(FILE *f, const struct ct_report_opts *o, struct ct_model
 	v = peak_items(ms, nm, &n);
 	ct_json_key(&j, "peak");
 	ct_json_obj(&j);
-	ct_json_key(&j, "bytes");
-	ct_json_u64(&j, peak_bytes);
-	ct_json_key(&j, "time_ns");
-	ct_json_u64(&j, peak_time);
+	ct_json_kv_u64(&j, "bytes", peak_bytes);
+	ct_json_kv_u64(&j, "time_ns", peak_time);
 	ct_json_key(&j, "kinds");
 	ct_json_arr(&j);
 	ct_json_str(&j, ct_kind_name(CT_KIND_DEVICE));
@@ -957,8 +891,7 @@ static void json_report(FILE *f, const struct ct_report_opts *o, struct ct_model
 		free(devs);
 	}
 	ct_json_obj_end(&j);
-	ct_json_key(&j, "sites_total");
-	ct_json_u64(&j, n);
+	ct_json_kv_u64(&j, "sites_total", n);
 	ct_json_key(&j, "sites");
 	ct_json_arr(&j);
 	for (size_t i = 0; i < shown(o, n); i++)
@@ -984,14 +917,10 @@ static void json_report(FILE *f, const struct ct_report_opts *o, struct ct_model
 			continue;
 		ct_json_key(&j, a < CT_API_COUNT ? ct_api_name(a) : "unknown");
 		ct_json_obj(&j);
-		ct_json_key(&j, "calls");
-		ct_json_u64(&j, t.calls);
-		ct_json_key(&j, "failures");
-		ct_json_u64(&j, t.failures);
-		ct_json_key(&j, "bytes");
-		ct_json_u64(&j, t.bytes);
-		ct_json_key(&j, "time_ns");
-		ct_json_u64(&j, t.time_ns);
+		ct_json_kv_u64(&j, "calls", t.calls);
+		ct_json_kv_u64(&j, "failures", t.failures);
+		ct_json_kv_u64(&j, "bytes", t.bytes);
+		ct_json_kv_u64(&j, "time_ns", t.time_ns);
 		ct_json_obj_end(&j);
 	}
 	ct_json_obj_end(&j);
@@ -1036,8 +965,7 @@ static void json_report(FILE *f, const struct ct_report_opts *o, struct ct_model
 		ct_json_obj_end(&j);
 	}
 	ct_json_obj_end(&j);
-	ct_json_key(&j, "duration_ns");
-	ct_json_u64(&j, tmin == UINT64_MAX ? 0 : tmax - tmin);
+	ct_json_kv_u64(&j, "duration_ns", tmin == UINT64_MAX ? 0 : tmax - tmin);
 	ct_json_obj_end(&j);
 
 	/* timeline */
@@ -1047,10 +975,8 @@ static void json_report(FILE *f, const struct ct_report_opts *o, struct ct_model
 	for (size_t d = 0; d < nm && !first_bns; d++)
 		if (ms[d]->tl.started)
 			first_bns = ct_tl_bucket_ns(&ms[d]->tl, o->buckets);
-	ct_json_key(&j, "bucket_ns");
-	ct_json_u64(&j, first_bns);
-	ct_json_key(&j, "buckets");
-	ct_json_u64(&j, o->buckets);
+	ct_json_kv_u64(&j, "bucket_ns", first_bns);
+	ct_json_kv_u64(&j, "buckets", o->buckets);
 	ct_json_key(&j, "series");
 	ct_json_arr(&j);
 	uint64_t *vals = ct_xcalloc(o->buckets, sizeof *vals);
@@ -1063,16 +989,11 @@ static void json_report(FILE *f, const struct ct_report_opts *o, struct ct_model
 		for (size_t si = 0; si < tl->nseries; si++) {
 			uint64_t bns = ct_tl_resample(tl, si, o->buckets, vals);
 			ct_json_obj(&j);
-			ct_json_key(&j, "pid");
-			ct_json_u64(&j, m->pid);
-			ct_json_key(&j, "kind");
-			ct_json_str(&j, ct_kind_name(tl->series[si].kind));
-			ct_json_key(&j, "device");
-			ct_json_i64(&j, tl->series[si].device);
-			ct_json_key(&j, "bucket_ns");
-			ct_json_u64(&j, bns);
-			ct_json_key(&j, "start_ns");
-			ct_json_u64(&j, tl->t0 >= s ? tl->t0 - s : 0);
+			ct_json_kv_u64(&j, "pid", m->pid);
+			ct_json_kv_str(&j, "kind", ct_kind_name(tl->series[si].kind));
+			ct_json_kv_i64(&j, "device", tl->series[si].device);
+			ct_json_kv_u64(&j, "bucket_ns", bns);
+			ct_json_kv_u64(&j, "start_ns", tl->t0 >= s ? tl->t0 - s : 0);
 			ct_json_key(&j, "live_bytes_max");
 			ct_json_arr(&j);
 			for (size_t i = 0; i < o->buckets; i++)

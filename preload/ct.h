@@ -124,6 +124,10 @@ CT_HIDDEN void ct_ring_release(struct ct_ring *ring, uint64_t end);
 
 /* ---- stacks (stack.c) -------------------------------------------------------- */
 
+struct dl_phdr_info;
+/* The address range [*lo, *hi) of a loaded object's PT_LOAD segments. */
+CT_HIDDEN void ct_module_range(const struct dl_phdr_info *info, uint64_t *lo, uint64_t *hi);
+
 /* Record the address range of libcumtrace.so itself so its frames are cut. */
 CT_HIDDEN void ct_stack_init(void);
 /*

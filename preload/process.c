@@ -28,45 +28,24 @@ static void *ct_exec_next(const char *name)
 	return fn;
 }
 
-CT_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
-{
-	ct_exec_fn fn = (ct_exec_fn)ct_exec_next("execve");
-	if (!fn) {
-		errno = ENOSYS;
-		return -1;
+/* Flush, then hand over to the real function (ENOSYS if there is none). */
+#define CT_EXEC_WRAPPER(name, fn_t, params, args)                                             \
+	CT_EXPORT int name params                                                             \
+	{                                                                                     \
+		fn_t fn = (fn_t)ct_exec_next(#name);                                          \
+		if (!fn) {                                                                    \
+			errno = ENOSYS;                                                       \
+			return -1;                                                            \
+		}                                                                             \
+		return fn args;                                                               \
 	}
-	return fn(path, argv, envp);
-}
 
-CT_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
-{
-	ct_exec_fn fn = (ct_exec_fn)ct_exec_next("execvpe");
-	if (!fn) {
-		errno = ENOSYS;
-		return -1;
-	}
-	return fn(file, argv, envp);
-}
-
-CT_EXPORT int execv(const char *path, char *const argv[])
-{
-	ct_execv_fn fn = (ct_execv_fn)ct_exec_next("execv");
-	if (!fn) {
-		errno = ENOSYS;
-		return -1;
-	}
-	return fn(path, argv);
-}
-
-CT_EXPORT int execvp(const char *file, char *const argv[])
-{
-	ct_execv_fn fn = (ct_execv_fn)ct_exec_next("execvp");
-	if (!fn) {
-		errno = ENOSYS;
-		return -1;
-	}
-	return fn(file, argv);
-}
+CT_EXEC_WRAPPER(execve, ct_exec_fn, (const char *path, char *const argv[], char *const envp[]),
+		(path, argv, envp))
+CT_EXEC_WRAPPER(execvpe, ct_exec_fn, (const char *file, char *const argv[], char *const envp[]),
+		(file, argv, envp))
+CT_EXEC_WRAPPER(execv, ct_execv_fn, (const char *path, char *const argv[]), (path, argv))
+CT_EXEC_WRAPPER(execvp, ct_execv_fn, (const char *file, char *const argv[]), (file, argv))
 
 typedef void (*ct_exit_fn)(int);
 

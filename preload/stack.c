@@ -30,32 +30,31 @@ static struct ct_stack_slot *_Atomic ct_stack_table;
 static _Atomic uint32_t ct_stack_next_id;
 static uintptr_t ct_self_lo, ct_self_hi;
 
-static int ct_find_self(struct dl_phdr_info *info, size_t size, void *arg)
+void ct_module_range(const struct dl_phdr_info *info, uint64_t *lo, uint64_t *hi)
 {
-	uintptr_t probe = (uintptr_t)arg;
+	*lo = UINT64_MAX;
+	*hi = 0;
 	for (int i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
 		if (ph->p_type != PT_LOAD)
 			continue;
-		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
-		if (probe >= lo && probe < lo + ph->p_memsz) {
-			uintptr_t min = UINTPTR_MAX, max = 0;
-			for (int j = 0; j < info->dlpi_phnum; j++) {
-				const ElfW(Phdr) *q = &info->dlpi_phdr[j];
-				if (q->p_type != PT_LOAD)
-					continue;
-				uintptr_t a = info->dlpi_addr + q->p_vaddr;
-				if (a < min)
-					min = a;
-				if (a + q->p_memsz > max)
-					max = a + q->p_memsz;
-			}
-			ct_self_lo = min;
-			ct_self_hi = max;
-			return 1;
-		}
+		uint64_t a = info->dlpi_addr + ph->p_vaddr;
+		if (a < *lo)
+			*lo = a;
+		if (a + ph->p_memsz > *hi)
+			*hi = a + ph->p_memsz;
 	}
-	return 0;
+}
+
+static int ct_find_self(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	uint64_t probe = (uint64_t)(uintptr_t)arg, lo, hi;
+	ct_module_range(info, &lo, &hi);
+	if (probe < lo || probe >= hi)
+		return 0;
+	ct_self_lo = (uintptr_t)lo;
+	ct_self_hi = (uintptr_t)hi;
+	return 1;
 }
 
 void ct_stack_init(void)

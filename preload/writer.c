@@ -180,17 +180,8 @@ static int ct_module_cb(struct dl_phdr_info *info, size_t size, void *arg)
 			return 0;
 	if (ct_module_count == CT_MAX_MODULES)
 		return 0;
-	uint64_t lo = UINT64_MAX, hi = 0;
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		if (ph->p_type != PT_LOAD)
-			continue;
-		uint64_t a = info->dlpi_addr + ph->p_vaddr;
-		if (a < lo)
-			lo = a;
-		if (a + ph->p_memsz > hi)
-			hi = a + ph->p_memsz;
-	}
+	uint64_t lo, hi;
+	ct_module_range(info, &lo, &hi);
 	if (hi == 0)
 		return 0;
 	ct_modules[ct_module_count].base = info->dlpi_addr;

@@ -7,6 +7,7 @@ export BUILD
 pattern=${1:-}
 passed=0
 failed=0
+skipped=0
 failed_names=""
 log_dir=$BUILD/tests/logs
 mkdir -p "$log_dir"
@@ -16,9 +17,15 @@ run_one() { # name, command...
 	shift
 	case $name in *"$pattern"*) ;; *) return 0 ;; esac
 	mkdir -p "$(dirname "$log_dir/$name.log")"
-	if timeout 300 "$@" >"$log_dir/$name.log" 2>&1; then
+	timeout 300 "$@" >"$log_dir/$name.log" 2>&1
+	rc=$?
+	if [ $rc -eq 0 ]; then
 		passed=$((passed + 1))
 		echo "PASS $name"
+	elif [ $rc -eq 77 ]; then
+		# exit 77: the test cannot run on this machine, and says why
+		skipped=$((skipped + 1))
+		echo "SKIP $name: $(tail -n 1 "$log_dir/$name.log")"
 	else
 		failed=$((failed + 1))
 		failed_names="$failed_names $name"
@@ -41,5 +48,5 @@ echo
 if [ "$failed" -gt 0 ]; then
 	echo "failed:$failed_names"
 fi
-echo "$passed passed, $failed failed"
+echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]
