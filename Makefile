@@ -122,6 +122,13 @@ $(BUILD)/tests/progs/%: tests/e2e/progs/%.c $(FAKE_CUDART) $(FAKE_CUDA)
 	@echo "  CC      $@"
 	$(Q)$(CC) $(PROG_CFLAGS) -o $@ $< -L$(FAKE_DIR) -l:libcudart.so.13 -ldl -lpthread $(ALL_LDFLAGS)
 
+# The statically linked runtime's stand-in (tests/e2e/t_paths_static.sh) must
+# not link libcudart: -fsanitize links it even when unused (no --as-needed).
+$(BUILD)/tests/progs/paths_static: tests/e2e/progs/paths_static.c $(FAKE_CUDA)
+	@mkdir -p $(@D)
+	@echo "  CC      $@"
+	$(Q)$(CC) $(PROG_CFLAGS) -o $@ $< -ldl -lpthread $(ALL_LDFLAGS)
+
 # ---- unit tests: each tests/unit/test_NAME.c becomes build/tests/unit/test_NAME
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNITS := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/unit/%)
@@ -136,6 +143,36 @@ $(BUILD)/tests/unit/%: tests/unit/%.c $(ANALYZER_LIB) $(PRELOAD_CORE)
 	@echo "  CC      $@"
 	$(Q)$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) -o $@ $< $(ANALYZER_LIB) $(PRELOAD_CORE) \
 		$(ALL_LDFLAGS) $(CHECK_LIBS) $(ANALYZER_LIBS) $(PRELOAD_LIBS)
+
+# ---- fuzzing (clang + libFuzzer, ASan, UBSan) --------------------------------
+#   make fuzz [FUZZ_SECONDS=60] [FUZZ_JOBS=1]   build $(BUILD)/fuzz/fuzz_dump and run it
+# The analyzer sources are compiled again with clang and the fuzzer's
+# instrumentation into $(BUILD)/fuzz/obj (never the gcc objects).
+FUZZ_CC ?= clang
+FUZZ_SECONDS ?= 60
+FUZZ_JOBS ?= 1
+FUZZ_DIR := $(BUILD)/fuzz
+FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+FUZZ_CFLAGS := -std=gnu11 -O1 -g -Wall -Wno-unused-parameter -Iinclude -Ianalyzer \
+	-DCUMTRACE_VERSION='"$(VERSION)"' -MMD -MP $(FUZZ_SAN) -fsanitize=fuzzer-no-link
+FUZZ_OBJ := $(ANALYZER_SRC:%.c=$(FUZZ_DIR)/obj/%.o) $(FUZZ_DIR)/obj/tests/fuzz/fuzz_dump.o
+FUZZ_BIN := $(FUZZ_DIR)/fuzz_dump
+
+$(FUZZ_DIR)/obj/%.o: %.c
+	@mkdir -p $(@D)
+	@echo "  FUZZCC  $<"
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -c -o $@ $<
+
+$(FUZZ_BIN): $(FUZZ_OBJ)
+	@echo "  LD      $@"
+	$(Q)$(FUZZ_CC) -o $@ $^ $(FUZZ_SAN) -fsanitize=fuzzer $(ANALYZER_LIBS)
+
+fuzz-build: $(FUZZ_BIN)
+
+fuzz: $(FUZZ_BIN)
+	$(Q)FUZZ=$(FUZZ_BIN) FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_JOBS=$(FUZZ_JOBS) sh tests/fuzz/run.sh
+
+.PHONY: fuzz fuzz-build
 
 # ---- targets ---------------------------------------------------------------
 all: $(SHIM) $(REPORT)

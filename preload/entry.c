@@ -124,14 +124,16 @@ static const struct ct_hook *ct_find_proc(const char *base, int version, int pts
 		{ct_hooks_driver, ct_hooks_driver_count},
 		{ct_hooks_entry, sizeof ct_hooks_entry / sizeof ct_hooks_entry[0]},
 	};
-	const struct ct_hook *best = NULL;
+	const struct ct_hook *best = NULL, *exact = NULL;
 	for (size_t t = 0; t < sizeof tables / sizeof tables[0]; t++) {
 		for (size_t i = 0; i < tables[t].count; i++) {
 			const struct ct_hook *h = &tables[t].rows[i];
 			if (h->layer != CT_LAYER_DRIVER)
 				continue;
+			/* A base name that is also an export name ("cuMemAllocAsync")
+			 * still picks its variant by version and flags below. */
 			if (strcmp(h->name, base) == 0)
-				return h;
+				exact = h;
 			if (strcmp(h->base, base) != 0 || h->minver > version)
 				continue;
 			if (h->ptsz && !ptsz)
@@ -141,7 +143,7 @@ static const struct ct_hook *ct_find_proc(const char *base, int version, int pts
 				best = h;
 		}
 	}
-	return best;
+	return best ? best : exact;
 }
 
 /*

@@ -1,0 +1,87 @@
+# Capture path 1, exported symbols: the program calls the runtime directly.
+# One event per runtime call; the driver calls the runtime makes inside
+# (cudaMalloc -> cuMemAlloc_v2, ...) are never counted.
+. tests/e2e/lib.sh
+# Checks that keep going: each failed check is reported, the test fails at the end.
+nbad=0
+soft() { ("$@") || nbad=$((nbad + 1)); }
+finish() {
+	[ "$nbad" -eq 0 ] || fail "$nbad check(s) failed"
+	echo "all checks passed"
+}
+# analyze NAME DUMP [KEY=EXPR]...: the leaks report of DUMP in $T/NAME.json;
+# then, in one Python run (interpreter start-up can be slow), $T/NAME.events,
+# one line per event in dump order: "api layer stream result size ptr aux",
+# and $T/NAME.facts, "KEY<TAB>VALUE" for the standard keys below and for each
+# EXPR, evaluated over the report j.
+analyze() {
+	an_name=$1 an_dump=$2
+	shift 2
+	report "$T/$an_name.json" leaks "$an_dump"
+	python3 - "$ROOT/include/cumtrace/format.h" "$an_dump" "$T/$an_name" "$@" <<'PY' || fail "analyze $an_dump"
+import json, re, struct, sys
+header, dump, out = sys.argv[1:4]
+api_list = open(header).read().split("#define CT_API_LIST(X)")[1].split("enum ct_api")[0]
+names = re.findall(r"X\((\w+), \w+\)", api_list)
+data = open(dump, "rb").read()
+event = struct.Struct("<6Q2IiIHBBhBB")  # struct ct_rec_event after its record header
+with open(out + ".events", "w") as f:
+    off = struct.unpack_from("<H", data, 10)[0]
+    while off + 8 <= len(data):
+        rtype, _, size = struct.unpack_from("<HHI", data, off)
+        if size < 8 or size % 8:
+            sys.exit("%s: bad record at offset %d" % (dump, off))
+        if rtype == 2:
+            e = event.unpack_from(data, off + 8)
+            print(names[e[10]], e[14], "%#x" % e[4], e[8], e[3], "%#x" % e[2], "%#x" % e[5], file=f)
+        off += size
+j = json.load(open(out + ".json"))
+facts = {
+    "apis": " ".join("%s:%d/%d" % (k, v["calls"], v["failures"])
+                     for k, v in sorted(j["summary"]["apis"].items())),
+    "allocations": j["allocations"],
+    "frees": j["frees"],
+    "failed_calls": j["failed_calls"],
+    "unmatched_frees": j["unmatched_frees"],
+    "double_allocations": j["double_allocations"],
+    "leaks.count": j["leaks"]["count"],
+    "leaks.bytes": j["leaks"]["bytes"],
+    "leak_sites": sorted((s["api"], s["kind"], s["count"], s["bytes"]) for s in j["leaks"]["sites"]),
+    "peak.bytes": j["peak"]["bytes"],
+    "clean_exit": j["dumps"][0]["clean_exit"],
+}
+for arg in sys.argv[4:]:
+    key, expr = arg.split("=", 1)
+    facts[key] = eval(expr)
+with open(out + ".facts", "w") as f:
+    for key, value in facts.items():
+        print(key, value, sep="\t", file=f)
+PY
+}
+# fact NAME KEY: a value analyze computed
+fact() { awk -F '\t' -v k="$2" '$1 == k { print $2 }' "$T/$1.facts"; }
+# check_facts NAME KEY=VALUE...: soft expect_eq of each
+check_facts() {
+	cf_name=$1
+	shift
+	for cf in "$@"; do
+		soft expect_eq "$cf_name: ${cf%%=*}" "$(fact "$cf_name" "${cf%%=*}")" "${cf#*=}"
+	done
+}
+untraced "$PROGS/paths_export" >"$T/plain.txt"
+traced export "$PROGS/paths_export" >"$T/traced.txt"
+soft diff -u "$T/plain.txt" "$T/traced.txt"
+analyze r "$(dump_of export)" 'leak_function=j["leaks"]["sites"][0]["stack"][0]["function"]'
+E=$T/r.events
+# Peak device bytes: the 3 leaked 64 KiB blocks and the 1 MiB stream-ordered one.
+check_facts r \
+	"apis=cudaFree:7/0 cudaFreeAsync:1/0 cudaFreeHost:1/0 cudaHostRegister:1/0 cudaHostUnregister:1/0 cudaMalloc:9/1 cudaMallocAsync:1/0 cudaMallocHost:1/0 cudaMallocManaged:1/0 cudaMallocPitch:1/0 cudaStreamCreate:1/0 cudaStreamDestroy:1/0 cudaStreamSynchronize:1/0" \
+	allocations=13 frees=10 failed_calls=1 unmatched_frees=0 double_allocations=0 \
+	leaks.count=3 leaks.bytes=196608 "leak_sites=[('cudaMalloc', 'device', 3, 196608)]" \
+	leak_function=alloc64k peak.bytes=1245184 clean_exit=True
+soft expect_eq cuMemAlloc_v2_events "$(awk '$1 == "cuMemAlloc_v2"' "$E" | wc -l)" 0
+soft expect_eq driver_layer_events "$(awk '$2 != 1' "$E" | wc -l)" 0
+soft expect_eq runtime_layer_events "$(awk '$2 == 1' "$E" | wc -l)" 27
+soft expect_eq cudaMalloc_sizes "$(awk '$1 == "cudaMalloc" { printf "%s ", $5 }' "$E")" \
+	"65536 65536 65536 65536 65536 65536 65536 65536 68719476736 "
+finish
