@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "model.h"
+#include "pystack.h"
 #include "report.h"
 #include "util.h"
 
@@ -42,6 +43,8 @@ static void usage(FILE *f)
 	      "  --buckets N        timeline buckets (1..4096; default 60)\n"
 	      "  --top N            sites shown per list (default 20; 0 = all)\n"
 	      "  --no-symbols       do not read debug info: show module+offset only\n"
+	      "  --native           show native frames only (no Python frames)\n"
+	      "  --python-only      show Python frames only, where a stack has them\n"
 	      "  -h, --help         show this help and exit\n"
 	      "  -V, --version      show the version and exit\n"
 	      "\n"
@@ -152,6 +155,10 @@ int main(int argc, char **argv)
 		} else if (is_opt(a, "--top")) {
 			o.top = (size_t)parse_num("--top", opt_value(argc, argv, &i, "--top"), 0,
 						  INT_MAX);
+		} else if (!strcmp(a, "--native")) {
+			ct_frames_set_mode(CT_FRAMES_NATIVE);
+		} else if (!strcmp(a, "--python-only")) {
+			ct_frames_set_mode(CT_FRAMES_PYTHON);
 		} else if (!strcmp(a, "--no-symbols")) {
 			symbols = 0;
 		} else {

@@ -1,4 +1,6 @@
 #include "model.h"
+#include "marks.h"
+#include "pystack.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +35,8 @@ void ct_model_init(struct ct_model *m)
 	memset(m, 0, sizeof *m);
 	ct_tl_init(&m->tl);
 	m->syms = ct_symtab_new();
+	m->py = ct_pytab_new();
+	m->marks_list = ct_marks_new();
 	for (unsigned k = 0; k < CT_KIND_COUNT; k++) {
 		m->kind_total[k].kind = (uint8_t)k;
 		m->kind_total[k].device = -1;
@@ -41,6 +45,8 @@ void ct_model_init(struct ct_model *m)
 
 void ct_model_free(struct ct_model *m)
 {
+	ct_pytab_free(m->py);
+	ct_marks_free(m->marks_list);
 	free(m->version);
 	free(m->host);
 	free(m->exe);
@@ -342,7 +348,8 @@ static void remove_live(struct ct_model *m, size_t slot, const struct ct_rec_eve
  */
 #define CT_RETIRED_SLOTS 4096
 struct ct_retired {
-	uint64_t ptr, ts;
+	uint64_t ptr, ts; /* ts: the latest retirement */
+	uint32_t count;	  /* retirements whose free has not come yet */
 	uint8_t ns;
 };
 static struct ct_retired *retired_slot(struct ct_model *m, unsigned ns, uint64_t ptr)
@@ -356,18 +363,23 @@ static struct ct_retired *retired_slot(struct ct_model *m, unsigned ns, uint64_t
 static void retired_put(struct ct_model *m, unsigned ns, uint64_t ptr, uint64_t ts)
 {
 	struct ct_retired *r = retired_slot(m, ns, ptr);
-	r->ptr = ptr;
+	if (r->ns != ns || r->ptr != ptr) {
+		r->ptr = ptr;
+		r->ns = (uint8_t)ns;
+		r->count = 0;
+	}
 	r->ts = ts;
-	r->ns = (uint8_t)ns;
+	r->count++;
 }
 
-/* A free at ts of (ns, ptr) that predates its retirement: take it. */
+/* A free at ts of (ns, ptr) that predates a retirement there: take one. */
 static int retired_take(struct ct_model *m, unsigned ns, uint64_t ptr, uint64_t ts)
 {
 	struct ct_retired *r = retired_slot(m, ns, ptr);
-	if (r->ns != ns || r->ptr != ptr || ts >= r->ts)
+	if (r->ns != ns || r->ptr != ptr || !r->count || ts >= r->ts)
 		return 0;
-	r->ns = 0;
+	if (--r->count == 0)
+		r->ns = 0;
 	return 1;
 }
 
@@ -734,10 +746,24 @@ static void on_mark(void *ctx, const struct ct_rec_mark *mk, const char *name, s
 {
 	struct ct_model *m = ctx;
 	m->marks++;
-	(void)name;
-	(void)len;
+	ct_marks_add(m->marks_list, mk->ts_ns, mk->aux, mk->tid, mk->kind, name, len);
 	if (mk->ts_ns && m->have_ts)
 		see_ts(m, mk->ts_ns);
+}
+
+static void on_pystring(void *ctx, uint32_t id, const char *s, size_t len)
+{
+	ct_pytab_add_string(((struct ct_model *)ctx)->py, id, s, len);
+}
+
+static void on_pystack(void *ctx, uint32_t id, unsigned depth, const struct ct_pyframe *f)
+{
+	ct_pytab_add_stack(((struct ct_model *)ctx)->py, id, depth, f);
+}
+
+static uint32_t on_pycombine(void *ctx, uint32_t stack_id, uint32_t py_id)
+{
+	return ct_pytab_combine(((struct ct_model *)ctx)->py, stack_id, py_id);
 }
 
 void ct_model_callbacks(struct ct_model *m, struct ct_reader_cb *cb)
@@ -751,6 +777,9 @@ void ct_model_callbacks(struct ct_model *m, struct ct_reader_cb *cb)
 	cb->drops = on_drops;
 	cb->end = on_end;
 	cb->mark = on_mark;
+	cb->pystring = on_pystring;
+	cb->pystack = on_pystack;
+	cb->pycombine = on_pycombine;
 }
 
 int ct_model_load(struct ct_model *m, const char *path, const struct ct_read_opts *opts)

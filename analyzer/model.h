@@ -121,6 +121,8 @@ struct ct_model {
 
 	struct ct_timeline tl;
 	struct ct_symtab *syms;
+	struct ct_pytab *py;	   /* Python frames (pystack.h) */
+	struct ct_marklist *marks_list; /* marks in file order (marks.h) */
 	int finished;
 };
 

@@ -17,7 +17,8 @@
 
 struct pending {
 	struct ct_rec_event ev;
-	uint64_t seq; /* file order */
+	uint64_t seq;	     /* file order */
+	uint32_t pystack_id; /* from the CT_EVENT_F_PYSTACK trailer, 0 = none */
 };
 
 struct src {
@@ -66,6 +67,10 @@ uint32_t ct_rec_fixed_size(unsigned type)
 		return sizeof(struct ct_rec_end);
 	case CT_REC_MARK:
 		return sizeof(struct ct_rec_mark);
+	case CT_REC_PYSTACK:
+		return sizeof(struct ct_rec_pystack);
+	case CT_REC_PYSTRING:
+		return sizeof(struct ct_rec_pystring);
 	default:
 		return 0;
 	}
@@ -192,6 +197,8 @@ static void release_one(struct rd *r)
 	heap_pop(r, &p);
 	r->last_released_ts = p.ev.ts_ns;
 	r->released_any = 1;
+	if (p.pystack_id && r->cb->pycombine)
+		p.ev.stack_id = r->cb->pycombine(r->cb->ctx, p.ev.stack_id, p.pystack_id);
 	if (r->cb->event)
 		r->cb->event(r->cb->ctx, &p.ev);
 }
@@ -254,6 +261,13 @@ static int dispatch(struct rd *r, const unsigned char *p, unsigned type, uint32_
 	case CT_REC_EVENT: {
 		struct pending pe;
 		memcpy(&pe.ev, p, sizeof pe.ev);
+		pe.pystack_id = 0;
+		if ((pe.ev.rec.flags & CT_EVENT_F_PYSTACK) &&
+		    size >= sizeof pe.ev + sizeof(struct ct_rec_event_py)) {
+			struct ct_rec_event_py x;
+			memcpy(&x, p + sizeof pe.ev, sizeof x);
+			pe.pystack_id = x.pystack_id;
+		}
 		pe.seq = r->seq++;
 		r->res->events++;
 		if (r->released_any && pe.ev.ts_ns < r->last_released_ts)
@@ -347,6 +361,35 @@ static int dispatch(struct rd *r, const unsigned char *p, unsigned type, uint32_
 		}
 		if (cb->mark)
 			cb->mark(cb->ctx, &mk, (const char *)p + sizeof mk, mk.name_len);
+		return 0;
+	}
+	case CT_REC_PYSTRING: {
+		struct ct_rec_pystring ps;
+		memcpy(&ps, p, sizeof ps);
+		if ((uint64_t)sizeof ps + ps.len > size) {
+			set_error(r, off,
+				  "corrupt record at offset %llu: Python string (%u bytes) overflows a record of %u bytes",
+				  (unsigned long long)off, ps.len, size);
+			return -1;
+		}
+		if (cb->pystring)
+			cb->pystring(cb->ctx, ps.string_id, (const char *)p + sizeof ps, ps.len);
+		return 0;
+	}
+	case CT_REC_PYSTACK: {
+		struct ct_rec_pystack st;
+		struct ct_pyframe pf[CT_PYSTACK_MAX];
+		memcpy(&st, p, sizeof st);
+		uint64_t need = (uint64_t)sizeof st + (uint64_t)st.depth * sizeof pf[0];
+		if (st.depth > CT_PYSTACK_MAX || need > size) {
+			set_error(r, off,
+				  "corrupt record at offset %llu: Python stack of depth %u does not fit a record of %u bytes",
+				  (unsigned long long)off, st.depth, size);
+			return -1;
+		}
+		memcpy(pf, p + sizeof st, st.depth * sizeof pf[0]);
+		if (cb->pystack)
+			cb->pystack(cb->ctx, st.pystack_id, st.depth, pf);
 		return 0;
 	}
 	default:

@@ -43,6 +43,15 @@ struct ct_reader_cb {
 	void (*mark)(void *ctx, const struct ct_rec_mark *m, const char *name, size_t name_len);
 	/* a record of a type this reader does not interpret (skipped) */
 	void (*unknown)(void *ctx, unsigned type, uint64_t offset, uint32_t size);
+	/* CT_REC_PYSTRING: str has len bytes (NUL included, not guaranteed) */
+	void (*pystring)(void *ctx, uint32_t id, const char *str, size_t len);
+	/* CT_REC_PYSTACK: depth frames, innermost first */
+	void (*pystack)(void *ctx, uint32_t id, unsigned depth, const struct ct_pyframe *frames);
+	/*
+	 * An event with a Python stack (CT_EVENT_F_PYSTACK): called before event,
+	 * it returns the stack id that event then carries (e.g. a combined id).
+	 */
+	uint32_t (*pycombine)(void *ctx, uint32_t stack_id, uint32_t pystack_id);
 };
 
 struct ct_read_opts {

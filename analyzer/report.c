@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include "json.h"
+#include "marks.h"
+#include "pystack.h"
 #include "util.h"
 
 static const char *const cmd_names[CT_CMD_COUNT] = {"summary", "leaks", "peak", "timeline"};
@@ -231,15 +233,23 @@ static void text_stack(FILE *f, struct ct_model *m, uint32_t stack_id)
 		fputs("      (no stack recorded)\n", f);
 		return;
 	}
-	if (!ct_symtab_has_stack(m->syms, stack_id)) {
+	if (!ct_frames_has(m, stack_id)) {
 		fprintf(f, "      (stack #%" PRIu32 " is missing from the dump)\n", stack_id);
 		return;
 	}
-	size_t n = ct_symtab_resolve(m->syms, stack_id, frames, CT_STACK_MAX);
+	size_t n = ct_frames_resolve(m, stack_id, frames, CT_STACK_MAX);
 	if (!n)
 		fputs("      (empty stack)\n", f);
 	for (size_t i = 0; i < n; i++) {
 		const struct ct_frame *fr = &frames[i];
+		if (fr->python) {
+			fputs("      py ", f);
+			put_safe(f, fr->function ? fr->function : "?");
+			fputs(" (", f);
+			put_safe(f, fr->file ? fr->file : "?");
+			fprintf(f, ":%u)\n", fr->line);
+			continue;
+		}
 		fputs("      at ", f);
 		if (fr->function)
 			put_safe(f, fr->function);
@@ -269,10 +279,18 @@ static void text_stack(FILE *f, struct ct_model *m, uint32_t stack_id)
 static void json_stack(struct ct_json *j, struct ct_model *m, uint32_t stack_id)
 {
 	ct_json_arr(j);
-	size_t n = stack_id ? ct_symtab_resolve(m->syms, stack_id, frames, CT_STACK_MAX) : 0;
+	size_t n = stack_id ? ct_frames_resolve(m, stack_id, frames, CT_STACK_MAX) : 0;
 	for (size_t i = 0; i < n; i++) {
 		const struct ct_frame *fr = &frames[i];
 		ct_json_obj(j);
+		if (fr->python) {
+			ct_json_kv_bool(j, "python", 1);
+			ct_json_kv_str(j, "function", fr->function);
+			ct_json_kv_str(j, "file", fr->file);
+			ct_json_kv_u64(j, "line", fr->line);
+			ct_json_obj_end(j);
+			continue;
+		}
 		ct_json_kv_str(j, "function", fr->function);
 		ct_json_kv_str(j, "file", fr->file);
 		ct_json_kv_u64(j, "line", fr->line);
@@ -307,14 +325,18 @@ static void csv_field(FILE *f, const char *s)
 /* The stack as one field: "func (file:line) in module;..." innermost first. */
 static void csv_stack(FILE *f, struct ct_model *m, uint32_t stack_id)
 {
-	size_t n = stack_id ? ct_symtab_resolve(m->syms, stack_id, frames, CT_STACK_MAX) : 0;
+	size_t n = stack_id ? ct_frames_resolve(m, stack_id, frames, CT_STACK_MAX) : 0;
 	size_t cap = 256, len = 0;
 	char *buf = ct_xmalloc(cap);
 	buf[0] = 0;
 	for (size_t i = 0; i < n; i++) {
 		const struct ct_frame *fr = &frames[i];
 		char one[1024];
-		if (fr->file)
+		if (fr->python)
+			snprintf(one, sizeof one, "%s%s (%s:%u) [python]", i ? ";" : "",
+				 fr->function ? fr->function : "?", fr->file ? fr->file : "?",
+				 fr->line);
+		else if (fr->file)
 			snprintf(one, sizeof one, "%s%s (%s:%u) in %s", i ? ";" : "",
 				 fr->function ? fr->function : "?",
 				 fr->file_short ? fr->file_short : fr->file, fr->line,
@@ -539,6 +561,9 @@ static void text_summary(FILE *f, const struct ct_report_opts *o, struct ct_mode
 			m->nleaks == 1 ? "" : "s");
 	else
 		fputs("  leaks: none\n", f);
+	if (m->marks)
+		fprintf(f, "  marks: %" PRIu64 " (%" PRIu64 " ranges, %" PRIu64 " instants)\n",
+			m->marks, m->marks_list->ranges, m->marks_list->instants);
 }
 
 /* ---- timeline ------------------------------------------------------------------------------- */
@@ -837,6 +862,31 @@ static void json_report(FILE *f, const struct ct_report_opts *o, struct ct_model
 		ct_json_obj_end(&j);
 	}
 	ct_json_arr_end(&j);
+
+	/* marks and NVTX ranges: only when there are any */
+	int any_marks = 0;
+	for (size_t d = 0; d < nm; d++)
+		any_marks |= ms[d]->marks_list->n != 0;
+	if (any_marks) {
+		ct_json_key(&j, "marks");
+		ct_json_arr(&j);
+		for (size_t d = 0; d < nm; d++) {
+			struct ct_marklist *l = ms[d]->marks_list;
+			ct_marks_sort(l);
+			for (size_t i = 0; i < l->n; i++) {
+				ct_json_obj(&j);
+				ct_json_kv_str(&j, "name", l->v[i].name);
+				ct_json_kv_str(&j, "kind", ct_mark_kind_name(l->v[i].kind));
+				ct_json_kv_u64(&j, "ts_ns", l->v[i].ts_ns);
+				ct_json_kv_u64(&j, "tid", l->v[i].tid);
+				ct_json_kv_u64(&j, "pid", ms[d]->pid);
+				if (l->v[i].kind == CT_MARK_START || l->v[i].kind == CT_MARK_STOP)
+					ct_json_kv_u64(&j, "range_id", l->v[i].aux);
+				ct_json_obj_end(&j);
+			}
+		}
+		ct_json_arr_end(&j);
+	}
 
 	ct_json_kv_u64(&j, "allocations", allocs);
 	ct_json_kv_u64(&j, "frees", frees);

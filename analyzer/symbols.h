@@ -28,6 +28,7 @@ struct ct_frame {
 	const char *build_id; /* hex, NULL when none recorded */
 	int build_id_mismatch; /* file on disk has another build id: symbols untrusted */
 	int module_missing;    /* the module file could not be opened */
+	int python;	       /* a Python frame (analyzer/pystack.c): file, line, function only */
 };
 
 struct ct_symtab *ct_symtab_new(void);

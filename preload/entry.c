@@ -47,6 +47,20 @@ void *ct_dlsym_next(const char *name)
 	return fn;
 }
 
+/*
+ * Keep the library of a real function we cache loaded for good: after a
+ * dlclose the cached pointer would dangle, and a later dlopen may map the
+ * library elsewhere (the exported wrappers would jump into unmapped memory).
+ */
+static void ct_pin(const void *fn)
+{
+	Dl_info info;
+	int saved = errno;
+	if (dladdr(fn, &info) && info.dli_fname && info.dli_fname[0])
+		dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE);
+	errno = saved;
+}
+
 void *ct_real_symbol(void *_Atomic *cache, const char *name)
 {
 	void *fn = atomic_load_explicit(cache, memory_order_acquire);
@@ -56,7 +70,9 @@ void *ct_real_symbol(void *_Atomic *cache, const char *name)
 	if (!fn || ct_is_own_address(fn))
 		return NULL;
 	void *expect = NULL;
-	if (!atomic_compare_exchange_strong(cache, &expect, fn))
+	if (atomic_compare_exchange_strong(cache, &expect, fn))
+		ct_pin(fn);
+	else
 		fn = expect;
 	return fn;
 }
@@ -158,8 +174,9 @@ static void *ct_substitute(const struct ct_hook *h, void *real)
 	if (!h || !real || ct_is_own_address(real))
 		return real;
 	void *expect = NULL;
-	if (!atomic_compare_exchange_strong(h->real, &expect, real) && expect != real &&
-	    h->layer == CT_LAYER_RUNTIME)
+	if (atomic_compare_exchange_strong(h->real, &expect, real))
+		ct_pin(real);
+	else if (expect != real && h->layer == CT_LAYER_RUNTIME)
 		return real;
 	return h->wrapper;
 }

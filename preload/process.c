@@ -69,3 +69,18 @@ CT_EXPORT void _Exit(int status)
 {
 	ct_exit_through("_Exit", status);
 }
+
+typedef void (*ct_abort_fn)(void);
+
+/* abort() (and a failed assert) ends the process without destructors: copy
+ * the rings to the file first, so the dump is complete up to the abort. */
+CT_EXPORT void abort(void);
+void abort(void)
+{
+	ct_abort_fn fn = (ct_abort_fn)ct_dlsym_next("abort");
+	ct_flush_sync();
+	if (fn)
+		fn();
+	for (;;)
+		; /* unreachable: the real abort does not return */
+}

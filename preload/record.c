@@ -140,11 +140,27 @@ static void ct_fill_event(struct ct_rec_event *ev, const struct ct_call *call, u
 	ev->reserved = 0;
 }
 
+/* Turn a filled event into one with the Python stack trailer. */
+static void ct_event_add_py(struct ct_rec_event *ev, uint32_t py_id)
+{
+	if (!py_id)
+		return;
+	ev->rec.flags |= CT_EVENT_F_PYSTACK;
+	ev->rec.size = sizeof *ev + sizeof(struct ct_rec_event_py);
+	struct ct_rec_event_py *x = (struct ct_rec_event_py *)(ev + 1);
+	x->pystack_id = py_id;
+	x->reserved = 0;
+}
+
 /* Records made after the writer stopped go straight to the file. */
 static void ct_call_end_direct(const struct ct_call *call, uint64_t t1, uint32_t tid, int depth,
-			       const uint64_t *ips)
+			       const uint64_t *ips, uint32_t py_id)
 {
-	struct ct_rec_event ev;
+	struct {
+		struct ct_rec_event ev;
+		struct ct_rec_event_py py;
+	} evx;
+	struct ct_rec_event *evp = &evx.ev;
 	uint32_t stack_id = 0;
 	if (depth > 0) {
 		void *slot;
@@ -165,9 +181,31 @@ static void ct_call_end_direct(const struct ct_call *call, uint64_t t1, uint32_t
 			ct_stack_written(slot, 1);
 		}
 	}
-	ct_fill_event(&ev, call, t1, tid, stack_id);
-	ct_write_direct(&ev, sizeof ev);
+	ct_fill_event(evp, call, t1, tid, stack_id);
+	ct_event_add_py(evp, py_id);
+	ct_write_direct(evp, evp->rec.size);
 	atomic_fetch_add_explicit(&ct_events_recorded, 1, memory_order_relaxed);
+}
+
+/* ct_py_emit_fn: a record ahead of the event, to the ring or (FINISHED) the file. */
+static int ct_py_emit(void *ctx, const void *rec, uint32_t len)
+{
+	struct ct_thread *t = ctx;
+	if (atomic_load_explicit(&ct_state, memory_order_acquire) == CT_STATE_FINISHED) {
+		ct_write_direct(rec, len);
+		return 1;
+	}
+	struct ct_ring *ring = t->ring ? t->ring : ct_thread_ring();
+	if (!ring)
+		return 0;
+	ct_ring_lock(ring);
+	void *p = ct_reserve_or_wait(ring, len);
+	if (p) {
+		memcpy(p, rec, len);
+		ct_ring_commit(ring);
+	}
+	ct_ring_unlock(ring);
+	return p != NULL;
 }
 
 void ct_call_end(struct ct_call *call)
@@ -184,10 +222,13 @@ void ct_call_end(struct ct_call *call)
 	if (want > 0 && ct_op_wants_stack(call->op))
 		depth = call->layer == CT_LAYER_CUPTI ? ct_cupti_stack_capture(ips, (int)want)
 						      : ct_stack_capture(ips, (int)want);
+	uint32_t py_id = 0;
+	if (want > 0 && ct_op_wants_stack(call->op) && call->layer != CT_LAYER_CUPTI)
+		py_id = ct_py_capture(ct_py_emit, t);
 
 	if (CT_UNLIKELY(atomic_load_explicit(&ct_state, memory_order_acquire) ==
 			CT_STATE_FINISHED)) {
-		ct_call_end_direct(call, t1, tid, depth, ips);
+		ct_call_end_direct(call, t1, tid, depth, ips, py_id);
 		goto out;
 	}
 	struct ct_ring *ring = t->ring;
@@ -219,16 +260,18 @@ void ct_call_end(struct ct_call *call)
 		}
 		ct_stack_written(slot, st != NULL);
 	}
-	struct ct_rec_event *ev = ct_reserve_or_wait(ring, sizeof *ev);
+	struct ct_rec_event *ev = ct_reserve_or_wait(
+		ring, (uint32_t)(sizeof *ev + (py_id ? sizeof(struct ct_rec_event_py) : 0)));
 	if (ev) {
 		ct_fill_event(ev, call, t1, tid, stack_id);
+		ct_event_add_py(ev, py_id);
 		ct_ring_commit(ring);
 		atomic_fetch_add_explicit(&ct_events_recorded, 1, memory_order_relaxed);
 	} else {
 		atomic_fetch_add_explicit(&ring->dropped, 1, memory_order_relaxed);
 	}
+	ct_ring_nudge(ring); /* under the lock: cached_tail is the producer's */
 	ct_ring_unlock(ring);
-	ct_ring_nudge(ring);
 out:
 	t->in_hook = 0;
 	errno = saved_errno;

@@ -228,8 +228,12 @@ static void ct_put_drops(uint32_t tid, uint64_t count)
 	ct_wbuf_put(&d, sizeof d);
 }
 
-/* Copy every ring to the file. Caller holds ct_round_lock. */
-static void ct_round(void)
+/*
+ * Copy every ring to the file. Caller holds ct_round_lock. scan_modules = 0
+ * in a signal handler: dl_iterate_phdr takes the loader's lock, which the
+ * crashing thread may hold.
+ */
+static void ct_round_ex(int scan_modules)
 {
 	if (ct_fd < 0)
 		return;
@@ -237,7 +241,8 @@ static void ct_round(void)
 	struct ct_rec_batch b = {{CT_REC_BATCH, 0, sizeof b}, ct_now_ns(), ct_batch_seq++};
 	if (live) {
 		ct_wbuf_put(&b, sizeof b);
-		ct_scan_modules();
+		if (scan_modules)
+			ct_scan_modules();
 	}
 	for (struct ct_ring *r = atomic_load(&ct_rings); r; r = r->next) {
 		int dead = atomic_load(&r->state) == CT_RING_DEAD;
@@ -263,6 +268,11 @@ static void ct_round(void)
 		ct_put_drops(0, lost - ct_lost_reported);
 	ct_lost_reported = lost;
 	ct_wbuf_flush();
+}
+
+static void ct_round(void)
+{
+	ct_round_ex(1);
 }
 
 static void ct_futex(_Atomic int *addr, int op, int val, const struct timespec *ts)
@@ -493,6 +503,39 @@ static int ct_open_dump(void)
 	return -1;
 }
 
+/*
+ * A fatal signal with the default action ends the process without
+ * destructors: copy the rings first (best effort: skipped if a round is in
+ * progress), then die of the same signal. A handler the program installs
+ * later replaces this one.
+ */
+static void ct_fatal(int sig)
+{
+	int saved_errno = errno;
+	if (getpid() == ct_pid && pthread_mutex_trylock(&ct_round_lock) == 0) {
+		ct_round_ex(0);
+		pthread_mutex_unlock(&ct_round_lock);
+	}
+	errno = saved_errno;
+	raise(sig); /* SA_RESETHAND: the default action now */
+}
+
+static void ct_catch_fatal(void)
+{
+	static const int sigs[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGSYS};
+	for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+		struct sigaction old, sa;
+		if (sigaction(sigs[i], NULL, &old) != 0 || old.sa_handler != SIG_DFL ||
+		    (old.sa_flags & SA_SIGINFO))
+			continue;
+		memset(&sa, 0, sizeof sa);
+		sa.sa_handler = ct_fatal;
+		sa.sa_flags = SA_RESETHAND | SA_NODEFER | SA_ONSTACK;
+		sigemptyset(&sa.sa_mask);
+		sigaction(sigs[i], &sa, NULL);
+	}
+}
+
 int ct_ensure_started(void)
 {
 	int expect = CT_STATE_UNINIT;
@@ -533,6 +576,7 @@ int ct_ensure_started(void)
 		goto done;
 	}
 	ct_writer_started = 1;
+	ct_catch_fatal();
 	final = CT_STATE_RUNNING;
 done:
 	if (final == CT_STATE_DISABLED && ct_fd >= 0) {
@@ -653,6 +697,7 @@ static void ct_fork_child(void)
 	ct_tls.ring = NULL;
 	ct_tls.tid = 0;
 	ct_stack_reset();
+	ct_py_reset();
 	if (state != CT_STATE_DISABLED || !ct_option(CT_OPT_DISABLE))
 		atomic_store(&ct_state, CT_STATE_UNINIT);
 }

@@ -48,3 +48,27 @@ for th in 1 2 4 8; do
 	per=$(echo "$t $b" | awk '{ printf "%.1f", ($1 - $2) / 2 }')
 	printf '%-34s %12s %12s\n' "traced, stacks off, $th threads" "$t" "$per"
 done
+# Python: the same pairs from CPython through ctypes, 10 frames deep
+# (tests/e2e/py_bench.py measures inside the interpreter).
+if command -v python3 >/dev/null 2>&1; then
+	pyb=$root/tests/e2e/py_bench.py
+	pypairs=${PY_PAIRS:-100000}
+	pymeasure() {
+		i=0
+		while [ $i -lt "$reps" ]; do
+			env LD_LIBRARY_PATH="$fake" CUMTRACE_OUTPUT="$tmp/p.%p.dump" CUMTRACE_QUIET=1 "$@" \
+				python3 "$pyb" "$fake" "$pypairs"
+			rm -f "$tmp"/p.*.dump
+			i=$((i + 1))
+		done | median
+	}
+	pb=$(pymeasure)
+	printf '%-34s %12s %12s\n' "python, untraced" "$pb" "-"
+	for cfg in "0:Python frames off" "1:Python frames on"; do
+		on=${cfg%%:*}
+		label=${cfg#*:}
+		t=$(pymeasure LD_PRELOAD="$shim" CUMTRACE_STACK_DEPTH=22 CUMTRACE_PYTHON="$on")
+		per=$(echo "$t $pb" | awk '{ printf "%.1f", ($1 - $2) / 2 }')
+		printf '%-34s %12s %12s\n' "traced, $label" "$t" "$per"
+	done
+fi

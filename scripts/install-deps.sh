@@ -2,7 +2,7 @@
 # Install what building and testing cumtrace needs, from Debian packages.
 # Idempotent: installs only what is missing. Needs root (or sudo).
 set -eu
-pkgs="build-essential pkg-config libunwind-dev check libdw-dev libelf-dev libzstd-dev python3"
+pkgs="build-essential pkg-config libunwind-dev check libdw-dev libelf-dev libzstd-dev python3 clang libclang-rt-14-dev valgrind"
 missing=
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -83,7 +83,8 @@ enum ct_rec_type {
 	CT_REC_MARK = 8,     /* struct ct_rec_mark: user marker or NVTX range */
 	CT_REC_ZSTD = 9,     /* reserved: zstd-compressed run of records */
 	CT_REC_SYMBOLS = 10, /* reserved: embedded symbols (cumtrace-report symbolize) */
-	CT_REC_PYSTACK = 11, /* reserved: interned Python stack */
+	CT_REC_PYSTACK = 11, /* struct ct_rec_pystack: an interned Python stack */
+	CT_REC_PYSTRING = 12, /* struct ct_rec_pystring: an interned Python string */
 	CT_REC_TYPE_COUNT
 };
 
@@ -251,6 +252,59 @@ struct ct_rec_event {
 	uint8_t reserved;  /* 0 */
 };
 
+/*
+ * Event extension: when rec.flags has CT_EVENT_F_PYSTACK, the 80-byte event
+ * is followed by struct ct_rec_event_py (rec.size is then 88): the Python
+ * stack of the calling thread at the call. Readers that do not know the flag
+ * see a longer-than-fixed record and ignore the trailer, as for any record.
+ * Only events that also want a native stack (allocations and the like) carry
+ * one, and only when the calling thread held the GIL of a CPython interpreter.
+ */
+#define CT_EVENT_F_PYSTACK 0x0001u
+
+struct ct_rec_event_py {
+	uint32_t pystack_id; /* CT_REC_PYSTACK id, >= 1 */
+	uint32_t reserved;   /* 0 */
+};
+
+/*
+ * CT_REC_PYSTRING: an interned string of Python frames (a file name or a
+ * function's qualified name), UTF-8, written once per dump before the first
+ * CT_REC_PYSTACK of the writing thread that uses it. Ids are >= 1, unique
+ * within the dump; a later record with an id already seen is ignored. As for
+ * native stacks, a record made on another thread may appear later in the
+ * file than a use of its id: readers resolve ids after reading the dump.
+ */
+struct ct_rec_pystring {
+	struct ct_rec rec;
+	uint32_t string_id; /* >= 1 */
+	uint32_t len;	    /* bytes of str, NUL included (<= 1025) */
+	/* char str[len]; */
+};
+
+/* One Python frame: 12 bytes. */
+struct ct_pyframe {
+	uint32_t file_id; /* CT_REC_PYSTRING id: code object's co_filename */
+	uint32_t func_id; /* CT_REC_PYSTRING id: co_qualname (co_name before 3.11) */
+	int32_t line;	  /* current line, 0 or negative when unknown */
+};
+
+/*
+ * CT_REC_PYSTACK: an interned Python stack, written once before its first
+ * use (same rules as CT_REC_STACK). A repeated stack costs one id per event:
+ * the writer interns stacks by a hash of their frames and strings by a hash
+ * of their bytes.
+ */
+#define CT_PYSTACK_MAX 256 /* deepest Python stack a reader accepts (writer: 128) */
+
+struct ct_rec_pystack {
+	struct ct_rec rec;
+	uint32_t pystack_id; /* >= 1, unique within the dump */
+	uint16_t depth;	     /* number of frames, <= CT_PYSTACK_MAX */
+	uint16_t reserved;
+	/* struct ct_pyframe frames[depth]; innermost (most recent call) first */
+};
+
 /* CT_REC_STACK: an interned native stack, written once before its first use. */
 struct ct_rec_stack {
 	struct ct_rec rec;
@@ -308,7 +362,16 @@ struct ct_rec_end {
 	uint64_t stacks;  /* distinct stacks interned */
 };
 
-/* CT_REC_MARK: a named instant or range boundary on one thread. */
+/*
+ * CT_REC_MARK: a named instant or range boundary on one thread. Written by
+ * cumtrace_mark / cumtrace_range_push / cumtrace_range_pop and by NVTX when
+ * NVTX_INJECTION64_PATH names libcumtrace.so (InitializeInjectionNvtx2:
+ * nvtxMarkA/Ex, nvtxRangePushA/Ex, nvtxRangePop, nvtxRangeStartA/Ex,
+ * nvtxRangeEnd and their nvtxDomain* forms; the name is the ASCII message, empty
+ * for wide or registered messages; the domain is not recorded). PUSH/POP nest
+ * per thread; START/STOP pair by aux, a range id unique within the process
+ * (>= 1) and may cross threads.
+ */
 enum ct_mark_kind {
 	CT_MARK_INSTANT = 0, /* cumtrace_mark() or nvtxMark */
 	CT_MARK_PUSH = 1,    /* nvtxRangePush: opens a nested range */
@@ -375,5 +438,9 @@ _Static_assert(sizeof(struct ct_file_header) == 16, "file header layout");
 _Static_assert(sizeof(struct ct_rec_event) == 80, "event layout");
 _Static_assert(sizeof(struct ct_rec_stack) == 16, "stack layout");
 _Static_assert(sizeof(struct ct_rec_module) == 48, "module layout");
+_Static_assert(sizeof(struct ct_rec_event_py) == 8, "event trailer layout");
+_Static_assert(sizeof(struct ct_rec_pystring) == 16, "pystring layout");
+_Static_assert(sizeof(struct ct_pyframe) == 12, "pyframe layout");
+_Static_assert(sizeof(struct ct_rec_pystack) == 16, "pystack layout");
 
 #endif /* CUMTRACE_FORMAT_H */

@@ -1,0 +1,61 @@
+/* Marks and NVTX ranges of a dump. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cumtrace/format.h"
+#include "marks.h"
+#include "util.h"
+
+struct ct_marklist *ct_marks_new(void)
+{
+	return ct_xcalloc(1, sizeof(struct ct_marklist));
+}
+
+void ct_marks_free(struct ct_marklist *l)
+{
+	if (!l)
+		return;
+	for (size_t i = 0; i < l->n; i++)
+		free(l->v[i].name);
+	free(l->v);
+	free(l);
+}
+
+void ct_marks_add(struct ct_marklist *l, uint64_t ts_ns, uint64_t aux, uint32_t tid,
+		  unsigned kind, const char *name, size_t name_len)
+{
+	if (kind == CT_MARK_PUSH || kind == CT_MARK_START)
+		l->ranges++;
+	else if (kind == CT_MARK_INSTANT)
+		l->instants++;
+	if (l->n >= CT_MARKS_KEEP)
+		return;
+	l->v = ct_xgrow(l->v, &l->cap, l->n + 1, sizeof *l->v);
+	struct ct_mark *mk = &l->v[l->n++];
+	mk->ts_ns = ts_ns;
+	mk->aux = aux;
+	mk->tid = tid;
+	mk->kind = (uint16_t)kind;
+	mk->seq = l->n - 1;
+	mk->name = ct_xstrndup(name ? name : "", name ? strnlen(name, name_len) : 0);
+}
+
+const char *ct_mark_kind_name(unsigned kind)
+{
+	static const char *const names[] = {"instant", "push", "pop", "start", "end"};
+	return kind < sizeof names / sizeof names[0] ? names[kind] : "unknown";
+}
+
+static int cmp_mark(const void *a, const void *b)
+{
+	const struct ct_mark *x = a, *y = b;
+	if (x->ts_ns != y->ts_ns)
+		return x->ts_ns < y->ts_ns ? -1 : 1;
+	return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+void ct_marks_sort(struct ct_marklist *l)
+{
+	if (l->n > 1)
+		qsort(l->v, l->n, sizeof *l->v, cmp_mark);
+}

@@ -1,0 +1,34 @@
+/* Marks and NVTX ranges (CT_REC_MARK) of a dump, kept in file order. */
+#ifndef CT_ANALYZER_MARKS_H
+#define CT_ANALYZER_MARKS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define CT_MARKS_KEEP 10000 /* marks kept for the report; later ones are only counted */
+
+struct ct_mark {
+	uint64_t ts_ns, aux;
+	uint32_t tid;
+	uint16_t kind; /* enum ct_mark_kind */
+	uint64_t seq;  /* file order */
+	char *name;
+};
+
+struct ct_marklist {
+	struct ct_mark *v;
+	size_t n, cap;
+	uint64_t ranges; /* PUSH + START marks */
+	uint64_t instants;
+};
+
+struct ct_marklist *ct_marks_new(void);
+void ct_marks_free(struct ct_marklist *l);
+void ct_marks_add(struct ct_marklist *l, uint64_t ts_ns, uint64_t aux, uint32_t tid,
+		  unsigned kind, const char *name, size_t name_len);
+/* Order the kept marks by time (file order among equal times); idempotent. */
+void ct_marks_sort(struct ct_marklist *l);
+/* "instant", "push", "pop", "start", "end" */
+const char *ct_mark_kind_name(unsigned kind);
+
+#endif

@@ -1,0 +1,195 @@
+/* Python frames: interned strings and stacks, combined ids, merged views. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "model.h"
+#include "pystack.h"
+#include "util.h"
+
+struct ct_pystack {
+	unsigned depth;
+	struct ct_pyframe *frames;
+};
+
+struct ct_combo {
+	uint32_t native_id, py_id;
+};
+
+struct ct_pytab {
+	char **strings; /* by id */
+	size_t nstrings, capstrings;
+	struct ct_pystack *stacks; /* by id */
+	size_t nstacks, capstacks;
+	struct ct_combo *combos; /* combined id = CT_PY_COMBINED | (index + 1) */
+	size_t ncombos, capcombos;
+	struct ct_imap combomap;
+};
+
+static int ct_frames_mode_;
+
+void ct_frames_set_mode(int mode)
+{
+	ct_frames_mode_ = mode;
+}
+
+struct ct_pytab *ct_pytab_new(void)
+{
+	return ct_xcalloc(1, sizeof(struct ct_pytab));
+}
+
+void ct_pytab_free(struct ct_pytab *t)
+{
+	if (!t)
+		return;
+	for (size_t i = 0; i < t->nstrings; i++)
+		free(t->strings[i]);
+	for (size_t i = 0; i < t->nstacks; i++)
+		free(t->stacks[i].frames);
+	free(t->strings);
+	free(t->stacks);
+	free(t->combos);
+	ct_imap_free(&t->combomap);
+	free(t);
+}
+
+#define CT_PY_ID_MAX (1u << 24) /* ids beyond this are taken as corrupt and ignored */
+
+void ct_pytab_add_string(struct ct_pytab *t, uint32_t id, const char *s, size_t len)
+{
+	if (!id || id > CT_PY_ID_MAX)
+		return;
+	if (id >= t->nstrings) {
+		t->strings = ct_xgrow(t->strings, &t->capstrings, (size_t)id + 1, sizeof *t->strings);
+		memset(t->strings + t->nstrings, 0, ((size_t)id + 1 - t->nstrings) * sizeof *t->strings);
+		t->nstrings = (size_t)id + 1;
+	}
+	if (t->strings[id])
+		return;
+	size_t n = len ? strnlen(s, len) : 0;
+	t->strings[id] = ct_xstrndup(s, n);
+}
+
+void ct_pytab_add_stack(struct ct_pytab *t, uint32_t id, unsigned depth,
+			const struct ct_pyframe *frames)
+{
+	if (!id || id > CT_PY_ID_MAX)
+		return;
+	if (id >= t->nstacks) {
+		t->stacks = ct_xgrow(t->stacks, &t->capstacks, (size_t)id + 1, sizeof *t->stacks);
+		memset(t->stacks + t->nstacks, 0, ((size_t)id + 1 - t->nstacks) * sizeof *t->stacks);
+		t->nstacks = (size_t)id + 1;
+	}
+	if (t->stacks[id].frames || !depth)
+		return;
+	t->stacks[id].frames = ct_xmalloc(depth * sizeof *frames);
+	memcpy(t->stacks[id].frames, frames, depth * sizeof *frames);
+	t->stacks[id].depth = depth;
+}
+
+static int combo_eq(const void *ctx, uint32_t idx, const void *key)
+{
+	const struct ct_combo *a = &((const struct ct_pytab *)ctx)->combos[idx];
+	const struct ct_combo *b = key;
+	return a->native_id == b->native_id && a->py_id == b->py_id;
+}
+
+uint32_t ct_pytab_combine(struct ct_pytab *t, uint32_t native_id, uint32_t py_id)
+{
+	if (!py_id)
+		return native_id;
+	struct ct_combo key = {native_id, py_id};
+	uint64_t h = ct_hash2(native_id, py_id);
+	uint32_t idx = ct_imap_get(&t->combomap, h, combo_eq, t, &key);
+	if (idx == CT_IMAP_NONE) {
+		if (t->ncombos >= CT_PY_COMBINED - 2)
+			return native_id;
+		t->combos = ct_xgrow(t->combos, &t->capcombos, t->ncombos + 1, sizeof *t->combos);
+		idx = (uint32_t)t->ncombos++;
+		t->combos[idx] = key;
+		ct_imap_put(&t->combomap, h, idx);
+	}
+	return CT_PY_COMBINED | (idx + 1);
+}
+
+static const struct ct_combo *combo_of(const struct ct_pytab *t, uint32_t id)
+{
+	if (!t || !(id & CT_PY_COMBINED))
+		return NULL;
+	uint32_t i = (id & ~CT_PY_COMBINED) - 1;
+	return i < t->ncombos ? &t->combos[i] : NULL;
+}
+
+int ct_frames_has(struct ct_model *m, uint32_t id)
+{
+	const struct ct_combo *c = combo_of(m->py, id);
+	if (!c)
+		return ct_symtab_has_stack(m->syms, id);
+	return (c->py_id < m->py->nstacks && m->py->stacks[c->py_id].frames) ||
+	       (c->native_id && ct_symtab_has_stack(m->syms, c->native_id));
+}
+
+/* Frames of the interpreter itself: libpython, or a python executable's Py* code. */
+static int is_interp(const struct ct_frame *f)
+{
+	const char *mod = f->module_name;
+	if (!mod)
+		return 0;
+	if (!strncmp(mod, "libpython", 9))
+		return 1;
+	if (!strncmp(mod, "python", 6) && f->function &&
+	    (!strncmp(f->function, "_Py", 3) || !strncmp(f->function, "Py", 2)))
+		return 1;
+	return 0;
+}
+
+static size_t py_frames(const struct ct_pytab *t, uint32_t py_id, struct ct_frame *out,
+			size_t max)
+{
+	if (py_id >= t->nstacks || !t->stacks[py_id].frames)
+		return 0;
+	const struct ct_pystack *s = &t->stacks[py_id];
+	size_t n = 0;
+	for (unsigned i = 0; i < s->depth && n < max; i++) {
+		const struct ct_pyframe *pf = &s->frames[i];
+		struct ct_frame f;
+		memset(&f, 0, sizeof f);
+		f.python = 1;
+		f.file = pf->file_id < t->nstrings ? t->strings[pf->file_id] : NULL;
+		f.file_short = f.file;
+		f.function = pf->func_id < t->nstrings ? t->strings[pf->func_id] : NULL;
+		f.line = pf->line > 0 ? (unsigned)pf->line : 0;
+		out[n++] = f;
+	}
+	return n;
+}
+
+size_t ct_frames_resolve(struct ct_model *m, uint32_t id, struct ct_frame *out, size_t max)
+{
+	const struct ct_combo *c = combo_of(m->py, id);
+	if (!c)
+		return ct_symtab_resolve(m->syms, id, out, max);
+	if (ct_frames_mode_ == CT_FRAMES_PYTHON)
+		return py_frames(m->py, c->py_id, out, max);
+	size_t n = c->native_id ? ct_symtab_resolve(m->syms, c->native_id, out, max) : 0;
+	if (ct_frames_mode_ == CT_FRAMES_NATIVE)
+		return n;
+	/* Replace the run from the innermost to the outermost interpreter frame. */
+	size_t first = n, last = n;
+	for (size_t i = 0; i < n; i++)
+		if (is_interp(&out[i])) {
+			if (first == n)
+				first = i;
+			last = i;
+		}
+	struct ct_frame pyf[CT_PYSTACK_MAX];
+	size_t np = py_frames(m->py, c->py_id, pyf, CT_PYSTACK_MAX);
+	size_t tail_from = first == n ? n : last + 1; /* native frames kept after the Python ones */
+	size_t tail = n - tail_from;
+	if (first + np > max)
+		np = max - first;
+	if (first + np + tail > max)
+		tail = max - first - np;
+	memmove(out + first + np, out + tail_from, tail * sizeof *out);
+	memcpy(out + first, pyf, np * sizeof *out);
+	return first + np + tail;
+}

@@ -1,0 +1,36 @@
+# A crash right after N allocations: the program's own SIGSEGV handler (which
+# _exit(3)s), abort() with a SIGABRT handler that returns, and a SIGSEGV with
+# no handler. Handler output and exit status are the untraced ones, the dump
+# loads, and it holds all N allocations: the dump is complete up to the crash.
+# Every mode is checked before the test fails, so one run shows them all.
+. tests/e2e/lib.sh
+N=1000
+bad=""
+for mode in segv abort segvdfl; do
+	set +e
+	untraced "$PROGS/hostile_crash" "$mode" "$N" >"$T/plain.$mode.txt" 2>/dev/null
+	want_rc=$?
+	LD_LIBRARY_PATH=$FAKE LD_PRELOAD=$PRELOAD CUMTRACE_OUTPUT="$T/crash-$mode.%p.dump" \
+		"$PROGS/hostile_crash" "$mode" "$N" >"$T/traced.$mode.txt" 2>/dev/null
+	rc=$?
+	set -e
+	expect_eq "$mode: exit status (untraced $want_rc)" "$rc" "$want_rc"
+	diff "$T/plain.$mode.txt" "$T/traced.$mode.txt" || fail "$mode: the program's output differs"
+	case $mode in
+	segv) grep -qx "hostile_crash: caught SIGSEGV" "$T/traced.$mode.txt" || fail "$mode: no handler line" ;;
+	abort) grep -qx "hostile_crash: caught SIGABRT" "$T/traced.$mode.txt" || fail "$mode: no handler line" ;;
+	esac
+	echo "ok: $mode: handler output and exit status $rc as untraced"
+	name=crash-$mode
+	dump=$(dump_of "$name")
+	"$REPORT" summary --format json -o "$T/$mode.json" "$dump" 2>"$T/err.txt" ||
+		fail "$mode: report failed: $(cat "$T/err.txt")"
+	got=$(jget "$T/$mode.json" 'j["allocations"]')
+	if [ "$got" = "$N" ]; then
+		echo "ok: $mode: all $N allocations in the dump"
+	else
+		echo "NOT OK: $mode: $got of the $N allocations made before the crash are in the dump"
+		bad="$bad $mode($got/$N)"
+	fi
+done
+[ -z "$bad" ] || fail "dump incomplete up to the crash:$bad"
