@@ -54,6 +54,6 @@ int main(int argc, char **argv)
 	say("hostile_crash: allocations done\n");
 	if (strcmp(mode, "abort") == 0)
 		abort();
-	*(volatile int *)(uintptr_t)argc = 1; /* argc is 3: address 3 faults */
+	*(volatile int *)((uintptr_t)argc * 16) = 1; /* argc is 3: address 48 faults */
 	return 0;
 }
