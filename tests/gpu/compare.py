@@ -390,6 +390,13 @@ def from_cublas(site):
     return any(any(m in (f.get("module") or "") for m in CUBLAS_MODULES) for f in site.get("stack") or [])
 
 
+def without_cublas(v):
+    """(peak, live at exit, cuBLAS bytes at the peak) over device memory, cuBLAS's own sites left out."""
+    pk_own, pk_lib = device_bytes_split((v.get("peak") or {}).get("sites"))
+    lv_own, _ = device_bytes_split((v.get("leaks") or {}).get("sites"))
+    return pk_own, lv_own, pk_lib
+
+
 def device_bytes_split(sites):
     """(bytes outside cuBLAS, bytes of cuBLAS) over device-memory sites."""
     own = lib = 0
@@ -761,11 +768,11 @@ def torch_rows(raw, t, results):
     g = raw.gt(tl)
     src, v = raw.view(tl)
     if g and v:
-        live = device_live_at_exit(v)
-        note = f"planted {g['leak_count']} x {g['leak_tensor_bytes']} B"
+        _, live, lib = without_cublas(v)
+        note = f"planted {g['leak_count']} x {g['leak_tensor_bytes']} B; without cuBLAS's own {nb(lib)}"
         if "default" in base:
             g0, v0 = base["default"]
-            note += (f"; growth vs no-leak run: cumtrace {human(live - device_live_at_exit(v0))}, "
+            note += (f"; growth vs no-leak run: cumtrace {human(live - without_cublas(v0)[1])}, "
                      f"torch {human(g['memory_reserved'] - g0['memory_reserved'])}")
         t.add("torch default + planted leak, live at exit", nb(g["memory_reserved"]),
               value_cell(src, nb(live)), close(g["memory_reserved"], live), note)
@@ -791,9 +798,10 @@ def torch_rows(raw, t, results):
         t.add("torch.profiler under the shim", exp, got, "yes" if ok else "no", note)
         src, v = raw.view(tt)
         if v:
+            pk, _, lib = without_cublas(v)
             t.add("torch.profiler run: peak", nb(g["max_memory_reserved"]),
-                  value_cell(src, nb(device_peak(v))), close(g["max_memory_reserved"], device_peak(v)),
-                  "max_memory_reserved, captured while the profiler runs")
+                  value_cell(src, nb(pk)), close(g["max_memory_reserved"], pk),
+                  f"max_memory_reserved, captured while the profiler runs; without cuBLAS's own {nb(lib)}")
     else:
         t.add("torch.profiler under the shim", f"untraced {raw.status(tp)}",
               f"traced {raw.status(tt)}", "n/a", ("CUPTI errors: " + ", ".join(cupti)) if cupti else "")
@@ -918,7 +926,8 @@ def cupti_rows(raw, t):
                   "no" if gp else "n/a", "untraced run " + raw.status(tp))
             continue
         what, exp_peak, exp_live, how = torch_expect(mode, g)
-        peak, live = device_peak(v), device_live_at_exit(v)
+        peak, live, lib = without_cublas(v)
+        what += f"; without cuBLAS's own {nb(lib)}"
         if how == "close":
             m = "yes" if close(exp_peak, peak) == "yes" and close(exp_live, live) == "yes" else (
                 "~" if "no" not in (close(exp_peak, peak), close(exp_live, live)) else "no")
