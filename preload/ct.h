@@ -81,6 +81,7 @@ struct ct_ring {
 	uint64_t pending;     /* producer: bytes reserved, not yet committed */
 	uint64_t cap;	      /* power of two */
 	_Atomic uint64_t dropped;
+	uint64_t events; /* recorded through this ring: the producer's count, read at exit */
 	uint64_t dropped_reported; /* writer's last CT_REC_DROPS total */
 	uint32_t tid;
 	_Atomic int state;    /* enum ct_ring_state */
@@ -230,6 +231,7 @@ CT_HIDDEN void ct_shutdown(void);
 /* Count an event lost outside any ring (signal handler re-entry etc.). */
 CT_HIDDEN void ct_count_lost(void);
 
+/* Events written outside any ring (after exit); ring events are counted per ring. */
 extern _Atomic uint64_t ct_events_recorded CT_HIDDEN;
 
 /* ---- the CUPTI backend (cupti.c) --------------------------------------------- */

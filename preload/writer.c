@@ -626,12 +626,14 @@ void ct_shutdown(void)
 	/* ct_round skips nothing in FINISHED state: it checks only DISABLED. */
 	ct_round();
 	pthread_mutex_unlock(&ct_round_lock);
-	uint64_t dropped = atomic_load(&ct_lost);
-	for (struct ct_ring *r = atomic_load(&ct_rings); r; r = r->next)
+	uint64_t dropped = atomic_load(&ct_lost), events = atomic_load(&ct_events_recorded);
+	for (struct ct_ring *r = atomic_load(&ct_rings); r; r = r->next) {
 		dropped += atomic_load(&r->dropped);
+		events += r->events;
+	}
 	struct ct_rec_end e = {{CT_REC_END, 0, sizeof e},
 			       ct_now_ns(),
-			       atomic_load(&ct_events_recorded),
+			       events,
 			       dropped,
 			       ct_stack_count()};
 	ct_write_direct(&e, sizeof e);
