@@ -7,8 +7,7 @@
 
 #define CT_MARK_NAME_MAX 1024
 
-/* Build and append one CT_REC_MARK from the calling thread. */
-static void ct_put_mark(enum ct_mark_kind kind, const char *name, uint64_t aux)
+void ct_put_mark(enum ct_mark_kind kind, const char *name, uint64_t aux)
 {
 	struct {
 		struct ct_rec_mark m;

@@ -188,6 +188,9 @@ CT_HIDDEN void ct_call_end(struct ct_call *call);
 /* Kernel thread id of the calling thread (cached). */
 CT_HIDDEN uint32_t ct_current_tid(void);
 
+/* Build and append one CT_REC_MARK (name cut at 1023 bytes) from the calling thread. */
+CT_HIDDEN void ct_put_mark(enum ct_mark_kind kind, const char *name, uint64_t aux);
+
 /* Append a ready-made record (e.g. a mark) from the current thread. */
 CT_HIDDEN void ct_record_raw(const void *rec, uint32_t len);
 

@@ -18,7 +18,6 @@
 
 #include "ct.h"
 
-#define CT_NVTX_NAME_MAX 1024
 
 /* ---- NVTX ABI (NVTX v3) -------------------------------------------------------------------- */
 
@@ -72,25 +71,10 @@ _Static_assert(offsetof(struct ct_nvtx_attr, message) == 40, "nvtx attributes");
 static __thread int ct_nvtx_depth __attribute__((tls_model("initial-exec")));
 static _Atomic uint64_t ct_nvtx_next_range;
 
+/* Marks are the same records as cumtrace_mark's (api.c). */
 static void ct_nvtx_mark(enum ct_mark_kind kind, const char *name, uint64_t aux)
 {
-	struct {
-		struct ct_rec_mark m;
-		char name[CT_NVTX_NAME_MAX + 8];
-	} rec;
-	size_t n = name ? strnlen(name, CT_NVTX_NAME_MAX - 1) : 0;
-	memcpy(rec.name, name ? name : "", n);
-	memset(rec.name + n, 0, 8);
-	uint32_t size = CT_REC_ALIGN((uint32_t)(sizeof rec.m + n + 1));
-	rec.m.rec.type = CT_REC_MARK;
-	rec.m.rec.flags = 0;
-	rec.m.rec.size = size;
-	rec.m.ts_ns = ct_now_ns();
-	rec.m.aux = aux;
-	rec.m.tid = ct_current_tid();
-	rec.m.kind = (uint16_t)kind;
-	rec.m.name_len = (uint16_t)(n + 1);
-	ct_record_raw(&rec, size);
+	ct_put_mark(kind, name, aux);
 }
 
 static const char *ct_nvtx_message(const struct ct_nvtx_attr *a)
