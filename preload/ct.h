@@ -129,6 +129,29 @@ struct dl_phdr_info;
 /* The address range [*lo, *hi) of a loaded object's PT_LOAD segments. */
 CT_HIDDEN void ct_module_range(const struct dl_phdr_info *info, uint64_t *lo, uint64_t *hi);
 
+/*
+ * A lock-free interning table: 64-bit hash -> dense id (1, 2, ...), with a
+ * per-entry "record written" state so that exactly one user writes the
+ * record that defines an id. nslots is a power of two; the slots are mapped
+ * at first use. Native stacks and Python strings and stacks each have one.
+ */
+struct ct_intern_slot;
+struct ct_intern_table {
+	struct ct_intern_slot *_Atomic slots;
+	_Atomic uint32_t next_id;
+	uint32_t nslots;
+};
+/*
+ * Intern hash h: its id, or 0 when the table is full. *must_write is set (to
+ * the slot) when the caller is to write the defining record; it then calls
+ * ct_intern_written(slot, ok): ok = 0 when it had to drop the record, so a
+ * later user writes it.
+ */
+CT_HIDDEN uint32_t ct_intern(struct ct_intern_table *t, uint64_t h, void **must_write);
+CT_HIDDEN void ct_intern_written(void *slot, int ok);
+/* Forget every entry (fork child: its dump starts empty). */
+CT_HIDDEN void ct_intern_reset(struct ct_intern_table *t);
+
 /* Record the address range of libcumtrace.so itself so its frames are cut. */
 CT_HIDDEN void ct_stack_init(void);
 /*

@@ -226,22 +226,9 @@ static size_t ct_py_str(const char *o, char *out)
 /* ---- interning ---------------------------------------------------------------------------- */
 
 #define CT_PY_SLOTS (1u << 16)
-#define CT_PY_PROBES 64
 
-enum { CT_PY_UNWRITTEN = 0, CT_PY_CLAIMED = 1, CT_PY_DONE = 2 };
-
-struct ct_py_slot {
-	_Atomic uint64_t hash;
-	_Atomic uint32_t id;
-	_Atomic uint32_t state;
-};
-
-struct ct_py_table {
-	struct ct_py_slot *_Atomic slots;
-	_Atomic uint32_t next_id;
-};
-
-static struct ct_py_table ct_py_strings, ct_py_stacks;
+static struct ct_intern_table ct_py_strings = {NULL, 0, CT_PY_SLOTS};
+static struct ct_intern_table ct_py_stacks = {NULL, 0, CT_PY_SLOTS};
 
 /*
  * Code object -> string ids, direct-mapped. An entry is keyed by the code
@@ -272,79 +259,18 @@ static uint64_t ct_py_hash(const void *p, size_t n, uint64_t seed)
 	return h ? h : 1;
 }
 
-/* Like ct_stack_intern: id >= 1 or 0 when full; *must_write = slot to write. */
-static uint32_t ct_py_intern(struct ct_py_table *t, uint64_t h, struct ct_py_slot **must_write)
-{
-	*must_write = NULL;
-	struct ct_py_slot *slots = atomic_load_explicit(&t->slots, memory_order_acquire);
-	if (!slots) {
-		void *mem = mmap(NULL, CT_PY_SLOTS * sizeof *slots, PROT_READ | PROT_WRITE,
-				 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-		if (mem == MAP_FAILED)
-			return 0;
-		struct ct_py_slot *expected = NULL;
-		if (atomic_compare_exchange_strong(&t->slots, &expected, mem)) {
-			slots = mem;
-		} else {
-			munmap(mem, CT_PY_SLOTS * sizeof *slots);
-			slots = expected;
-		}
-	}
-	for (uint32_t probe = 0; probe < CT_PY_PROBES; probe++) {
-		struct ct_py_slot *s = &slots[(h + probe) & (CT_PY_SLOTS - 1)];
-		uint64_t cur = atomic_load_explicit(&s->hash, memory_order_acquire);
-		if (cur == 0) {
-			uint64_t zero = 0;
-			if (atomic_compare_exchange_strong(&s->hash, &zero, h)) {
-				uint32_t id = atomic_fetch_add(&t->next_id, 1) + 1;
-				atomic_store_explicit(&s->state, CT_PY_CLAIMED, memory_order_relaxed);
-				atomic_store_explicit(&s->id, id, memory_order_release);
-				*must_write = s;
-				return id;
-			}
-			cur = zero;
-		}
-		if (cur != h)
-			continue;
-		uint32_t id;
-		while ((id = atomic_load_explicit(&s->id, memory_order_acquire)) == 0)
-			;
-		uint32_t expect = CT_PY_UNWRITTEN;
-		if (atomic_load_explicit(&s->state, memory_order_acquire) == CT_PY_UNWRITTEN &&
-		    atomic_compare_exchange_strong(&s->state, &expect, CT_PY_CLAIMED))
-			*must_write = s;
-		return id;
-	}
-	return 0;
-}
-
-static void ct_py_written(struct ct_py_slot *s, int ok)
-{
-	if (s)
-		atomic_store_explicit(&s->state, ok ? CT_PY_DONE : CT_PY_UNWRITTEN,
-				      memory_order_release);
-}
-
-static void ct_py_table_reset(struct ct_py_table *t)
-{
-	struct ct_py_slot *s = atomic_exchange(&t->slots, NULL);
-	if (s)
-		munmap(s, CT_PY_SLOTS * sizeof *s);
-	atomic_store(&t->next_id, 0);
-}
-
 void ct_py_reset(void)
 {
 	memset(ct_py_cache, 0, sizeof ct_py_cache);
-	ct_py_table_reset(&ct_py_strings);
-	ct_py_table_reset(&ct_py_stacks);
+	ct_intern_reset(&ct_py_strings);
+	ct_intern_reset(&ct_py_stacks);
 }
 
 /* Intern one string, emitting its CT_REC_PYSTRING when new. 0 = table full. */
 static uint32_t ct_py_string_id(const char *s, size_t n, ct_py_emit_fn emit, void *ctx)
 {
-	struct ct_py_slot *slot;
-	uint32_t id = ct_py_intern(&ct_py_strings, ct_py_hash(s, n, n), &slot);
+	void *slot;
+	uint32_t id = ct_intern(&ct_py_strings, ct_py_hash(s, n, n), &slot);
 	if (slot) {
 		struct {
 			struct ct_rec_pystring h;
@@ -358,7 +284,7 @@ static uint32_t ct_py_string_id(const char *s, size_t n, ct_py_emit_fn emit, voi
 		r.h.string_id = id;
 		r.h.len = (uint32_t)(n + 1);
 		memcpy(r.s, s, n + 1);
-		ct_py_written(slot, emit(ctx, &r, size));
+		ct_intern_written(slot, emit(ctx, &r, size));
 	}
 	return id;
 }
@@ -443,8 +369,8 @@ uint32_t ct_py_capture(ct_py_emit_fn emit, void *ctx)
 	}
 	if (!depth || !ok)
 		return 0;
-	struct ct_py_slot *slot;
-	uint32_t id = ct_py_intern(&ct_py_stacks,
+	void *slot;
+	uint32_t id = ct_intern(&ct_py_stacks,
 				   ct_py_hash(frames, (size_t)depth * sizeof frames[0], 0x5079u),
 				   &slot);
 	if (slot) {
@@ -462,7 +388,7 @@ uint32_t ct_py_capture(ct_py_emit_fn emit, void *ctx)
 		r.h.depth = (uint16_t)depth;
 		r.h.reserved = 0;
 		memcpy(r.f, frames, (size_t)depth * sizeof frames[0]);
-		ct_py_written(slot, emit(ctx, &r, size));
+		ct_intern_written(slot, emit(ctx, &r, size));
 	}
 	return id;
 }

@@ -118,11 +118,10 @@ static void ct_fill_event(struct ct_rec_event *ev, const struct ct_call *call, u
 	ev->rec.type = CT_REC_EVENT;
 	ev->rec.flags = 0;
 	ev->rec.size = sizeof *ev;
-	ev->ts_ns = call->op == CT_OP_ALLOC || call->op == CT_OP_VA_RESERVE ||
-				    call->op == CT_OP_PHYS_CREATE || call->op == CT_OP_MAP ||
-				    call->op == CT_OP_STREAM_CREATE || call->op == CT_OP_POOL_CREATE
-			    ? t1
-			    : call->t0;
+	/* What a call creates exists from its return on; everything else is
+	 * stamped at entry (format.h: a free sorts before the reuse). */
+	int creates = ct_op_wants_stack(call->op) || call->op == CT_OP_STREAM_CREATE;
+	ev->ts_ns = creates ? t1 : call->t0;
 	ev->dur_ns = t1 - call->t0;
 	ev->ptr = call->ptr;
 	ev->size = call->size;

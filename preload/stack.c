@@ -16,18 +16,17 @@
 #include "hooks.h"
 
 #define CT_STACK_SLOTS (1u << 18)
-#define CT_STACK_PROBES 64
+#define CT_INTERN_PROBES 64
 
-enum { CT_STACK_UNWRITTEN = 0, CT_STACK_CLAIMED = 1, CT_STACK_DONE = 2 };
+enum { CT_INTERN_UNWRITTEN = 0, CT_INTERN_CLAIMED = 1, CT_INTERN_DONE = 2 };
 
-struct ct_stack_slot {
+struct ct_intern_slot {
 	_Atomic uint64_t hash;	/* 0 = empty */
 	_Atomic uint32_t id;	/* 0 until published */
 	_Atomic uint32_t state; /* enum above */
 };
 
-static struct ct_stack_slot *_Atomic ct_stack_table;
-static _Atomic uint32_t ct_stack_next_id;
+static struct ct_intern_table ct_stacks = {NULL, 0, CT_STACK_SLOTS};
 static uintptr_t ct_self_lo, ct_self_hi;
 
 void ct_module_range(const struct dl_phdr_info *info, uint64_t *lo, uint64_t *hi)
@@ -97,39 +96,39 @@ static uint64_t ct_stack_hash(const uint64_t *ips, int depth)
 	return h ? h : 1;
 }
 
-static struct ct_stack_slot *ct_stack_slots(void)
+static struct ct_intern_slot *ct_intern_slots(struct ct_intern_table *t)
 {
-	struct ct_stack_slot *t = atomic_load_explicit(&ct_stack_table, memory_order_acquire);
-	if (CT_LIKELY(t))
-		return t;
-	void *mem = mmap(NULL, CT_STACK_SLOTS * sizeof(struct ct_stack_slot), PROT_READ | PROT_WRITE,
+	struct ct_intern_slot *slots = atomic_load_explicit(&t->slots, memory_order_acquire);
+	if (CT_LIKELY(slots))
+		return slots;
+	size_t size = t->nslots * sizeof(struct ct_intern_slot);
+	void *mem = mmap(NULL, size, PROT_READ | PROT_WRITE,
 			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (mem == MAP_FAILED)
 		return NULL;
-	struct ct_stack_slot *expected = NULL;
-	if (!atomic_compare_exchange_strong(&ct_stack_table, &expected, mem)) {
-		munmap(mem, CT_STACK_SLOTS * sizeof(struct ct_stack_slot));
+	struct ct_intern_slot *expected = NULL;
+	if (!atomic_compare_exchange_strong(&t->slots, &expected, mem)) {
+		munmap(mem, size);
 		return expected;
 	}
 	return mem;
 }
 
-
-uint32_t ct_stack_intern(const uint64_t *ips, int depth, void **must_write)
+uint32_t ct_intern(struct ct_intern_table *t, uint64_t h, void **must_write)
 {
 	*must_write = NULL;
-	struct ct_stack_slot *table = ct_stack_slots();
-	if (!table || depth <= 0)
+	struct ct_intern_slot *slots = ct_intern_slots(t);
+	if (!slots)
 		return 0;
-	uint64_t h = ct_stack_hash(ips, depth);
-	for (uint32_t probe = 0; probe < CT_STACK_PROBES; probe++) {
-		struct ct_stack_slot *s = &table[(h + probe) & (CT_STACK_SLOTS - 1)];
+	h = h ? h : 1; /* 0 marks an empty slot */
+	for (uint32_t probe = 0; probe < CT_INTERN_PROBES; probe++) {
+		struct ct_intern_slot *s = &slots[(h + probe) & (t->nslots - 1)];
 		uint64_t cur = atomic_load_explicit(&s->hash, memory_order_acquire);
 		if (cur == 0) {
 			uint64_t zero = 0;
 			if (atomic_compare_exchange_strong(&s->hash, &zero, h)) {
-				uint32_t id = atomic_fetch_add(&ct_stack_next_id, 1) + 1;
-				atomic_store_explicit(&s->state, CT_STACK_CLAIMED, memory_order_relaxed);
+				uint32_t id = atomic_fetch_add(&t->next_id, 1) + 1;
+				atomic_store_explicit(&s->state, CT_INTERN_CLAIMED, memory_order_relaxed);
 				atomic_store_explicit(&s->id, id, memory_order_release);
 				*must_write = s;
 				return id;
@@ -142,9 +141,9 @@ uint32_t ct_stack_intern(const uint64_t *ips, int depth, void **must_write)
 		while ((id = atomic_load_explicit(&s->id, memory_order_acquire)) == 0)
 			; /* the inserting thread is between two stores */
 		uint32_t state = atomic_load_explicit(&s->state, memory_order_acquire);
-		if (state == CT_STACK_UNWRITTEN) {
-			uint32_t expect = CT_STACK_UNWRITTEN;
-			if (atomic_compare_exchange_strong(&s->state, &expect, CT_STACK_CLAIMED))
+		if (state == CT_INTERN_UNWRITTEN) {
+			uint32_t expect = CT_INTERN_UNWRITTEN;
+			if (atomic_compare_exchange_strong(&s->state, &expect, CT_INTERN_CLAIMED))
 				*must_write = s;
 		}
 		return id;
@@ -152,23 +151,41 @@ uint32_t ct_stack_intern(const uint64_t *ips, int depth, void **must_write)
 	return 0;
 }
 
+void ct_intern_written(void *slot, int ok)
+{
+	struct ct_intern_slot *s = slot;
+	if (s)
+		atomic_store_explicit(&s->state, ok ? CT_INTERN_DONE : CT_INTERN_UNWRITTEN,
+				      memory_order_release);
+}
+
+void ct_intern_reset(struct ct_intern_table *t)
+{
+	struct ct_intern_slot *s = atomic_exchange(&t->slots, NULL);
+	if (s)
+		munmap(s, t->nslots * sizeof(struct ct_intern_slot));
+	atomic_store(&t->next_id, 0);
+}
+
+uint32_t ct_stack_intern(const uint64_t *ips, int depth, void **must_write)
+{
+	*must_write = NULL;
+	if (depth <= 0)
+		return 0;
+	return ct_intern(&ct_stacks, ct_stack_hash(ips, depth), must_write);
+}
+
 void ct_stack_written(void *slot, int ok)
 {
-	struct ct_stack_slot *s = slot;
-	if (s)
-		atomic_store_explicit(&s->state, ok ? CT_STACK_DONE : CT_STACK_UNWRITTEN,
-				      memory_order_release);
+	ct_intern_written(slot, ok);
 }
 
 void ct_stack_reset(void)
 {
-	struct ct_stack_slot *t = atomic_exchange(&ct_stack_table, NULL);
-	if (t)
-		munmap(t, CT_STACK_SLOTS * sizeof(struct ct_stack_slot));
-	atomic_store(&ct_stack_next_id, 0);
+	ct_intern_reset(&ct_stacks);
 }
 
 uint64_t ct_stack_count(void)
 {
-	return atomic_load(&ct_stack_next_id);
+	return atomic_load(&ct_stacks.next_id);
 }
