@@ -25,18 +25,19 @@
 
 static void usage(FILE *f)
 {
-	fputs("usage: " PROG " [summary|leaks|peak|timeline] [options] DUMP...\n"
+	fputs("usage: " PROG " [COMMAND] [options] DUMP...\n"
 	      "\n"
 	      "Analyze cumtrace dumps (written by libcumtrace.so).\n"
 	      "\n"
-	      "commands:\n"
-	      "  summary            calls per API, memory per kind and device, process info (default)\n"
-	      "  leaks              allocations never freed, grouped by call stack, largest first\n"
-	      "  peak               the highest device memory use and what was live at that moment\n"
-	      "  timeline           live bytes over time per memory kind and device\n"
-	      "\n"
+	      "commands:\n",
+	      f);
+	for (int c = 0; c < CT_CMD_COUNT; c++) {
+		const struct ct_command *cmd = ct_command_get(c);
+		fprintf(f, "  %-18s %s\n", cmd->name, cmd->help);
+	}
+	fputs("\n"
 	      "options:\n"
-	      "  --format FMT       text (default), json or csv\n"
+	      "  --format FMT       text (default), json, csv, ... (what the command writes)\n"
 	      "  -o, --output FILE  write the report to FILE instead of standard output\n"
 	      "  --fail-on-leak     exit with the error exit code when leaks were found\n"
 	      "  --error-exitcode N exit code for --fail-on-leak (1..255 except 2; default 1)\n"
@@ -126,14 +127,9 @@ int main(int argc, char **argv)
 			return 0;
 		} else if (is_opt(a, "--format")) {
 			const char *v = opt_value(argc, argv, &i, "--format");
-			if (!strcmp(v, "text"))
-				o.format = CT_FMT_TEXT;
-			else if (!strcmp(v, "json"))
-				o.format = CT_FMT_JSON;
-			else if (!strcmp(v, "csv"))
-				o.format = CT_FMT_CSV;
-			else
-				usage_error("--format: unknown format '%s' (text, json or csv)", v);
+			o.format = ct_fmt_parse(v);
+			if (o.format < 0)
+				usage_error("--format: unknown format '%s'", v);
 		} else if (!strcmp(a, "-o")) {
 			if (i + 1 >= argc)
 				usage_error("-o needs a file name");
@@ -167,8 +163,16 @@ int main(int argc, char **argv)
 	}
 	if (o.cmd < 0)
 		o.cmd = CT_CMD_SUMMARY;
+	const struct ct_command *cmd = ct_command_get(o.cmd);
+	if (!(cmd->formats & 1u << o.format))
+		usage_error("%s: no %s output", cmd->name, ct_fmt_name(o.format));
 	if (!ndumps)
 		usage_error("no dump file given");
+	if (ndumps < cmd->min_dumps || (cmd->max_dumps && ndumps > cmd->max_dumps)) {
+		if (cmd->min_dumps == cmd->max_dumps)
+			usage_error("%s needs exactly %zu dump files", cmd->name, cmd->min_dumps);
+		usage_error("%s needs at least %zu dump files", cmd->name, cmd->min_dumps);
+	}
 	if (output && !*output)
 		usage_error("-o: empty file name");
 
@@ -179,6 +183,7 @@ int main(int argc, char **argv)
 		struct ct_model *m = ct_xmalloc(sizeof *m);
 		ct_model_init(m);
 		ct_symtab_set_symbolize(m->syms, symbols);
+		ct_report_attach(m, &o);
 		models[loaded++] = m;
 		int st = ct_model_load(m, dumps[d], NULL);
 		if (st == CT_READ_ERROR) {

@@ -59,3 +59,76 @@ void ct_marks_sort(struct ct_marklist *l)
 	if (l->n > 1)
 		qsort(l->v, l->n, sizeof *l->v, cmp_mark);
 }
+
+/* ---- marks in time order ------------------------------------------------------------ */
+
+struct ct_markq {
+	struct ct_mark *v;
+	size_t n, cap;
+	uint64_t seq;
+	char *last_name; /* name of the mark popped last */
+};
+
+struct ct_markq *ct_markq_new(void)
+{
+	return ct_xcalloc(1, sizeof(struct ct_markq));
+}
+
+void ct_markq_free(struct ct_markq *q)
+{
+	if (!q)
+		return;
+	for (size_t i = 0; i < q->n; i++)
+		free(q->v[i].name);
+	free(q->v);
+	free(q->last_name);
+	free(q);
+}
+
+static int markq_less(const struct ct_mark *a, const struct ct_mark *b)
+{
+	return a->ts_ns != b->ts_ns ? a->ts_ns < b->ts_ns : a->seq < b->seq;
+}
+
+void ct_markq_push(struct ct_markq *q, uint64_t ts_ns, uint64_t aux, uint32_t tid,
+		   unsigned kind, const char *name, size_t name_len)
+{
+	q->v = ct_xgrow(q->v, &q->cap, q->n + 1, sizeof *q->v);
+	struct ct_mark mk = {.ts_ns = ts_ns,
+			     .aux = aux,
+			     .tid = tid,
+			     .kind = (uint16_t)kind,
+			     .seq = q->seq++,
+			     .name = ct_xstrndup(name ? name : "", name ? strnlen(name, name_len) : 0)};
+	size_t i = q->n++;
+	while (i && markq_less(&mk, &q->v[(i - 1) / 2])) {
+		q->v[i] = q->v[(i - 1) / 2];
+		i = (i - 1) / 2;
+	}
+	q->v[i] = mk;
+}
+
+int ct_markq_pop(struct ct_markq *q, uint64_t until, struct ct_mark *out)
+{
+	if (!q->n || q->v[0].ts_ns > until)
+		return 0;
+	free(q->last_name);
+	*out = q->v[0];
+	q->last_name = out->name;
+	struct ct_mark last = q->v[--q->n];
+	size_t i = 0;
+	for (;;) {
+		size_t c = 2 * i + 1;
+		if (c >= q->n)
+			break;
+		if (c + 1 < q->n && markq_less(&q->v[c + 1], &q->v[c]))
+			c++;
+		if (!markq_less(&q->v[c], &last))
+			break;
+		q->v[i] = q->v[c];
+		i = c;
+	}
+	if (q->n)
+		q->v[i] = last;
+	return 1;
+}

@@ -26,6 +26,23 @@ struct ct_marklist *ct_marks_new(void);
 void ct_marks_free(struct ct_marklist *l);
 void ct_marks_add(struct ct_marklist *l, uint64_t ts_ns, uint64_t aux, uint32_t tid,
 		  unsigned kind, const char *name, size_t name_len);
+/*
+ * Marks waiting for the events of their time: the reader hands marks over in
+ * file order, ahead of the (reordered) events around them; the model releases
+ * each one to its observers once the events reach its time. A binary heap by
+ * (ts_ns, file order); names are copied.
+ */
+struct ct_markq;
+struct ct_markq *ct_markq_new(void);
+void ct_markq_free(struct ct_markq *q);
+void ct_markq_push(struct ct_markq *q, uint64_t ts_ns, uint64_t aux, uint32_t tid,
+		   unsigned kind, const char *name, size_t name_len);
+/*
+ * Pop the earliest mark with ts_ns <= until into *out (its name stays valid
+ * until the next call on q). Returns 0 when there is none.
+ */
+int ct_markq_pop(struct ct_markq *q, uint64_t until, struct ct_mark *out);
+
 /* Order the kept marks by time (file order among equal times); idempotent. */
 void ct_marks_sort(struct ct_marklist *l);
 /* "instant", "push", "pop", "start", "end" */

@@ -5,12 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct ct_live {
-	uint64_t ptr, size, ts, stream;
-	uint32_t tid, site;
-	uint8_t ns; /* 0 = empty slot */
-};
-
 unsigned ct_kind_ns(unsigned kind)
 {
 	switch (kind) {
@@ -45,6 +39,10 @@ void ct_model_init(struct ct_model *m)
 
 void ct_model_free(struct ct_model *m)
 {
+	for (size_t i = 0; i < m->nobs; i++)
+		if (m->obs[i].destroy)
+			m->obs[i].destroy(m->obs[i].ctx);
+	ct_markq_free(m->markq);
 	ct_pytab_free(m->py);
 	ct_marks_free(m->marks_list);
 	free(m->version);
@@ -81,7 +79,7 @@ static size_t live_find(const struct ct_model *m, unsigned ns, uint64_t ptr)
 	if (!m->live_mask)
 		return SIZE_MAX;
 	for (size_t i = live_home(m, ns, ptr);; i = (i + 1) & m->live_mask) {
-		const struct ct_live *e = &m->live[i];
+		const struct ct_block *e = &m->live[i];
 		if (!e->ns)
 			return SIZE_MAX;
 		if (e->ns == ns && e->ptr == ptr)
@@ -89,7 +87,7 @@ static size_t live_find(const struct ct_model *m, unsigned ns, uint64_t ptr)
 	}
 }
 
-static void live_place(struct ct_model *m, const struct ct_live *e)
+static void live_place(struct ct_model *m, const struct ct_block *e)
 {
 	size_t i = live_home(m, e->ns, e->ptr);
 	while (m->live[i].ns)
@@ -97,12 +95,12 @@ static void live_place(struct ct_model *m, const struct ct_live *e)
 	m->live[i] = *e;
 }
 
-static void live_insert(struct ct_model *m, const struct ct_live *e)
+static void live_insert(struct ct_model *m, const struct ct_block *e)
 {
 	if (!m->live_mask || (m->live_count + 1) * 3 > (m->live_mask + 1) * 2) {
 		size_t ocap = m->live_mask ? m->live_mask + 1 : 0;
 		size_t ncap = ocap ? ocap * 2 : 1024;
-		struct ct_live *old = m->live;
+		struct ct_block *old = m->live;
 		m->live = ct_xcalloc(ncap, sizeof *m->live);
 		m->live_mask = ncap - 1;
 		for (size_t i = 0; i < ocap; i++)
@@ -251,7 +249,7 @@ static int leak_eq(const void *ctx, uint32_t idx, const void *key)
 	       a->reason_op == b->reason_op;
 }
 
-static void add_leak(struct ct_model *m, const struct ct_site *s, const struct ct_live *e,
+static void add_leak(struct ct_model *m, const struct ct_site *s, const struct ct_block *e,
 		     uint8_t reason_op, uint16_t reason_api)
 {
 	struct ct_leak k = {.stack_id = s->stack_id,
@@ -318,7 +316,13 @@ static void kd_add(struct ct_kd_stats *k, uint64_t bytes, int add)
 static void remove_live(struct ct_model *m, size_t slot, const struct ct_rec_event *ev,
 			enum rm_how how)
 {
-	struct ct_live e = m->live[slot];
+	struct ct_block e = m->live[slot];
+	for (size_t i = 0; i < m->nobs; i++)
+		if (m->obs[i].release)
+			m->obs[i].release(m->obs[i].ctx, m, ev, &e,
+					  how == RM_FREE     ? CT_END_FREE
+					  : how == RM_UNSEEN ? CT_END_UNSEEN
+							     : CT_END_CHECKPOINT);
 	struct ct_site *s = &m->sites[e.site];
 	site_touch(m, s);
 	s->live_count--;
@@ -420,7 +424,7 @@ static void do_alloc(struct ct_model *m, const struct ct_rec_event *ev, uint8_t 
 	kd_add(kt, ev->size, 1);
 	m->allocations++;
 	m->api[api].bytes += ev->size;
-	struct ct_live e = {.ptr = ev->ptr,
+	struct ct_block e = {.ptr = ev->ptr,
 			    .size = ev->size,
 			    .ts = ev->ts_ns,
 			    .stream = ev->stream,
@@ -438,6 +442,9 @@ static void do_alloc(struct ct_model *m, const struct ct_rec_event *ev, uint8_t 
 		}
 	}
 	ct_tl_update(&m->tl, kind, ev->device, ev->ts_ns, k->live_bytes);
+	for (size_t i = 0; i < m->nobs; i++)
+		if (m->obs[i].alloc)
+			m->obs[i].alloc(m->obs[i].ctx, m, ev, &e);
 }
 
 static void do_free(struct ct_model *m, const struct ct_rec_event *ev, unsigned ns)
@@ -513,7 +520,7 @@ static void checkpoint(struct ct_model *m, const struct ct_rec_event *ev)
 		uint64_t ptr;
 	} *keys = NULL;
 	for (size_t i = 0; m->live_mask && i <= m->live_mask; i++) {
-		const struct ct_live *e = &m->live[i];
+		const struct ct_block *e = &m->live[i];
 		if (!e->ns || m->sites[e->site].device != ev->device)
 			continue;
 		keys = ct_xgrow(keys, &cap, n + 1, sizeof *keys);
@@ -587,7 +594,28 @@ uint64_t ct_model_duration_ns(const struct ct_model *m)
 	return m->last_ts - ct_model_start_ns(m);
 }
 
+/* Hand the marks up to ts to the observers. */
+static void release_marks(struct ct_model *m, uint64_t ts)
+{
+	struct ct_mark mk;
+	while (m->markq && ct_markq_pop(m->markq, ts, &mk))
+		for (size_t i = 0; i < m->nobs; i++)
+			if (m->obs[i].mark)
+				m->obs[i].mark(m->obs[i].ctx, m, &mk);
+}
+
+static void apply_event(struct ct_model *m, const struct ct_rec_event *ev);
+
 void ct_model_event(struct ct_model *m, const struct ct_rec_event *ev)
+{
+	release_marks(m, ev->ts_ns);
+	apply_event(m, ev);
+	for (size_t i = 0; i < m->nobs; i++)
+		if (m->obs[i].event)
+			m->obs[i].event(m->obs[i].ctx, m, ev);
+}
+
+static void apply_event(struct ct_model *m, const struct ct_rec_event *ev)
 {
 	m->events++;
 	if (!m->tl.started)
@@ -649,8 +677,12 @@ void ct_model_finish(struct ct_model *m)
 	/* the END record (read before the last events were released) ends the timeline */
 	if (m->tl.started && m->have_ts)
 		ct_tl_touch(&m->tl, m->last_ts);
+	release_marks(m, UINT64_MAX);
+	for (size_t i = 0; i < m->nobs; i++)
+		if (m->obs[i].finish)
+			m->obs[i].finish(m->obs[i].ctx, m);
 	for (size_t i = 0; m->live_mask && i <= m->live_mask; i++) {
-		const struct ct_live *e = &m->live[i];
+		const struct ct_block *e = &m->live[i];
 		if (e->ns)
 			add_leak(m, &m->sites[e->site], e, 0, 0);
 	}
@@ -747,6 +779,14 @@ static void on_mark(void *ctx, const struct ct_rec_mark *mk, const char *name, s
 	struct ct_model *m = ctx;
 	m->marks++;
 	ct_marks_add(m->marks_list, mk->ts_ns, mk->aux, mk->tid, mk->kind, name, len);
+	int wanted = 0;
+	for (size_t i = 0; i < m->nobs; i++)
+		wanted |= m->obs[i].mark != NULL;
+	if (wanted) {
+		if (!m->markq)
+			m->markq = ct_markq_new();
+		ct_markq_push(m->markq, mk->ts_ns, mk->aux, mk->tid, mk->kind, name, len);
+	}
 	if (mk->ts_ns && m->have_ts)
 		see_ts(m, mk->ts_ns);
 }
@@ -780,6 +820,24 @@ void ct_model_callbacks(struct ct_model *m, struct ct_reader_cb *cb)
 	cb->pystring = on_pystring;
 	cb->pystack = on_pystack;
 	cb->pycombine = on_pycombine;
+}
+
+void ct_model_observe(struct ct_model *m, const struct ct_observer *o)
+{
+	if (m->nobs == CT_MODEL_MAX_OBSERVERS) {
+		fputs("cumtrace-report: internal error: too many analyses on one dump\n", stderr);
+		exit(2);
+	}
+	m->obs[m->nobs++] = *o;
+}
+
+void ct_model_foreach_live(const struct ct_model *m,
+			   void (*fn)(void *ctx, const struct ct_model *m, const struct ct_block *b),
+			   void *ctx)
+{
+	for (size_t i = 0; m->live_mask && i <= m->live_mask; i++)
+		if (m->live[i].ns)
+			fn(ctx, m, &m->live[i]);
 }
 
 int ct_model_load(struct ct_model *m, const char *path, const struct ct_read_opts *opts)

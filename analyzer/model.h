@@ -68,7 +68,59 @@ struct ct_kd_stats {
 	uint64_t live_count, live_bytes, peak_bytes;
 };
 
-struct ct_live;
+/*
+ * A live block. ts: when it became live; site: index into ct_model.sites;
+ * ns: enum ct_ns (never 0 for a live block).
+ */
+struct ct_block {
+	uint64_t ptr, size, ts, stream;
+	uint32_t tid, site;
+	uint8_t ns;
+};
+
+/* Why a block stops being live (struct ct_observer.release). */
+enum ct_end {
+	CT_END_FREE = 0,       /* freed (free, unmap, phys_release, va_free) */
+	CT_END_UNSEEN = 1,     /* its address was allocated again: the free was not seen */
+	CT_END_CHECKPOINT = 2, /* cudaDeviceReset / context destroy with the block live */
+};
+
+struct ct_mark;
+struct ct_model;
+
+/*
+ * An analysis riding on the model's one pass (OOM, fragmentation, streams,
+ * exports, ...). The model calls every observer in the order they were added;
+ * any callback may be NULL. Blocks and events are valid only during a call.
+ */
+struct ct_observer {
+	void *ctx;
+	/* a block became live (the model has counted it: sites, peak, stats) */
+	void (*alloc)(void *ctx, struct ct_model *m, const struct ct_rec_event *ev,
+		      const struct ct_block *b);
+	/* a block stops being live (the model has not removed it yet); how: enum ct_end */
+	void (*release)(void *ctx, struct ct_model *m, const struct ct_rec_event *ev,
+			const struct ct_block *b, int how);
+	/* every event, after the model applied it (failed calls included) */
+	void (*event)(void *ctx, struct ct_model *m, const struct ct_rec_event *ev);
+	/* a mark or NVTX range boundary, in time order among the events */
+	void (*mark)(void *ctx, struct ct_model *m, const struct ct_mark *mk);
+	/* end of the dump, before the blocks still live become "live at exit" leaks */
+	void (*finish)(void *ctx, struct ct_model *m);
+	/* free ctx (ct_model_free) */
+	void (*destroy)(void *ctx);
+};
+
+#define CT_MODEL_MAX_OBSERVERS 16
+
+/*
+ * Slots for the state of analyses that live in other files; each file owns
+ * one slot and reads it back when it renders. Add a name to add a slot.
+ */
+enum ct_ext {
+	CT_EXT_COUNT
+};
+
 struct ct_retired;
 
 struct ct_model {
@@ -101,7 +153,7 @@ struct ct_model {
 	struct ct_imap kdmap;
 
 	/* live set: open addressing keyed by (namespace, ptr) */
-	struct ct_live *live;
+	struct ct_block *live;
 	void *retired; /* recently retired blocks, model.c */
 	size_t live_mask, live_count;
 
@@ -123,11 +175,23 @@ struct ct_model {
 	struct ct_symtab *syms;
 	struct ct_pytab *py;	   /* Python frames (pystack.h) */
 	struct ct_marklist *marks_list; /* marks in file order (marks.h) */
+	struct ct_markq *markq;		/* marks waiting for their time among the events */
 	int finished;
+
+	struct ct_observer obs[CT_MODEL_MAX_OBSERVERS];
+	size_t nobs;
+	void *ext[CT_EXT_COUNT + 1]; /* enum ct_ext */
 };
 
 void ct_model_init(struct ct_model *m);
 void ct_model_free(struct ct_model *m);
+
+/* Add an observer (before the dump is read). Exits (2) past CT_MODEL_MAX_OBSERVERS. */
+void ct_model_observe(struct ct_model *m, const struct ct_observer *o);
+/* Call fn for every live block, in no particular order; fn must not change the model. */
+void ct_model_foreach_live(const struct ct_model *m,
+			   void (*fn)(void *ctx, const struct ct_model *m, const struct ct_block *b),
+			   void *ctx);
 
 /* Reader callbacks feeding the model. */
 void ct_model_callbacks(struct ct_model *m, struct ct_reader_cb *cb);

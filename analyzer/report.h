@@ -1,14 +1,21 @@
-/* Rendering of analyzed dumps: text, JSON and CSV. */
+/*
+ * The reports of cumtrace-report. Each command (summary, leaks, peak, ...)
+ * is one struct ct_command, defined in its own file and listed once in the
+ * table in report.c; main.c knows nothing of any particular command.
+ */
 #ifndef CT_ANALYZER_REPORT_H
 #define CT_ANALYZER_REPORT_H
 
 #include <stddef.h>
 #include <stdio.h>
 
+#include "json.h"
 #include "model.h"
 
+/* Commands, in the order of the table in report.c (add one: a name here, a row there). */
 enum ct_cmd { CT_CMD_SUMMARY, CT_CMD_LEAKS, CT_CMD_PEAK, CT_CMD_TIMELINE, CT_CMD_COUNT };
-enum ct_fmt { CT_FMT_TEXT, CT_FMT_JSON, CT_FMT_CSV };
+/* Output formats; a command says which it supports. */
+enum ct_fmt { CT_FMT_TEXT, CT_FMT_JSON, CT_FMT_CSV, CT_FMT_COUNT };
 
 #define CT_REPORT_FORMAT_VERSION 1
 
@@ -20,14 +27,52 @@ struct ct_report_opts {
 	const char *tool_version;
 };
 
+/*
+ * One command. attach runs on every model before its dump is read (to add
+ * observers, ct_model_observe); render writes the report of the n analyzed
+ * models. Both see the same options.
+ */
+struct ct_command {
+	const char *name;
+	const char *help;     /* one line for --help */
+	unsigned formats;     /* bit (1u << enum ct_fmt) for each format it writes */
+	size_t min_dumps;     /* dumps it needs (>= 1) */
+	size_t max_dumps;     /* 0 = any number */
+	void (*attach)(struct ct_model *m, const struct ct_report_opts *o); /* may be NULL */
+	void (*render)(FILE *f, const struct ct_report_opts *o, struct ct_model *const *ms,
+		       size_t n);
+	/* its part of the JSON document (a key and a value); may be NULL */
+	void (*json_section)(struct ct_json *j, const struct ct_report_opts *o,
+			     struct ct_model *const *ms, size_t n);
+	int json_always; /* 1: its section is in every command's JSON document */
+};
+
+/* The command with number cmd (enum ct_cmd), NULL when out of range. */
+const struct ct_command *ct_command_get(int cmd);
 const char *ct_cmd_name(int cmd);
 /* -1 when name is not a command */
 int ct_cmd_parse(const char *name);
+/* "text", "json", ...; -1 when name is not a format */
+int ct_fmt_parse(const char *name);
+const char *ct_fmt_name(int fmt);
+
+/* Prepare a model for o's command (before ct_model_load). */
+void ct_report_attach(struct ct_model *m, const struct ct_report_opts *o);
+/* Prepare a model for every command at once (tests, fuzzing). */
+void ct_report_attach_all(struct ct_model *m, const struct ct_report_opts *o);
 
 /* Write the report of n analyzed (finished) models. */
 void ct_report(FILE *f, const struct ct_report_opts *o, struct ct_model *const *models, size_t n);
 
 /* Total leaked allocations over the models. */
 uint64_t ct_report_leak_count(struct ct_model *const *models, size_t n);
+
+/*
+ * The JSON document of a command: format header, "dumps", "marks", totals,
+ * then the sections of the json_always commands in table order (leaks, peak,
+ * summary, timeline) and the command's own section when it is not one of them.
+ */
+void ct_json_report(FILE *f, const struct ct_report_opts *o, struct ct_model *const *ms,
+		    size_t n);
 
 #endif

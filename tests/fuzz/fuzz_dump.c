@@ -35,19 +35,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	ct_model_init(m);
 	ct_symtab_set_symbolize(m->syms, 0);
 	struct ct_read_opts opts = {.chunk_size = 4096, .max_pending = 0};
+	struct ct_report_opts base = {.buckets = 60, .top = 20, .tool_version = "fuzz"};
+	ct_report_attach_all(m, &base);
 	int st = ct_model_load_mem(m, data, size, &opts);
 	if (st != CT_READ_ERROR) {
 		struct ct_model *two[2] = {m, m};
 		for (int cmd = 0; cmd < CT_CMD_COUNT; cmd++) {
-			for (int fmt = CT_FMT_TEXT; fmt <= CT_FMT_CSV; fmt++) {
-				struct ct_report_opts o = {.cmd = cmd,
-							   .format = fmt,
-							   .buckets = 60,
-							   .top = (fmt == CT_FMT_JSON) ? 0 : 20,
-							   .tool_version = "fuzz"};
-				ct_report(devnull, &o, two, 1);
-				if ((cmd == CT_CMD_SUMMARY && fmt == CT_FMT_JSON) ||
-				    (cmd == CT_CMD_LEAKS && fmt == CT_FMT_TEXT))
+			const struct ct_command *c = ct_command_get(cmd);
+			for (int fmt = 0; fmt < CT_FMT_COUNT; fmt++) {
+				if (!(c->formats & 1u << fmt))
+					continue;
+				struct ct_report_opts o = base;
+				o.cmd = cmd;
+				o.format = fmt;
+				o.top = fmt == CT_FMT_JSON ? 0 : 20;
+				if (c->min_dumps <= 1)
+					ct_report(devnull, &o, two, 1);
+				if ((c->min_dumps == 2 || (cmd == CT_CMD_SUMMARY && fmt == CT_FMT_JSON) ||
+				     (cmd == CT_CMD_LEAKS && fmt == CT_FMT_TEXT)) &&
+				    (!c->max_dumps || c->max_dumps >= 2))
 					ct_report(devnull, &o, two, 2);
 			}
 		}

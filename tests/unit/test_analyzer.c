@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "../../analyzer/json.h"
+#include "../../analyzer/marks.h"
 #include "../../analyzer/model.h"
 #include "../../analyzer/report.h"
 #include "../../analyzer/symbols.h"
@@ -849,6 +850,87 @@ START_TEST(multi_dump_totals)
 }
 END_TEST
 
+/* ---- observers --------------------------------------------------------------------------------- */
+
+/* What an observer saw, as one string: "a<ptr>" alloc, "f<ptr>/<how>" release, "m<name>" mark, "E" finish. */
+struct obs_log {
+	char s[512];
+};
+
+static void log_put(struct obs_log *l, const char *fmt, unsigned long long v, int how)
+{
+	size_t n = strlen(l->s);
+	snprintf(l->s + n, sizeof l->s - n, fmt, v, how);
+}
+
+static void obs_alloc(void *ctx, struct ct_model *m, const struct ct_rec_event *e,
+		      const struct ct_block *b)
+{
+	ck_assert_uint_eq(b->ptr, e->ptr);
+	ck_assert(ct_model_is_live(m, e->kind, b->ptr, NULL));
+	log_put(ctx, "a%llx ", b->ptr, 0);
+}
+
+static void obs_release(void *ctx, struct ct_model *m, const struct ct_rec_event *e,
+			const struct ct_block *b, int how)
+{
+	(void)e;
+	ck_assert(ct_model_is_live(m, CT_KIND_DEVICE, b->ptr, NULL)); /* not removed yet */
+	log_put(ctx, "f%llx/%d ", b->ptr, how);
+}
+
+static void obs_mark(void *ctx, struct ct_model *m, const struct ct_mark *mk)
+{
+	struct obs_log *l = ctx;
+	(void)m;
+	size_t n = strlen(l->s);
+	snprintf(l->s + n, sizeof l->s - n, "m%s ", mk->name);
+}
+
+static void obs_finish(void *ctx, struct ct_model *m)
+{
+	ck_assert_uint_eq(m->leak_count, 2); /* the reset's; live blocks are not leaks yet */
+	log_put(ctx, "E%llu", (unsigned long long)ct_model_live_count(m), 0);
+}
+
+START_TEST(observers_see_the_pass_in_time_order)
+{
+	struct dg g;
+	dg_init(&g);
+	dg_header(&g);
+	dg_process(&g, 7, 1, 1000, (const char *[]){"argv=prog", NULL});
+	dg_batch(&g, 1000, 0);
+	/* marks are written ahead of the events around them (as the shim does) */
+	dg_mark(&g, 2500, 1, "step1");
+	dg_mark(&g, 1500, 2, "start");
+	ev(&g, 2000, CT_OP_ALLOC, CT_KIND_DEVICE, CT_API_cudaMalloc, 0xa0, 16, 1, 0, 0, 0);
+	ev(&g, 3000, CT_OP_FREE, CT_KIND_DEVICE, CT_API_cudaFree, 0xa0, 0, 1, 0, 0, 0);
+	ev(&g, 4000, CT_OP_ALLOC, CT_KIND_DEVICE, CT_API_cudaMalloc, 0xb0, 32, 1, 0, 0, 0);
+	ev(&g, 5000, CT_OP_ALLOC, CT_KIND_DEVICE, CT_API_cudaMalloc, 0xb0, 32, 1, 0, 0, 0);
+	ev(&g, 6000, CT_OP_ALLOC, CT_KIND_DEVICE, CT_API_cudaMalloc, 0xc0, 8, 1, 0, 0, 0);
+	ev(&g, 7000, CT_OP_DEVICE_RESET, CT_KIND_NONE, CT_API_cudaDeviceReset, 0, 0, 1, 0, 0, 0);
+	dg_mark(&g, 9000, 1, "late");
+	ev(&g, 8000, CT_OP_ALLOC, CT_KIND_DEVICE, CT_API_cudaMalloc, 0xd0, 8, 1, 0, 0, 0);
+	dg_batch(&g, 10000, 1);
+
+	struct ct_model m;
+	ct_model_init(&m);
+	ct_symtab_set_symbolize(m.syms, 0);
+	struct obs_log log = {""};
+	struct ct_observer o = {.ctx = &log,
+				.alloc = obs_alloc,
+				.release = obs_release,
+				.mark = obs_mark,
+				.finish = obs_finish};
+	ct_model_observe(&m, &o);
+	ck_assert_int_ne(ct_model_load_mem(&m, g.p, g.n, NULL), CT_READ_ERROR);
+	ck_assert_str_eq(log.s, "mstart aa0 mstep1 fa0/0 ab0 fb0/1 ab0 ac0 fb0/2 fc0/2 ad0 mlate E1");
+	ck_assert_uint_eq(m.leak_count, 3); /* b0 and c0 at the reset, d0 at exit */
+	ct_model_free(&m);
+	dg_release(&g);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("analyzer");
@@ -864,6 +946,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, many_events_bounded_memory);
 	tcase_add_test(tc, timeline_buckets);
 	tcase_add_test(tc, timeline_long_range);
+	tcase_add_test(tc, observers_see_the_pass_in_time_order);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("symbols");
 	tcase_set_timeout(tc, 60);

@@ -1,0 +1,77 @@
+/*
+ * What every report shares: the site lists (leak groups, sites at the peak),
+ * the process line and notes, stacks in text, JSON and CSV, small formatting.
+ * The strings these write come from an untrusted dump: text output goes
+ * through ct_fput_safe, JSON through the escaping writer, CSV quoted.
+ */
+#ifndef CT_ANALYZER_RENDER_H
+#define CT_ANALYZER_RENDER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "json.h"
+#include "model.h"
+#include "report.h"
+
+/* One line of a leak or peak list: a leak group or a site at the peak. */
+struct ct_item {
+	struct ct_model *m;
+	uint32_t stack_id;
+	uint16_t api;
+	uint8_t kind;
+	int16_t device;
+	const struct ct_leak *leak; /* NULL for peak sites */
+	uint64_t count, bytes;
+};
+
+/* Every leak group of the models, largest first (caller frees). */
+struct ct_item *ct_leak_items(struct ct_model *const *ms, size_t nm, size_t *n);
+/* Every device-bytes site live at each model's peak, largest first (caller frees). */
+struct ct_item *ct_peak_items(struct ct_model *const *ms, size_t nm, size_t *n);
+/* Sort items largest first (bytes, count, pid, first seen, stack, kind, device, api). */
+void ct_items_sort(struct ct_item *v, size_t n);
+/* How many of n items --top lets through. */
+size_t ct_items_shown(const struct ct_report_opts *o, size_t n);
+
+/* "123 ns", "1.5 us", "2.000 ms", "1.250 s" */
+void ct_fmt_dur(uint64_t ns, char *buf, size_t cap);
+/* A dump-supplied string on a terminal (NULL prints nothing). */
+void ct_put_safe(FILE *f, const char *s);
+/* "pid 1234 (python train.py)" */
+void ct_put_proc(FILE *f, const struct ct_model *m);
+/* Truncation, no clean exit, dropped events: two-space indented lines. */
+void ct_put_notes(FILE *f, const struct ct_model *m);
+/* 1 when the model allocated on more than one device. */
+int ct_multi_device(const struct ct_model *m);
+
+/* A stack as indented "at func (file:line) in module" lines. */
+void ct_text_stack(FILE *f, struct ct_model *m, uint32_t stack_id);
+/* A stack as a JSON array of frame objects. */
+void ct_json_stack(struct ct_json *j, struct ct_model *m, uint32_t stack_id);
+/* One CSV field, quoted when needed (NULL writes nothing). */
+void ct_csv_field(FILE *f, const char *s);
+/* A stack as one CSV field: "func (file:line) in module;..." innermost first. */
+void ct_csv_stack(FILE *f, struct ct_model *m, uint32_t stack_id);
+/* Sorted distinct devices of kind (of every device-bytes kind when kind is 0); caller frees. */
+int16_t *ct_devices_of(struct ct_model *const *ms, size_t nm, unsigned kind, size_t *n);
+/* Index of dev in the sorted devs (n when absent: check devs[i] == dev). */
+size_t ct_find_dev(const int16_t *devs, size_t n, int16_t dev);
+/* A device number as a JSON key ("0", "1", "-1"). */
+void ct_json_dev_key(struct ct_json *j, int dev);
+
+/* A leak group or peak site as a JSON object (pid, count, bytes, kind, api, stack...). */
+void ct_json_item(struct ct_json *j, const struct ct_item *it);
+
+/*
+ * Render a command in o->format: the JSON document (ct_json_report), csv over
+ * all models, or text as one block per model separated by a blank line.
+ */
+void ct_render_per_format(FILE *f, const struct ct_report_opts *o, struct ct_model *const *ms,
+			  size_t n,
+			  void (*text)(FILE *, const struct ct_report_opts *, struct ct_model *),
+			  void (*csv)(FILE *, const struct ct_report_opts *, struct ct_model *const *,
+				      size_t));
+
+#endif
