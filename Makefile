@@ -122,6 +122,17 @@ $(BUILD)/tests/progs/%: tests/e2e/progs/%.c $(FAKE_CUDART) $(FAKE_CUDA)
 	@echo "  CC      $@"
 	$(Q)$(CC) $(PROG_CFLAGS) -o $@ $< -L$(FAKE_DIR) -l:libcudart.so.13 -ldl -lpthread $(ALL_LDFLAGS)
 
+# C++ test programs (tests/e2e/progs/NAME.cc): optimized, so that the compiler
+# inlines and the symbol tests see inline frames and mangled names.
+PROG_CXX_SRC := $(wildcard tests/e2e/progs/*.cc)
+PROGS += $(PROG_CXX_SRC:tests/e2e/progs/%.cc=$(BUILD)/tests/progs/%)
+PROG_CXXFLAGS := -O2 -g -Wall -Wextra -Iinclude -I$(CUDA_INC) $(SAN_FLAGS)
+
+$(BUILD)/tests/progs/%: tests/e2e/progs/%.cc $(FAKE_CUDART) $(FAKE_CUDA)
+	@mkdir -p $(@D)
+	@echo "  CXX     $@"
+	$(Q)$(CXX) $(PROG_CXXFLAGS) -o $@ $< -L$(FAKE_DIR) -l:libcudart.so.13 $(ALL_LDFLAGS)
+
 # The statically linked runtime's stand-in (tests/e2e/t_paths_static.sh) must
 # not link libcudart: -fsanitize links it even when unused (no --as-needed).
 $(BUILD)/tests/progs/paths_static: tests/e2e/progs/paths_static.c $(FAKE_CUDA)

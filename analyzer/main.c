@@ -2,6 +2,7 @@
  * cumtrace-report: offline analyzer of cumtrace dumps.
  *
  *   cumtrace-report [summary|leaks|peak|timeline] [options] DUMP...
+ *   cumtrace-report symbolize DUMP [-o OUT]
  *
  * See docs/report.md for the options, exit codes and the JSON schema.
  */
@@ -15,6 +16,7 @@
 #include "model.h"
 #include "pystack.h"
 #include "report.h"
+#include "symbolize.h"
 #include "util.h"
 
 #ifndef CUMTRACE_VERSION
@@ -26,6 +28,7 @@
 static void usage(FILE *f)
 {
 	fputs("usage: " PROG " [COMMAND] [options] DUMP...\n"
+	      "       " PROG " symbolize DUMP [-o OUT]   embed symbols (see symbolize --help)\n"
 	      "\n"
 	      "Analyze cumtrace dumps (written by libcumtrace.so).\n"
 	      "\n"
@@ -96,6 +99,8 @@ static int is_opt(const char *a, const char *name)
 
 int main(int argc, char **argv)
 {
+	if (argc > 1 && !strcmp(argv[1], "symbolize"))
+		return ct_symbolize_main(argc - 1, argv + 1);
 	struct ct_report_opts o = {
 		.cmd = -1, .format = CT_FMT_TEXT, .buckets = 60, .top = 20, .tool_version = CUMTRACE_VERSION};
 	const char *output = NULL;

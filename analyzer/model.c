@@ -801,6 +801,12 @@ static void on_pystack(void *ctx, uint32_t id, unsigned depth, const struct ct_p
 	ct_pytab_add_stack(((struct ct_model *)ctx)->py, id, depth, f);
 }
 
+static void on_symbols(void *ctx, const struct ct_rec_symbols *s, const struct ct_sym_addr *addrs,
+		       const struct ct_sym_frame *frames, const char *strings)
+{
+	ct_symtab_add_symbols(((struct ct_model *)ctx)->syms, s, addrs, frames, strings);
+}
+
 static uint32_t on_pycombine(void *ctx, uint32_t stack_id, uint32_t py_id)
 {
 	return ct_pytab_combine(((struct ct_model *)ctx)->py, stack_id, py_id);
@@ -820,6 +826,7 @@ void ct_model_callbacks(struct ct_model *m, struct ct_reader_cb *cb)
 	cb->pystring = on_pystring;
 	cb->pystack = on_pystack;
 	cb->pycombine = on_pycombine;
+	cb->symbols = on_symbols;
 }
 
 void ct_model_observe(struct ct_model *m, const struct ct_observer *o)

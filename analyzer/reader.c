@@ -44,6 +44,7 @@ struct rd {
 	int released_any;
 	const struct ct_reader_cb *cb;
 	struct ct_read_result *res;
+	uint64_t *scratch; /* CT_REC_MAX bytes, aligned: CT_REC_SYMBOLS */
 };
 
 uint32_t ct_rec_fixed_size(unsigned type)
@@ -71,6 +72,8 @@ uint32_t ct_rec_fixed_size(unsigned type)
 		return sizeof(struct ct_rec_pystack);
 	case CT_REC_PYSTRING:
 		return sizeof(struct ct_rec_pystring);
+	case CT_REC_SYMBOLS:
+		return sizeof(struct ct_rec_symbols);
 	default:
 		return 0;
 	}
@@ -78,8 +81,9 @@ uint32_t ct_rec_fixed_size(unsigned type)
 
 static const char *rec_type_name(unsigned type)
 {
-	static const char *const names[] = {"pad",   "process", "event", "stack", "module",
-					    "drops", "batch",	"end",	 "mark"};
+	static const char *const names[] = {"pad",   "process", "event", "stack",	  "module",
+					    "drops", "batch",	"end",	 "mark",	  "zstd",
+					    "symbols", "pystack", "pystring"};
 	return type < sizeof names / sizeof names[0] ? names[type] : "unknown";
 }
 
@@ -242,6 +246,65 @@ static void size_pending(struct rd *r, const char *strings, size_t len)
 	}
 }
 
+/*
+ * CT_REC_SYMBOLS: check the layout (format.h) completely, then hand out
+ * aligned copies of its arrays.
+ */
+static int read_symbols(struct rd *r, const unsigned char *p, uint32_t size, uint64_t off)
+{
+	struct ct_rec_symbols h;
+	memcpy(&h, p, sizeof h);
+	uint64_t need = (uint64_t)sizeof h + (uint64_t)h.naddrs * sizeof(struct ct_sym_addr) +
+			(uint64_t)h.nframes * sizeof(struct ct_sym_frame) + h.strings_len;
+	if (need > size) {
+		set_error(r, off,
+			  "corrupt record at offset %llu: symbols (%u addresses, %u frames, %u bytes of strings) overflow a record of %u bytes",
+			  (unsigned long long)off, h.naddrs, h.nframes, h.strings_len, size);
+		return -1;
+	}
+	if (!r->scratch)
+		r->scratch = ct_xmalloc(CT_REC_MAX);
+	memcpy(r->scratch, p, (size_t)need);
+	const struct ct_sym_addr *addrs = (const void *)((const char *)r->scratch + sizeof h);
+	const struct ct_sym_frame *frames = (const void *)(addrs + h.naddrs);
+	const char *strings = (const char *)(frames + h.nframes);
+	if (h.strings_len && strings[h.strings_len - 1]) {
+		set_error(r, off, "corrupt record at offset %llu: symbol strings do not end with a NUL",
+			  (unsigned long long)off);
+		return -1;
+	}
+	uint64_t sum = 0;
+	for (uint32_t i = 0; i < h.naddrs; i++) {
+		if (addrs[i].nframes < 1 || addrs[i].nframes > CT_SYM_FRAMES_MAX) {
+			set_error(r, off,
+				  "corrupt record at offset %llu: symbol address %u has %u frames (1..%u)",
+				  (unsigned long long)off, i, addrs[i].nframes, CT_SYM_FRAMES_MAX);
+			return -1;
+		}
+		sum += addrs[i].nframes;
+	}
+	if (sum != h.nframes) {
+		set_error(r, off,
+			  "corrupt record at offset %llu: symbol addresses use %llu frames, record has %u",
+			  (unsigned long long)off, (unsigned long long)sum, h.nframes);
+		return -1;
+	}
+	for (uint32_t i = 0; i < h.nframes; i++) {
+		const struct ct_sym_frame *f = &frames[i];
+		if ((f->function != CT_SYM_NONE && f->function >= h.strings_len) ||
+		    (f->file != CT_SYM_NONE && f->file >= h.strings_len) ||
+		    (f->file_short != CT_SYM_NONE && f->file_short >= h.strings_len)) {
+			set_error(r, off,
+				  "corrupt record at offset %llu: symbol frame %u points outside its %u bytes of strings",
+				  (unsigned long long)off, i, h.strings_len);
+			return -1;
+		}
+	}
+	if (r->cb->symbols)
+		r->cb->symbols(r->cb->ctx, &h, addrs, frames, strings);
+	return 0;
+}
+
 static int dispatch(struct rd *r, const unsigned char *p, unsigned type, uint32_t size,
 		    uint64_t off)
 {
@@ -392,6 +455,8 @@ static int dispatch(struct rd *r, const unsigned char *p, unsigned type, uint32_
 			cb->pystack(cb->ctx, st.pystack_id, st.depth, pf);
 		return 0;
 	}
+	case CT_REC_SYMBOLS:
+		return read_symbols(r, p, size, off);
 	default:
 		r->res->unknown_records++;
 		if (type == CT_REC_ZSTD)
@@ -497,6 +562,8 @@ static int run(struct rd *r)
 		}
 		if (dispatch(r, r->buf + r->start, h.type, h.size, off) < 0)
 			goto out;
+		if (r->cb->record)
+			r->cb->record(r->cb->ctx, r->buf + r->start, h.size, off);
 		r->start += h.size;
 		r->res->records++;
 	}
@@ -504,8 +571,10 @@ static int run(struct rd *r)
 out:
 	free(r->buf);
 	free(r->heap);
+	free(r->scratch);
 	r->buf = NULL;
 	r->heap = NULL;
+	r->scratch = NULL;
 	return r->res->status;
 }
 

@@ -9,7 +9,8 @@
  * file. All other records are delivered in file order as they are read.
  *
  * Memory: one read buffer (chunk + CT_REC_MAX bytes) plus the pending events
- * of one batch (bounded by max_pending: past it, the oldest is released).
+ * of one batch (bounded by max_pending: past it, the oldest is released),
+ * and one record-sized buffer once a CT_REC_SYMBOLS record is read.
  */
 #ifndef CT_ANALYZER_READER_H
 #define CT_ANALYZER_READER_H
@@ -52,6 +53,16 @@ struct ct_reader_cb {
 	 * it returns the stack id that event then carries (e.g. a combined id).
 	 */
 	uint32_t (*pycombine)(void *ctx, uint32_t stack_id, uint32_t pystack_id);
+	/*
+	 * CT_REC_SYMBOLS, checked: addrs and frames are aligned arrays of
+	 * s->naddrs and s->nframes entries; each address has 1..CT_SYM_FRAMES_MAX
+	 * frames and their counts sum to s->nframes; every string offset is
+	 * CT_SYM_NONE or inside strings, whose last byte is NUL.
+	 */
+	void (*symbols)(void *ctx, const struct ct_rec_symbols *s, const struct ct_sym_addr *addrs,
+			const struct ct_sym_frame *frames, const char *strings);
+	/* every complete record that was read without error, raw, in file order */
+	void (*record)(void *ctx, const void *rec, uint32_t size, uint64_t offset);
 };
 
 struct ct_read_opts {

@@ -195,7 +195,7 @@ void ct_put_notes(FILE *f, const struct ct_model *m)
 
 /* ---- stacks ---------------------------------------------------------------------------- */
 
-static struct ct_frame frames[CT_STACK_MAX];
+static struct ct_frame frames[CT_FRAMES_MAX];
 
 void ct_text_stack(FILE *f, struct ct_model *m, uint32_t stack_id)
 {
@@ -207,7 +207,7 @@ void ct_text_stack(FILE *f, struct ct_model *m, uint32_t stack_id)
 		fprintf(f, "      (stack #%" PRIu32 " is missing from the dump)\n", stack_id);
 		return;
 	}
-	size_t n = ct_frames_resolve(m, stack_id, frames, CT_STACK_MAX);
+	size_t n = ct_frames_resolve(m, stack_id, frames, CT_FRAMES_MAX);
 	if (!n)
 		fputs("      (empty stack)\n", f);
 	for (size_t i = 0; i < n; i++) {
@@ -242,6 +242,8 @@ void ct_text_stack(FILE *f, struct ct_model *m, uint32_t stack_id)
 		} else {
 			fprintf(f, "  0x%" PRIx64, fr->ip);
 		}
+		if (fr->inlined)
+			fputs("  (inlined)", f);
 		fputc('\n', f);
 	}
 }
@@ -249,7 +251,7 @@ void ct_text_stack(FILE *f, struct ct_model *m, uint32_t stack_id)
 void ct_json_stack(struct ct_json *j, struct ct_model *m, uint32_t stack_id)
 {
 	ct_json_arr(j);
-	size_t n = stack_id ? ct_frames_resolve(m, stack_id, frames, CT_STACK_MAX) : 0;
+	size_t n = stack_id ? ct_frames_resolve(m, stack_id, frames, CT_FRAMES_MAX) : 0;
 	for (size_t i = 0; i < n; i++) {
 		const struct ct_frame *fr = &frames[i];
 		ct_json_obj(j);
@@ -269,6 +271,7 @@ void ct_json_stack(struct ct_json *j, struct ct_model *m, uint32_t stack_id)
 		ct_json_kv_str(j, "build_id", fr->build_id);
 		ct_json_kv_u64(j, "ip", fr->ip);
 		ct_json_kv_bool(j, "build_id_mismatch", fr->build_id_mismatch);
+		ct_json_kv_bool(j, "inlined", fr->inlined);
 		ct_json_obj_end(j);
 	}
 	ct_json_arr_end(j);
@@ -295,7 +298,7 @@ void ct_csv_field(FILE *f, const char *s)
 /* The stack as one field: "func (file:line) in module;..." innermost first. */
 void ct_csv_stack(FILE *f, struct ct_model *m, uint32_t stack_id)
 {
-	size_t n = stack_id ? ct_frames_resolve(m, stack_id, frames, CT_STACK_MAX) : 0;
+	size_t n = stack_id ? ct_frames_resolve(m, stack_id, frames, CT_FRAMES_MAX) : 0;
 	size_t cap = 256, len = 0;
 	char *buf = ct_xmalloc(cap);
 	buf[0] = 0;
@@ -316,6 +319,10 @@ void ct_csv_stack(FILE *f, struct ct_model *m, uint32_t stack_id)
 				 fr->function ? fr->function : "?", fr->module_name, fr->offset);
 		else
 			snprintf(one, sizeof one, "%s? 0x%" PRIx64, i ? ";" : "", fr->ip);
+		if (fr->inlined) {
+			size_t o = strlen(one);
+			snprintf(one + o, sizeof one - o, " [inlined]");
+		}
 		size_t l = strlen(one);
 		buf = ct_xgrow(buf, &cap, len + l + 1, 1);
 		memcpy(buf + len, one, l + 1);

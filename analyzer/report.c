@@ -152,6 +152,7 @@ static void json_dumps(struct ct_json *j, struct ct_model *const *ms, size_t nm)
 		ct_json_key(j, "peak_time_ns");
 		uint64_t s = ct_model_start_ns(m);
 		ct_json_u64(j, m->peak_seen && m->peak_ts >= s ? m->peak_ts - s : 0);
+		ct_json_kv_u64(j, "embedded_symbols", ct_symtab_embedded_count(m->syms));
 		ct_json_obj_end(j);
 	}
 	ct_json_arr_end(j);

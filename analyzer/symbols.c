@@ -2,6 +2,7 @@
 #include "symbols.h"
 
 #include <dlfcn.h>
+#include <dwarf.h>
 #include <elfutils/libdwfl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,13 +31,24 @@ struct stack {
 	size_t off;   /* into ips */
 };
 
-struct symc {
-	uint64_t addr;
-	uint32_t mod;
+/* One frame of an address; strings are owned by the symtab. */
+struct symframe {
+	const char *function, *file, *file_short;
 	unsigned line;
-	char *function;
-	char *file;
-	const char *file_short; /* inside file */
+};
+
+/* The frames of one address: frames[first .. first + count), count 0 = nothing known. */
+struct symaddr {
+	uint64_t offset; /* address looked up (ip - 1) - module base */
+	uint32_t mod;
+	uint32_t first, count;
+};
+
+/* Addresses keyed by (module, offset). */
+struct addrtab {
+	struct symaddr *v;
+	size_t n, cap;
+	struct ct_imap map;
 };
 
 struct ct_symtab {
@@ -50,12 +62,15 @@ struct ct_symtab {
 	struct ct_imap stmap;
 	uint64_t *ips;
 	size_t nips, capips;
-	struct symc *cache;
-	size_t ncache, capcache;
-	struct ct_imap cmap;
+	struct symframe *frames; /* of both tables below */
+	size_t nframes, capframes;
+	struct addrtab embedded; /* CT_REC_SYMBOLS */
+	struct addrtab local;	 /* from the files on disk, cached */
+	char **owned;		 /* every string (block) the frames point into */
+	size_t nowned, capowned;
 	char *exe;
 	char *cwd;
-	int symbolize;
+	int symbolize; /* enum ct_symbolize */
 };
 
 struct ct_symtab *ct_symtab_new(void)
@@ -77,20 +92,22 @@ void ct_symtab_free(struct ct_symtab *st)
 		free(m->build_id_hex);
 		free(m->path);
 	}
-	for (size_t i = 0; i < st->ncache; i++) {
-		free(st->cache[i].function);
-		free(st->cache[i].file);
-	}
+	for (size_t i = 0; i < st->nowned; i++)
+		free(st->owned[i]);
+	free(st->owned);
 	free(st->mods);
 	free(st->sorted);
 	free(st->prefmax);
 	free(st->stacks);
 	free(st->ips);
-	free(st->cache);
+	free(st->frames);
+	free(st->embedded.v);
+	free(st->local.v);
 	free(st->exe);
 	free(st->cwd);
 	ct_imap_free(&st->stmap);
-	ct_imap_free(&st->cmap);
+	ct_imap_free(&st->embedded.map);
+	ct_imap_free(&st->local.map);
 	free(st);
 }
 
@@ -106,9 +123,9 @@ void ct_symtab_set_cwd(struct ct_symtab *st, const char *cwd)
 	st->cwd = cwd && cwd[0] == '/' ? ct_xstrdup(cwd) : NULL;
 }
 
-void ct_symtab_set_symbolize(struct ct_symtab *st, int on)
+void ct_symtab_set_symbolize(struct ct_symtab *st, int mode)
 {
-	st->symbolize = on;
+	st->symbolize = mode;
 }
 
 static const char *base_name(const char *p)
@@ -345,58 +362,323 @@ char *ct_demangle(const char *name)
 	return out;
 }
 
-struct ckey {
-	uint64_t addr;
-	uint32_t mod;
-};
+/* ---- frames of an address ----------------------------------------------------------- */
 
-static int cache_eq(const void *ctx, uint32_t idx, const void *key)
+/* s (malloc'ed or NULL) now belongs to the symtab. */
+static const char *keep(struct ct_symtab *st, char *s)
 {
-	const struct ct_symtab *st = ctx;
-	const struct ckey *k = key;
-	return st->cache[idx].addr == k->addr && st->cache[idx].mod == k->mod;
+	if (!s)
+		return NULL;
+	st->owned = ct_xgrow(st->owned, &st->capowned, st->nowned + 1, sizeof *st->owned);
+	st->owned[st->nowned++] = s;
+	return s;
 }
 
-static const struct symc *lookup_symbol(struct ct_symtab *st, uint32_t mi, uint64_t addr)
+static const char *keep_copy(struct ct_symtab *st, const char *s)
 {
-	struct ckey k = {addr, mi};
-	uint64_t h = ct_hash2(addr, mi);
-	uint32_t ci = ct_imap_get(&st->cmap, h, cache_eq, st, &k);
-	if (ci != CT_IMAP_NONE)
-		return &st->cache[ci];
-	struct module *m = &st->mods[mi];
-	struct symc c = {.addr = addr, .mod = mi};
+	return s && s[0] ? keep(st, ct_xstrdup(s)) : NULL;
+}
+
+static int addr_eq(const void *ctx, uint32_t idx, const void *key)
+{
+	const struct symaddr *a = &((const struct addrtab *)ctx)->v[idx];
+	const struct symaddr *k = key;
+	return a->offset == k->offset && a->mod == k->mod;
+}
+
+static const struct symaddr *addrtab_find(const struct addrtab *t, uint32_t mod, uint64_t offset)
+{
+	struct symaddr k = {.offset = offset, .mod = mod};
+	uint32_t i = ct_imap_get(&t->map, ct_hash2(offset, mod), addr_eq, t, &k);
+	return i == CT_IMAP_NONE ? NULL : &t->v[i];
+}
+
+/* Add the last count frames of st->frames as the frames of (mod, offset). */
+static const struct symaddr *addrtab_add(struct addrtab *t, struct ct_symtab *st, uint32_t mod,
+					 uint64_t offset, size_t count)
+{
+	t->v = ct_xgrow(t->v, &t->cap, t->n + 1, sizeof *t->v);
+	struct symaddr *a = &t->v[t->n];
+	a->offset = offset;
+	a->mod = mod;
+	a->first = (uint32_t)(st->nframes - count);
+	a->count = (uint32_t)count;
+	ct_imap_put(&t->map, ct_hash2(offset, mod), (uint32_t)t->n++);
+	return a;
+}
+
+static void push_frame(struct ct_symtab *st, const struct symframe *f)
+{
+	st->frames = ct_xgrow(st->frames, &st->capframes, st->nframes + 1, sizeof *st->frames);
+	st->frames[st->nframes++] = *f;
+}
+
+/* The string at off of a NUL-terminated table of len bytes; NULL if none or empty. */
+static const char *table_string(const char *table, uint32_t len, uint32_t off)
+{
+	return off < len && table[off] ? table + off : NULL;
+}
+
+void ct_symtab_add_symbols(struct ct_symtab *st, const struct ct_rec_symbols *s,
+			   const struct ct_sym_addr *addrs, const struct ct_sym_frame *frames,
+			   const char *strings)
+{
+	/* one copy of the string table, NUL-terminated even if the caller's is not */
+	char *block = ct_xmalloc((size_t)s->strings_len + 1);
+	memcpy(block, strings, s->strings_len);
+	block[s->strings_len] = 0;
+	keep(st, block);
+	uint64_t fi = 0;
+	for (uint32_t i = 0; i < s->naddrs; i++) {
+		const struct ct_sym_addr *a = &addrs[i];
+		if (fi + a->nframes > s->nframes)
+			break;
+		if (a->nframes && !addrtab_find(&st->embedded, a->module, a->offset)) {
+			for (uint32_t k = 0; k < a->nframes; k++) {
+				const struct ct_sym_frame *sf = &frames[fi + k];
+				struct symframe f = {
+					.function = table_string(block, s->strings_len, sf->function),
+					.file = table_string(block, s->strings_len, sf->file),
+					.file_short = table_string(block, s->strings_len, sf->file_short),
+					.line = sf->line};
+				push_frame(st, &f);
+			}
+			addrtab_add(&st->embedded, st, a->module, a->offset, a->nframes);
+		}
+		fi += a->nframes;
+	}
+}
+
+size_t ct_symtab_embedded_count(const struct ct_symtab *st)
+{
+	return st->embedded.n;
+}
+
+/* file relative to the compilation directory comp when it lies below it */
+static const char *short_name(const char *file, const char *comp)
+{
+	size_t cl = comp ? strlen(comp) : 0;
+	if (file && cl && strncmp(file, comp, cl) == 0 && file[cl] == '/' && file[cl + 1])
+		return file + cl + 1;
+	return file;
+}
+
+/* A subprogram's or inlined subroutine's name: its linkage name demangled, else its name. */
+static char *die_function(Dwarf_Die *die)
+{
+	Dwarf_Attribute a;
+	const char *link = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &a));
+	if (!link)
+		link = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &a));
+	char *d = ct_demangle(link);
+	if (d)
+		return d;
+	const char *name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_name, &a));
+	if (name && name[0])
+		return ct_xstrdup(name);
+	return link && link[0] ? ct_xstrdup(link) : NULL;
+}
+
+/*
+ * The inline chain at addr, as eu-addr2line -i finds it: from the innermost
+ * inlined subroutine (at file:line, where addr's code comes from) out to the
+ * function holding the code, each frame after the first at the call site
+ * (DW_AT_call_file, DW_AT_call_line) of the one before. Returns the number
+ * of frames written, 0 when addr is not in inlined code; *whole is 1 when the
+ * last frame is the holding function (not cut by max).
+ */
+static size_t inline_chain(struct ct_symtab *st, Dwfl_Module *mod, uint64_t addr,
+			   const char *file, unsigned line, struct symframe *out, size_t max,
+			   int *whole)
+{
+	*whole = 0;
+	Dwarf_Addr bias = 0;
+	Dwarf_Die *cudie = dwfl_module_addrdie(mod, addr, &bias);
+	if (!cudie)
+		return 0;
+	Dwarf_Die *scopes = NULL;
+	int ns = dwarf_getscopes(cudie, addr - bias, &scopes);
+	if (ns <= 0) {
+		free(scopes);
+		return 0;
+	}
+	/*
+	 * dwarf_getscopes continues from an inlined subroutine into its abstract
+	 * origin's scopes; the physical nesting (where the code was inlined) is
+	 * that of the innermost scope's DIE.
+	 */
+	Dwarf_Die inner = scopes[0];
+	free(scopes);
+	scopes = NULL;
+	ns = dwarf_getscopes_die(&inner, &scopes);
+	int inlined = 0;
+	for (int i = 0; i < ns; i++)
+		inlined |= dwarf_tag(&scopes[i]) == DW_TAG_inlined_subroutine;
+	if (!inlined) {
+		free(scopes);
+		return 0;
+	}
+	Dwarf_Attribute a;
+	const char *comp = dwarf_formstring(dwarf_attr(cudie, DW_AT_comp_dir, &a));
+	Dwarf_Files *files = NULL;
+	size_t nfiles = 0;
+	if (dwarf_getsrcfiles(cudie, &files, &nfiles) != 0)
+		files = NULL;
+	size_t n = 0;
+	for (int i = 0; i < ns && n < max; i++) {
+		int tag = dwarf_tag(&scopes[i]);
+		if (tag != DW_TAG_inlined_subroutine && tag != DW_TAG_subprogram &&
+		    tag != DW_TAG_entry_point)
+			continue;
+		struct symframe *f = &out[n++];
+		f->function = keep(st, die_function(&scopes[i]));
+		f->file = keep_copy(st, file);
+		f->file_short = short_name(f->file, comp);
+		f->line = line;
+		if (tag != DW_TAG_inlined_subroutine) {
+			*whole = 1;
+			break;
+		}
+		Dwarf_Word v;
+		file = NULL;
+		line = 0;
+		if (files && dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_file, &a), &v) == 0)
+			file = dwarf_filesrc(files, v, NULL, NULL);
+		if (dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_line, &a), &v) == 0)
+			line = v <= UINT32_MAX ? (unsigned)v : 0;
+	}
+	free(scopes);
+	return n;
+}
+
+/* The function symbol holding addr, without its version, demangled; NULL if none. */
+static char *symbol_name(Dwfl_Module *mod, uint64_t addr)
+{
 	GElf_Off off;
 	GElf_Sym sym;
-	const char *name = dwfl_module_addrinfo(m->dwmod, addr, &off, &sym, NULL, NULL, NULL);
-	if (name && name[0]) {
-		/* drop a symbol version: "__libc_start_main@@GLIBC_2.34" */
-		const char *at = strchr(name, '@');
-		char *plain = ct_xstrndup(name, at && at != name ? (size_t)(at - name) : strlen(name));
-		c.function = ct_demangle(plain);
-		if (c.function)
-			free(plain);
-		else
-			c.function = plain;
-	}
-	Dwfl_Line *line = dwfl_module_getsrc(m->dwmod, addr);
-	if (line) {
+	const char *name = dwfl_module_addrinfo(mod, addr, &off, &sym, NULL, NULL, NULL);
+	if (!name || !name[0])
+		return NULL;
+	/* drop a symbol version: "__libc_start_main@@GLIBC_2.34" */
+	const char *at = strchr(name, '@');
+	char *plain = ct_xstrndup(name, at && at != name ? (size_t)(at - name) : strlen(name));
+	char *d = ct_demangle(plain);
+	if (!d)
+		return plain;
+	free(plain);
+	return d;
+}
+
+/* Frames of addr (absolute, ip - 1) in module mi from its file on disk (open, MOD_OK). */
+static const struct symaddr *lookup_local(struct ct_symtab *st, uint32_t mi, uint64_t addr)
+{
+	struct module *m = &st->mods[mi];
+	const struct symaddr *c = addrtab_find(&st->local, mi, addr - m->base);
+	if (c)
+		return c;
+	const char *function = keep(st, symbol_name(m->dwmod, addr));
+	const char *file = NULL, *comp = NULL;
+	unsigned line = 0;
+	Dwfl_Line *dl = dwfl_module_getsrc(m->dwmod, addr);
+	if (dl) {
 		int lineno = 0;
-		const char *file = dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL);
-		if (file && file[0]) {
-			c.file = ct_xstrdup(file);
-			c.line = lineno > 0 ? (unsigned)lineno : 0;
-			c.file_short = c.file;
-			const char *comp = dwfl_line_comp_dir(line);
-			size_t cl = comp ? strlen(comp) : 0;
-			if (cl && strncmp(c.file, comp, cl) == 0 && c.file[cl] == '/' && c.file[cl + 1])
-				c.file_short = c.file + cl + 1;
+		const char *f = dwfl_lineinfo(dl, NULL, &lineno, NULL, NULL, NULL);
+		if (f && f[0]) {
+			file = f;
+			line = lineno > 0 ? (unsigned)lineno : 0;
+			comp = dwfl_line_comp_dir(dl);
 		}
 	}
-	st->cache = ct_xgrow(st->cache, &st->capcache, st->ncache + 1, sizeof *st->cache);
-	st->cache[st->ncache] = c;
-	ct_imap_put(&st->cmap, h, (uint32_t)st->ncache);
-	return &st->cache[st->ncache++];
+	struct symframe fr[CT_SYM_FRAMES_MAX];
+	int whole;
+	size_t n = inline_chain(st, m->dwmod, addr, file, line, fr, CT_SYM_FRAMES_MAX, &whole);
+	if (n) {
+		if (whole && function) /* the symbol table's name, like frames without inlining */
+			fr[n - 1].function = function;
+	} else if (function || file) {
+		fr[0].function = function;
+		fr[0].file = keep_copy(st, file);
+		fr[0].file_short = short_name(fr[0].file, comp);
+		fr[0].line = file ? line : 0;
+		n = 1;
+	}
+	for (size_t i = 0; i < n; i++)
+		push_frame(st, &fr[i]);
+	return addrtab_add(&st->local, st, mi, addr - m->base, n);
+}
+
+/*
+ * Frames of addr (ip - 1) in module mi: the embedded ones if any (*embedded
+ * = 1), else those of the file on disk when allowed; NULL when none.
+ */
+static const struct symaddr *frames_at(struct ct_symtab *st, size_t mi, uint64_t addr,
+				       int *embedded)
+{
+	struct module *m = &st->mods[mi];
+	const struct symaddr *e = addrtab_find(&st->embedded, (uint32_t)mi, addr - m->base);
+	*embedded = e != NULL;
+	if (e || st->symbolize != CT_SYMBOLIZE_ALL)
+		return e;
+	if (m->state == MOD_UNOPENED)
+		open_module(st, m);
+	return m->state == MOD_OK ? lookup_local(st, (uint32_t)mi, addr) : NULL;
+}
+
+/*
+ * The frames of return address ip (looked up at ip - 1) in module mi
+ * (SIZE_MAX: none), at most max: one unless ip is in inlined code.
+ */
+static size_t ip_frames(struct ct_symtab *st, uint64_t ip, size_t mi, struct ct_frame *out,
+			size_t max)
+{
+	/*
+	 * Look up ip - 1 for every frame: format.h says frames after the
+	 * first are return addresses, and in practice the first is one too
+	 * (the shim cuts its own frames, so frame 0 is where the program
+	 * called the CUDA API). ip - 1 lies inside the call instruction, so
+	 * the line is the call's, not the next statement's.
+	 */
+	uint64_t addr = ip > 0 ? ip - 1 : ip;
+	struct ct_frame f;
+	memset(&f, 0, sizeof f);
+	f.ip = ip;
+	f.offset = ip;
+	if (!max)
+		return 0;
+	if (mi == SIZE_MAX) {
+		out[0] = f;
+		return 1;
+	}
+	struct module *m = &st->mods[mi];
+	f.module = m->path;
+	f.module_name = m->name;
+	f.offset = ip - m->base;
+	f.build_id = m->build_id_hex;
+	const struct symaddr *sa = NULL;
+	int embedded = 0;
+	if (st->symbolize != CT_SYMBOLIZE_OFF) {
+		sa = frames_at(st, mi, addr, &embedded);
+		if (!embedded) {
+			f.build_id_mismatch = m->state == MOD_MISMATCH;
+			f.module_missing = m->state == MOD_MISSING;
+		}
+	}
+	if (!sa || !sa->count) {
+		out[0] = f;
+		return 1;
+	}
+	size_t n = 0;
+	for (uint32_t k = 0; k < sa->count && n < max; k++) {
+		const struct symframe *sf = &st->frames[sa->first + k];
+		out[n] = f;
+		out[n].function = sf->function;
+		out[n].file = sf->file;
+		out[n].file_short = sf->file_short ? sf->file_short : sf->file;
+		out[n].line = sf->line;
+		out[n].inlined = k + 1 < sa->count;
+		n++;
+	}
+	return n;
 }
 
 size_t ct_symtab_resolve(struct ct_symtab *st, uint32_t id, struct ct_frame *out, size_t max)
@@ -408,42 +690,60 @@ size_t ct_symtab_resolve(struct ct_symtab *st, uint32_t id, struct ct_frame *out
 	size_t n = 0;
 	for (uint32_t i = 0; i < s.depth && n < max; i++) {
 		uint64_t ip = st->ips[s.off + i];
-		/*
-		 * Look up ip - 1 for every frame: format.h says frames after the
-		 * first are return addresses, and in practice the first is one too
-		 * (the shim cuts its own frames, so frame 0 is where the program
-		 * called the CUDA API). ip - 1 lies inside the call instruction, so
-		 * the line is the call's, not the next statement's.
-		 */
-		uint64_t addr = ip > 0 ? ip - 1 : ip;
-		struct ct_frame f;
-		memset(&f, 0, sizeof f);
-		f.ip = ip;
-		f.offset = ip;
-		size_t mi = find_module(st, addr, s.gen);
-		if (mi != SIZE_MAX) {
-			struct module *m = &st->mods[mi];
-			if (m->skip)
-				continue;
-			f.module = m->path;
-			f.module_name = m->name;
-			f.offset = ip - m->base;
-			f.build_id = m->build_id_hex;
-			if (st->symbolize) {
-				if (m->state == MOD_UNOPENED)
-					open_module(st, m);
-				if (m->state == MOD_OK) {
-					const struct symc *c = lookup_symbol(st, (uint32_t)mi, addr);
-					f.function = c->function;
-					f.file = c->file;
-					f.file_short = c->file_short;
-					f.line = c->line;
-				}
-				f.build_id_mismatch = m->state == MOD_MISMATCH;
-				f.module_missing = m->state == MOD_MISSING;
-			}
-		}
-		out[n++] = f;
+		size_t mi = find_module(st, ip > 0 ? ip - 1 : ip, s.gen);
+		if (mi != SIZE_MAX && st->mods[mi].skip)
+			continue;
+		n += ip_frames(st, ip, mi, out + n, max - n);
 	}
 	return n;
+}
+
+/* ---- every address, for CT_REC_SYMBOLS ---------------------------------------------- */
+
+struct addrkey {
+	uint32_t mod; /* UINT32_MAX: no module */
+	uint64_t offset;
+};
+
+static int cmp_addrkey(const void *a, const void *b)
+{
+	const struct addrkey *x = a, *y = b;
+	if (x->mod != y->mod)
+		return x->mod < y->mod ? -1 : 1;
+	return x->offset < y->offset ? -1 : x->offset > y->offset;
+}
+
+void ct_symtab_visit_addresses(struct ct_symtab *st, ct_symtab_visit_fn visit, void *ctx)
+{
+	struct addrkey *keys = ct_xmalloc((st->nips ? st->nips : 1) * sizeof *keys);
+	size_t nkeys = 0;
+	for (size_t si = 0; si < st->nstacks; si++) {
+		const struct stack *s = &st->stacks[si];
+		for (uint32_t i = 0; i < s->depth; i++) {
+			uint64_t ip = st->ips[s->off + i];
+			uint64_t addr = ip > 0 ? ip - 1 : ip;
+			size_t mi = find_module(st, addr, s->gen);
+			if (mi == SIZE_MAX)
+				keys[nkeys++] = (struct addrkey){UINT32_MAX, addr};
+			else if (!st->mods[mi].skip)
+				keys[nkeys++] = (struct addrkey){(uint32_t)mi, addr - st->mods[mi].base};
+		}
+	}
+	qsort(keys, nkeys, sizeof *keys, cmp_addrkey);
+	struct ct_frame fr[CT_SYM_FRAMES_MAX];
+	for (size_t i = 0; i < nkeys; i++) {
+		if (i && !cmp_addrkey(&keys[i - 1], &keys[i]))
+			continue;
+		if (keys[i].mod == UINT32_MAX) {
+			visit(ctx, UINT32_MAX, keys[i].offset, NULL, 0);
+			continue;
+		}
+		uint64_t ip = keys[i].offset + st->mods[keys[i].mod].base + 1;
+		size_t n = ip_frames(st, ip, keys[i].mod, fr, CT_SYM_FRAMES_MAX);
+		int known = 0;
+		for (size_t k = 0; k < n; k++)
+			known |= fr[k].function || fr[k].file;
+		visit(ctx, keys[i].mod, keys[i].offset, fr, known ? n : 0);
+	}
+	free(keys);
 }

@@ -82,7 +82,7 @@ enum ct_rec_type {
 	CT_REC_END = 7,	     /* struct ct_rec_end: clean shutdown */
 	CT_REC_MARK = 8,     /* struct ct_rec_mark: user marker or NVTX range */
 	CT_REC_ZSTD = 9,     /* reserved: zstd-compressed run of records */
-	CT_REC_SYMBOLS = 10, /* reserved: embedded symbols (cumtrace-report symbolize) */
+	CT_REC_SYMBOLS = 10, /* struct ct_rec_symbols: embedded symbols (cumtrace-report symbolize) */
 	CT_REC_PYSTACK = 11, /* struct ct_rec_pystack: an interned Python stack */
 	CT_REC_PYSTRING = 12, /* struct ct_rec_pystring: an interned Python string */
 	CT_REC_TYPE_COUNT
@@ -390,6 +390,62 @@ struct ct_rec_mark {
 	/* char name[name_len]; */
 };
 
+/*
+ * CT_REC_SYMBOLS: symbols embedded by `cumtrace-report symbolize` on a machine
+ * that has the binaries, so that the dump can be analyzed where they are not.
+ * The shim never writes it. Each record stands alone:
+ *
+ *   struct ct_rec_symbols
+ *   struct ct_sym_addr addrs[naddrs]
+ *   struct ct_sym_frame frames[nframes]
+ *   char strings[strings_len]            NUL-terminated strings; the last byte is NUL
+ *
+ * An address entry names one code address of the dump's stacks by module
+ * and offset: module is the index of a CT_REC_MODULE among the dump's module
+ * records in file order (0 = the first), offset is the address looked up
+ * minus that module's base, where the address looked up is ip - 1 (the call
+ * instruction: see CT_REC_STACK). Each address owns the next nframes entries
+ * of frames[] (the entries of all addresses follow one another in order, so
+ * the nframes of the addresses sum to the record's nframes): innermost first,
+ * each one but the last inlined into the next, the last the function whose
+ * machine code holds the address. Strings are referenced by their byte
+ * offset in strings[] (an offset may point into the middle of a string: its
+ * tail is a string too), CT_SYM_NONE for unknown.
+ *
+ * Only addresses with a function or a file are listed. An address listed
+ * again (in this record or a later one) is ignored: the first entry counts.
+ * A writer splits the symbols over as many records as CT_REC_MAX requires and
+ * puts every CT_REC_SYMBOLS record after all the records of the dump it
+ * symbolized. Readers that do not know the type skip it, like any other.
+ */
+#define CT_SYM_NONE 0xffffffffu /* no string */
+#define CT_SYM_FRAMES_MAX 64	/* frames per address, at most */
+#define CT_SYM_STRING_MAX 4096	/* bytes per string, NUL included; writers truncate longer names */
+
+struct ct_rec_symbols {
+	struct ct_rec rec;
+	uint32_t naddrs;      /* entries of addrs[] */
+	uint32_t nframes;     /* entries of frames[] */
+	uint32_t strings_len; /* bytes of strings[] */
+	uint32_t reserved;    /* 0 */
+	/* struct ct_sym_addr addrs[naddrs]; struct ct_sym_frame frames[nframes];
+	 * char strings[strings_len]; */
+};
+
+struct ct_sym_addr {
+	uint64_t offset;  /* address looked up (ip - 1) - module base */
+	uint32_t module;  /* index of the CT_REC_MODULE, file order, from 0 */
+	uint16_t nframes; /* 1..CT_SYM_FRAMES_MAX */
+	uint16_t reserved;
+};
+
+struct ct_sym_frame {
+	uint32_t function;   /* demangled function name, or CT_SYM_NONE */
+	uint32_t file;	     /* source file as in the debug info, or CT_SYM_NONE */
+	uint32_t file_short; /* file relative to its compilation directory, or CT_SYM_NONE */
+	uint32_t line;	     /* source line, 0 when unknown */
+};
+
 /* Round a record's payload size up to the 8-byte record granularity. */
 #define CT_REC_ALIGN(n) (((n) + 7u) & ~7u)
 
@@ -442,5 +498,8 @@ _Static_assert(sizeof(struct ct_rec_event_py) == 8, "event trailer layout");
 _Static_assert(sizeof(struct ct_rec_pystring) == 16, "pystring layout");
 _Static_assert(sizeof(struct ct_pyframe) == 12, "pyframe layout");
 _Static_assert(sizeof(struct ct_rec_pystack) == 16, "pystack layout");
+_Static_assert(sizeof(struct ct_rec_symbols) == 24, "symbols layout");
+_Static_assert(sizeof(struct ct_sym_addr) == 16, "symbol address layout");
+_Static_assert(sizeof(struct ct_sym_frame) == 16, "symbol frame layout");
 
 #endif /* CUMTRACE_FORMAT_H */

@@ -4,8 +4,9 @@
  * refills and records straddling chunks are exercised), then every report
  * (summary, leaks, peak, timeline) is rendered in every format (text, json,
  * csv) to /dev/null for the model alone, and two of them for two models (the
- * multi-dump paths). Symbolization is off: module paths in a fuzzed dump must
- * not make the harness open arbitrary files.
+ * multi-dump paths). Symbols come from the dump's CT_REC_SYMBOLS records only:
+ * module paths in a fuzzed dump must not make the harness open arbitrary
+ * files.
  *
  * Built and run by `make fuzz` (see the Makefile); crashes, leaks, timeouts
  * and out-of-memory inputs are kept in tests/fuzz/regress/.
@@ -33,7 +34,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!m)
 		abort();
 	ct_model_init(m);
-	ct_symtab_set_symbolize(m->syms, 0);
+	ct_symtab_set_symbolize(m->syms, CT_SYMBOLIZE_EMBEDDED);
 	struct ct_read_opts opts = {.chunk_size = 4096, .max_pending = 0};
 	struct ct_report_opts base = {.buckets = 60, .top = 20, .tool_version = "fuzz"};
 	ct_report_attach_all(m, &base);

@@ -269,6 +269,31 @@ static inline void dg_mark(struct dg *g, uint64_t ts, uint32_t tid, const char *
 	dg_record(g, &m, sizeof m, name, m.name_len, 0);
 }
 
+/* CT_REC_SYMBOLS: the arrays and strings_len bytes of strings, as given. */
+static inline void dg_symbols(struct dg *g, uint32_t naddrs, const struct ct_sym_addr *addrs,
+			      uint32_t nframes, const struct ct_sym_frame *frames, const char *strings,
+			      uint32_t strings_len)
+{
+	struct ct_rec_symbols s;
+	memset(&s, 0, sizeof s);
+	s.rec.type = CT_REC_SYMBOLS;
+	s.naddrs = naddrs;
+	s.nframes = nframes;
+	s.strings_len = strings_len;
+	size_t na = naddrs * sizeof *addrs, nf = nframes * sizeof *frames;
+	unsigned char *tail = malloc(na + nf + strings_len + 1);
+	if (!tail)
+		abort();
+	if (na)
+		memcpy(tail, addrs, na);
+	if (nf)
+		memcpy(tail + na, frames, nf);
+	if (strings_len)
+		memcpy(tail + na + nf, strings, strings_len);
+	dg_record(g, &s, sizeof s, tail, na + nf + strings_len, 0);
+	free(tail);
+}
+
 /* Write the dump to path; 0 on success. */
 static inline int dg_write(const struct dg *g, const char *path)
 {

@@ -27,6 +27,9 @@ struct rec_log {
 	unsigned stack_depth;
 	uint64_t stack_ip0;
 	char kv[1024];
+	size_t nsymbols;
+	uint32_t sym_naddrs, sym_nframes;
+	char sym_text[256]; /* "module:offset=function@file_short:line,..." of the last record */
 };
 
 static void l_event(void *ctx, const struct ct_rec_event *ev)
@@ -109,6 +112,26 @@ static void l_unknown(void *ctx, unsigned type, uint64_t off, uint32_t size)
 	l->unknown_off = off;
 }
 
+static void l_symbols(void *ctx, const struct ct_rec_symbols *h, const struct ct_sym_addr *addrs,
+		      const struct ct_sym_frame *frames, const char *strings)
+{
+	struct rec_log *l = ctx;
+	l->nsymbols++;
+	l->sym_naddrs = h->naddrs;
+	l->sym_nframes = h->nframes;
+	l->sym_text[0] = 0;
+	uint32_t fi = 0;
+	for (uint32_t i = 0; i < h->naddrs; i++)
+		for (uint32_t k = 0; k < addrs[i].nframes; k++, fi++) {
+			const struct ct_sym_frame *f = &frames[fi];
+			size_t n = strlen(l->sym_text);
+			snprintf(l->sym_text + n, sizeof l->sym_text - n, "%u:%#llx=%s@%s:%u,",
+				 addrs[i].module, (unsigned long long)addrs[i].offset,
+				 f->function == CT_SYM_NONE ? "-" : strings + f->function,
+				 f->file_short == CT_SYM_NONE ? "-" : strings + f->file_short, f->line);
+		}
+}
+
 static struct ct_reader_cb log_cb(struct rec_log *l)
 {
 	memset(l, 0, sizeof *l);
@@ -121,7 +144,8 @@ static struct ct_reader_cb log_cb(struct rec_log *l)
 				  .batch = l_batch,
 				  .end = l_end,
 				  .mark = l_mark,
-				  .unknown = l_unknown};
+				  .unknown = l_unknown,
+				  .symbols = l_symbols};
 	return cb;
 }
 
@@ -618,6 +642,124 @@ START_TEST(process_strings)
 END_TEST
 
 
+/*
+ * A CT_REC_SYMBOLS record: address 0x10 of module 0 has one frame, address
+ * 0x20 an inlined frame and its caller. Strings: "f\0/src/a.c\0g\0/src/b.h\0"
+ * (offsets 0, 2, 11, 13); the short names point into the file names.
+ */
+static const char sym_strings[] = "f\0/src/a.c\0g\0/src/b.h";
+static const struct ct_sym_addr sym_addrs[2] = {{.offset = 0x10, .module = 0, .nframes = 1},
+						{.offset = 0x20, .module = 0, .nframes = 2}};
+static const struct ct_sym_frame sym_frames[3] = {
+	{.function = 0, .file = 2, .file_short = 7, .line = 7},
+	{.function = 11, .file = 13, .file_short = 18, .line = 3},
+	{.function = 0, .file = 2, .file_short = CT_SYM_NONE, .line = 9}};
+
+/* A dump whose record at *off is sym_* (possibly altered by the caller). */
+static void symbols_dump(struct dg *g, size_t *off, const struct ct_sym_addr *addrs,
+			 const struct ct_sym_frame *frames, const char *strings, uint32_t slen)
+{
+	dg_init(g);
+	dg_header(g);
+	dg_module(g, 0x1000, 0x1000, 0x2000, NULL, 0, "/lib/x.so");
+	*off = g->n;
+	dg_symbols(g, 2, addrs, 3, frames, strings, slen);
+	dg_end(g, 10);
+}
+
+START_TEST(symbols_record)
+{
+	struct dg g;
+	size_t off;
+	symbols_dump(&g, &off, sym_addrs, sym_frames, sym_strings, sizeof sym_strings);
+	static const size_t chunks[] = {0, 5, 64};
+	for (size_t c = 0; c < 3; c++) {
+		struct rec_log l;
+		struct ct_read_result res;
+		ck_assert_int_eq(read_g(&g, g.n, &l, &res, chunks[c]), CT_READ_OK);
+		ck_assert_uint_eq(l.nsymbols, 1);
+		ck_assert_uint_eq(l.sym_naddrs, 2);
+		ck_assert_uint_eq(l.sym_nframes, 3);
+		ck_assert_str_eq(l.sym_text, "0:0x10=f@a.c:7,0:0x20=g@b.h:3,0:0x20=f@-:9,");
+		ck_assert_uint_eq(res.unknown_records, 0);
+		ck_assert_uint_eq(l.nend, 1);
+	}
+	/* cut inside it: truncated there, nothing delivered */
+	struct rec_log l;
+	struct ct_read_result res;
+	ck_assert_int_eq(read_g(&g, off + 40, &l, &res, 0), CT_READ_TRUNCATED);
+	ck_assert_uint_eq(res.truncated_offset, off);
+	ck_assert_uint_eq(l.nsymbols, 0);
+	dg_release(&g);
+}
+END_TEST
+
+START_TEST(symbols_corrupt)
+{
+	struct dg g;
+	size_t off;
+	struct ct_sym_addr a[2];
+	struct ct_sym_frame f[3];
+	char str[sizeof sym_strings];
+#define RESET() (memcpy(a, sym_addrs, sizeof a), memcpy(f, sym_frames, sizeof f), \
+		 memcpy(str, sym_strings, sizeof str))
+
+	/* more addresses than the record holds */
+	RESET();
+	symbols_dump(&g, &off, a, f, str, sizeof str);
+	{
+		uint32_t big = 100000;
+		memcpy(g.p + off + 8, &big, 4);
+	}
+	expect_corrupt(&g, off, "symbols (100000 addresses, 3 frames, 22 bytes of strings) overflow a record of");
+	dg_release(&g);
+
+	/* strings that do not end with a NUL */
+	RESET();
+	symbols_dump(&g, &off, a, f, str, sizeof str - 1);
+	expect_corrupt(&g, off, "symbol strings do not end with a NUL");
+	dg_release(&g);
+
+	/* an address without frames, one with too many */
+	RESET();
+	a[0].nframes = 0;
+	symbols_dump(&g, &off, a, f, str, sizeof str);
+	expect_corrupt(&g, off, "symbol address 0 has 0 frames (1..64)");
+	dg_release(&g);
+	RESET();
+	a[1].nframes = CT_SYM_FRAMES_MAX + 1;
+	symbols_dump(&g, &off, a, f, str, sizeof str);
+	expect_corrupt(&g, off, "symbol address 1 has 65 frames (1..64)");
+	dg_release(&g);
+
+	/* frame counts that do not add up */
+	RESET();
+	a[1].nframes = 1;
+	symbols_dump(&g, &off, a, f, str, sizeof str);
+	expect_corrupt(&g, off, "symbol addresses use 2 frames, record has 3");
+	dg_release(&g);
+
+	/* each string offset outside the table */
+	for (int which = 0; which < 3; which++) {
+		RESET();
+		uint32_t *field = which == 0 ? &f[2].function : which == 1 ? &f[1].file : &f[0].file_short;
+		*field = sizeof str;
+		symbols_dump(&g, &off, a, f, str, sizeof str);
+		expect_corrupt(&g, off, "points outside its 22 bytes of strings");
+		dg_release(&g);
+	}
+
+	/* shorter than its fixed part */
+	dg_init(&g);
+	dg_header(&g);
+	off = g.n;
+	dg_raw(&g, CT_REC_SYMBOLS, 16, NULL, 0);
+	expect_corrupt(&g, off, "symbols record of 16 bytes is shorter than its fixed part (24 bytes)");
+	dg_release(&g);
+#undef RESET
+}
+END_TEST
+
 /* Random byte flips and size rewrites: never a crash, always a defined status. */
 START_TEST(random_mutations)
 {
@@ -675,6 +817,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, files_and_non_files);
 	tcase_add_test(tc, process_strings);
 	tcase_add_test(tc, random_mutations);
+	tcase_add_test(tc, symbols_record);
+	tcase_add_test(tc, symbols_corrupt);
 	suite_add_tcase(s, tc);
 	return s;
 }
