@@ -9,7 +9,7 @@ import sys
 from collections import Counter
 
 REC_NAMES = {0: "pad", 1: "process", 2: "event", 3: "stack", 4: "module", 5: "drops",
-             6: "batch", 7: "end", 8: "mark"}
+             6: "batch", 7: "end", 8: "mark", 10: "symbols"}
 EVENT = struct.Struct("<6Q2IiIHBBhBB")
 
 
@@ -59,6 +59,12 @@ def main():
             strings = body[32:].split(b"\0")
             print(f"{off:10d} process pid={pid} ppid={ppid} " +
                   " ".join(s.decode(errors="replace") for s in strings if s))
+        elif rtype == 10:
+            naddrs, nframes, slen = struct.unpack_from("<III", body)
+            strings = body[16 + 16 * (naddrs + nframes):][:slen]
+            fn = struct.unpack_from("<I", body, 16 + 16 * naddrs)[0] if nframes else 0xffffffff
+            first = strings[fn:].split(b"\0")[0].decode(errors="replace") if fn < slen else "-"
+            print(f"{off:10d} symbols addresses={naddrs} frames={nframes} strings={slen} first={first}")
         else:
             print(f"{off:10d} {name} size={len(body) + 8}")
     if stats:
