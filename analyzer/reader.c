@@ -333,6 +333,8 @@ static int dispatch(struct rd *r, const unsigned char *p, unsigned type, uint32_
 		}
 		pe.seq = r->seq++;
 		r->res->events++;
+		if (!cb->event && !cb->pycombine)
+			return 0; /* nobody wants them in order: hold nothing */
 		if (r->released_any && pe.ev.ts_ns < r->last_released_ts)
 			r->res->late_events++;
 		heap_push(r, &pe);

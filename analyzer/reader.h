@@ -31,7 +31,7 @@ struct ct_reader_cb {
 	/* strings: the NUL-separated "key=value" area after the fixed part */
 	void (*process)(void *ctx, const struct ct_rec_process *p, const char *strings,
 			size_t len);
-	/* in global time order */
+	/* in global time order (without event and pycombine, events are only counted) */
 	void (*event)(void *ctx, const struct ct_rec_event *ev);
 	/* ips: depth frames, innermost first */
 	void (*stack)(void *ctx, uint32_t stack_id, unsigned depth, const uint64_t *ips);

@@ -431,7 +431,9 @@ void ct_symtab_add_symbols(struct ct_symtab *st, const struct ct_rec_symbols *s,
 	uint64_t fi = 0;
 	for (uint32_t i = 0; i < s->naddrs; i++) {
 		const struct ct_sym_addr *a = &addrs[i];
-		if (fi + a->nframes > s->nframes)
+		/* indices are 32-bit: a dump with more symbols than that keeps the first */
+		if (fi + a->nframes > s->nframes || st->nframes + a->nframes >= UINT32_MAX ||
+		    st->embedded.n >= UINT32_MAX - 1)
 			break;
 		if (a->nframes && !addrtab_find(&st->embedded, a->module, a->offset)) {
 			for (uint32_t k = 0; k < a->nframes; k++) {

@@ -504,15 +504,22 @@ static int phdr_cb(struct dl_phdr_info *info, size_t size, void *data)
 	return 0;
 }
 
-START_TEST(symbolize_self)
+/* The test binary's own module (load range of ct_test_target_fn) and its path. */
+static struct self_mod self_module(char *exe, size_t cap)
 {
 	struct self_mod sm = {0};
 	dl_iterate_phdr(phdr_cb, &sm);
 	ck_assert(sm.found);
-	char exe[4096];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	ssize_t n = readlink("/proc/self/exe", exe, cap - 1);
 	ck_assert_int_gt(n, 0);
 	exe[n] = 0;
+	return sm;
+}
+
+START_TEST(symbolize_self)
+{
+	char exe[4096];
+	struct self_mod sm = self_module(exe, sizeof exe);
 	uint64_t f = (uint64_t)(uintptr_t)&ct_test_target_fn;
 
 	struct ct_symtab *st = ct_symtab_new();
@@ -606,13 +613,8 @@ __attribute__((noinline)) void ct_test_inline_host(void)
 START_TEST(inline_frames)
 {
 	ct_test_inline_host();
-	struct self_mod sm = {0};
-	dl_iterate_phdr(phdr_cb, &sm);
-	ck_assert(sm.found);
 	char exe[4096];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-	ck_assert_int_gt(n, 0);
-	exe[n] = 0;
+	struct self_mod sm = self_module(exe, sizeof exe);
 	struct ct_symtab *st = ct_symtab_new();
 	ct_symtab_add_module(st, sm.base, sm.lo, sm.hi, NULL, 0, exe, strlen(exe) + 1);
 	uint64_t ips[2] = {inl_ret, (uint64_t)(uintptr_t)&ct_test_target_fn + 2};
@@ -747,13 +749,8 @@ END_TEST
 /* Embedded symbols win over the file on disk; addresses without them fall back to it. */
 START_TEST(embedded_preferred)
 {
-	struct self_mod sm = {0};
-	dl_iterate_phdr(phdr_cb, &sm);
-	ck_assert(sm.found);
 	char exe[4096];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-	ck_assert_int_gt(n, 0);
-	exe[n] = 0;
+	struct self_mod sm = self_module(exe, sizeof exe);
 	uint64_t f = (uint64_t)(uintptr_t)&ct_test_target_fn;
 	struct dg g;
 	dg_init(&g);
@@ -837,13 +834,8 @@ static int symbolize(const char *in, const char *out)
 START_TEST(symbolize_roundtrip)
 {
 	ct_test_inline_host();
-	struct self_mod sm = {0};
-	dl_iterate_phdr(phdr_cb, &sm);
-	ck_assert(sm.found);
 	char exe[4096], dir[] = "/tmp/ct-symbolize-XXXXXX", in[4200], out[4200], again[4200];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-	ck_assert_int_gt(n, 0);
-	exe[n] = 0;
+	struct self_mod sm = self_module(exe, sizeof exe);
 	ck_assert_ptr_nonnull(mkdtemp(dir));
 	snprintf(in, sizeof in, "%s/in.dump", dir);
 	snprintf(out, sizeof out, "%s/out.dump", dir);
