@@ -18,7 +18,13 @@
 # Settings: GPU_VALIDATE_BUDGET_S, GPU_ARCH (default sm_90, the H200), GPU_JOBS
 # (parallel compute-sanitizer runs, default 4), GPU_BUILD_JOBS (parallel nvcc, default
 # 8), GPU_ONLY (a regular expression: only steps whose tag matches run, e.g.
-# '^(env|build\.leak_malloc|c\.leak_malloc)').
+# '^(env|build\.leak_malloc|c\.leak_malloc)'), GPU_SUITE (which parts run, any of
+# "validate features perf", default all three: validate = the planted-leak programs,
+# compute-sanitizer, PyTorch/CuPy/JAX against their allocators' statistics; features =
+# Python frames, leak classes, growth leaks, exports of torch runs; perf = traced/untraced
+# throughput of a cudaMallocAsync loop and of ResNet-50 training, beside
+# compute-sanitizer and torch's own memory history), PERF_REPS (alternating
+# untraced/traced pairs per perf figure, default 3).
 set -u
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -47,6 +53,8 @@ ARCH=${GPU_ARCH:-sm_90}
 JOBS=${GPU_JOBS:-4}
 BUILD_JOBS=${GPU_BUILD_JOBS:-8}
 ONLY=${GPU_ONLY:-}
+SUITE=" ${GPU_SUITE:-validate features perf} "
+PERF_REPS=${PERF_REPS:-3}
 LEAK_BYTES=1048588 # 262147 float32: a size nothing else in train.py allocates
 
 export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
@@ -251,8 +259,19 @@ run_step env.ldd-shim 10 "${KITENV[@]}" ldd "$SHIM"
 run_step env.ldd-report 10 "${KITENV[@]}" ldd "$REPORT"
 run_step env.report-version 10 "${KITENV[@]}" "$REPORT" --version
 
+# suite NAME: is that part of the run wanted?
+suite() {
+	case $SUITE in *" $1 "*) return 0 ;; esac
+	return 1
+}
+
 # ---- build the programs, static and shared cudart --------------------------------------
 PROGS="leak_malloc leak_pitch leak_async leak_host leak_managed leak_vmm clean"
+suite validate || PROGS=""
+if suite perf; then
+	run_step build.async_loop 240 "$NVCC" -O2 -arch="$ARCH" -cudart shared -Xlinker -rpath \
+		-Xlinker "$CUDA_TOP/lib64" -o "$BIN/async_loop" "$SRC/async_loop.cu" &
+fi
 CUDA_LIBDIR=$CUDA_TOP/lib64
 [ -d "$CUDA_LIBDIR" ] || CUDA_LIBDIR=$CUDA_TOP/targets/x86_64-linux/lib
 for p in $PROGS; do
@@ -266,6 +285,28 @@ for p in $PROGS; do
 	done
 done
 wait
+
+# ---- overhead: untraced and traced runs alternate, nothing else runs meanwhile ----------
+TRAIN=$SRC/train.py
+if suite perf; then
+	for r in $(seq "$PERF_REPS"); do
+		run_step "perf.async.plain.$r" 60 "$BIN/async_loop"
+		traced "perf.async.traced.$r" 60 "$BIN/async_loop"
+	done
+	for m in default nocache; do
+		for r in $(seq "$PERF_REPS"); do
+			run_step "perf.resnet.$m.plain.$r" 100 python3 "$TRAIN" --model resnet50 --mode "$m" \
+				--steps 60 --warmup 10
+			traced "perf.resnet.$m.traced.$r" 100 python3 "$TRAIN" --model resnet50 --mode "$m" \
+				--steps 60 --warmup 10
+		done
+	done
+	run_step perf.resnet.default.history 100 python3 "$TRAIN" --model resnet50 --mode default \
+		--steps 60 --warmup 10 --history
+	run_step perf.resnet.default.sanitizer 200 "$SAN" --tool memcheck --leak-check full \
+		--report-api-errors no --log-file "$RAW/perf.resnet.default.sanitizer.sanlog" \
+		python3 "$TRAIN" --model resnet50 --mode default --steps 5 --warmup 1
+fi
 
 # ---- the C programs: untraced, traced, traced with cudaDeviceReset ---------------------
 for c in shared static; do
@@ -290,55 +331,58 @@ for c in shared static; do
 done
 wait
 
-# ---- PyTorch -----------------------------------------------------------------------------
-TRAIN=$SRC/train.py
-for m in default expandable async nocache; do
-	run_step "torch.$m.plain" 100 python3 "$TRAIN" --mode "$m"
-	py_traced "torch.$m.traced" 100 python3 "$TRAIN" --mode "$m"
-done
-py_traced torch.nocache-leak.traced 100 python3 "$TRAIN" --mode nocache --leak-bytes "$LEAK_BYTES"
-py_traced torch.default-leak.traced 100 python3 "$TRAIN" --mode default --leak-bytes "$LEAK_BYTES"
-run_step torch.profile.plain 120 python3 "$TRAIN" --mode default --profile
-py_traced torch.profile.traced 120 python3 "$TRAIN" --mode default --profile
-
-# ---- CuPy and JAX -------------------------------------------------------------------------
-run_step cupy.plain 90 python3 "$SRC/cupy_jax.py" cupy
-py_traced cupy.traced 90 python3 "$SRC/cupy_jax.py" cupy
-run_step jax-noprealloc.plain 100 env XLA_PYTHON_CLIENT_PREALLOCATE=false python3 "$SRC/cupy_jax.py" jax
-py_traced jax-noprealloc.traced 100 env XLA_PYTHON_CLIENT_PREALLOCATE=false python3 "$SRC/cupy_jax.py" jax
-run_step jax-prealloc.plain 100 env -u XLA_PYTHON_CLIENT_PREALLOCATE python3 "$SRC/cupy_jax.py" jax
-py_traced jax-prealloc.traced 100 env -u XLA_PYTHON_CLIENT_PREALLOCATE python3 "$SRC/cupy_jax.py" jax
-
-# ---- extras: the CUPTI backend (CUMTRACE_BACKEND=cupti), for what interposition misses -----
-for c in static shared; do
-	for p in $PROGS; do
-		[ -x "$BIN/$p.$c" ] || continue
-		traced "c.$p.$c.cupti" 60 env CUMTRACE_BACKEND=cupti "$BIN/$p.$c"
-		report "c.$p.$c.cupti" nosym
+if suite validate; then
+	# ---- PyTorch -----------------------------------------------------------------------------
+	for m in default expandable async nocache; do
+		run_step "torch.$m.plain" 100 python3 "$TRAIN" --mode "$m"
+		py_traced "torch.$m.traced" 100 python3 "$TRAIN" --mode "$m"
 	done
-done
-for m in default nocache; do
-	py_traced "torch.$m.cupti" 100 env CUMTRACE_BACKEND=cupti python3 "$TRAIN" --mode "$m"
-done
+	py_traced torch.nocache-leak.traced 100 python3 "$TRAIN" --mode nocache --leak-bytes "$LEAK_BYTES"
+	py_traced torch.default-leak.traced 100 python3 "$TRAIN" --mode default --leak-bytes "$LEAK_BYTES"
+	run_step torch.profile.plain 120 python3 "$TRAIN" --mode default --profile
+	py_traced torch.profile.traced 120 python3 "$TRAIN" --mode default --profile
 
-# ---- extras, last: sanitizer without reset, the shim inside compute-sanitizer --------------
-for p in $PROGS; do
-	[ -x "$BIN/$p.shared" ] || continue
-	sanitize "c.$p.shared.sannr" "$BIN/$p.shared" &
-	throttle "$JOBS"
-done
-wait
-if [ -x "$BIN/leak_malloc.shared" ]; then
-	traced c.leak_malloc.shared.tsan 150 "$SAN" --tool memcheck --leak-check full \
-		--report-api-errors no --log-file "$RAW/c.leak_malloc.shared.tsan.sanlog" \
-		"$BIN/leak_malloc.shared"
-	report c.leak_malloc.shared.tsan
+	# ---- CuPy and JAX -------------------------------------------------------------------------
+	run_step cupy.plain 90 python3 "$SRC/cupy_jax.py" cupy
+	py_traced cupy.traced 90 python3 "$SRC/cupy_jax.py" cupy
+	run_step jax-noprealloc.plain 100 env XLA_PYTHON_CLIENT_PREALLOCATE=false python3 "$SRC/cupy_jax.py" jax
+	py_traced jax-noprealloc.traced 100 env XLA_PYTHON_CLIENT_PREALLOCATE=false python3 "$SRC/cupy_jax.py" jax
+	run_step jax-prealloc.plain 100 env -u XLA_PYTHON_CLIENT_PREALLOCATE python3 "$SRC/cupy_jax.py" jax
+	py_traced jax-prealloc.traced 100 env -u XLA_PYTHON_CLIENT_PREALLOCATE python3 "$SRC/cupy_jax.py" jax
+
+	# ---- extras: the CUPTI backend (CUMTRACE_BACKEND=cupti), for what interposition misses -----
+	for c in static shared; do
+		for p in $PROGS; do
+			[ -x "$BIN/$p.$c" ] || continue
+			traced "c.$p.$c.cupti" 60 env CUMTRACE_BACKEND=cupti "$BIN/$p.$c"
+			report "c.$p.$c.cupti" nosym
+		done
+	done
+	for m in default nocache; do
+		py_traced "torch.$m.cupti" 100 env CUMTRACE_BACKEND=cupti python3 "$TRAIN" --mode "$m"
+	done
+
+	# ---- extras, last: sanitizer without reset, the shim inside compute-sanitizer --------------
+	for p in $PROGS; do
+		[ -x "$BIN/$p.shared" ] || continue
+		sanitize "c.$p.shared.sannr" "$BIN/$p.shared" &
+		throttle "$JOBS"
+	done
+	wait
+	if [ -x "$BIN/leak_malloc.shared" ]; then
+		traced c.leak_malloc.shared.tsan 150 "$SAN" --tool memcheck --leak-check full \
+			--report-api-errors no --log-file "$RAW/c.leak_malloc.shared.tsan.sanlog" \
+			"$BIN/leak_malloc.shared"
+		report c.leak_malloc.shared.tsan
+	fi
+	dump=$(pick_dump torch.default.traced)
+	if [ -n "$dump" ] && [ -x "$REPORT" ]; then
+		run_step torch.default.traced.report-symbolized 120 "${KITENV[@]}" "$REPORT" leaks \
+			--format json --top 0 "$dump"
+	fi
 fi
-dump=$(pick_dump torch.default.traced)
-if [ -n "$dump" ] && [ -x "$REPORT" ]; then
-	run_step torch.default.traced.report-symbolized 120 "${KITENV[@]}" "$REPORT" leaks \
-		--format json --top 0 "$dump"
-fi
+
+# FEATURES
 
 finish
 exit 0

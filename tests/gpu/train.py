@@ -2,7 +2,7 @@
 """A small deterministic PyTorch training loop for cumtrace's GPU validation.
 
 usage: train.py [--mode default|expandable|async|nocache] [--steps N] [--warmup N]
-                [--leak-bytes B] [--profile]
+                [--leak-bytes B] [--profile] [--model mlp|resnet50] [--nvtx] [--history]
 
 --mode sets the allocator before torch starts (without it, the environment decides):
   default     the caching allocator
@@ -12,6 +12,11 @@ usage: train.py [--mode default|expandable|async|nocache] [--steps N] [--warmup 
 --leak-bytes B  plants a leak: every step appends a fresh CUDA tensor of B bytes to a
                 list that is never cleared
 --profile       runs the timed steps under torch.profiler (CPU + CUDA activities)
+--model         mlp (default, below) or resnet50 (torchvision, random weights, synthetic
+                224x224 images, batch --batch: a real model for the overhead figures)
+--nvtx          wraps every step in torch.cuda.nvtx.range_push("step") / range_pop()
+--history       torch.cuda.memory._record_memory_history(stacks="all") during the run
+                (PyTorch's own memory snapshot, for the overhead comparison)
 
 An MLP (1024 -> 2048 x4 -> 1024, fp32, Adam) trains on one fixed batch of 4096: a few
 hundred MiB at the peak. At the end it prints one line
@@ -58,12 +63,39 @@ def parse_args():
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--leak-bytes", type=int, default=0)
     ap.add_argument("--profile", action="store_true")
-    ap.add_argument("--batch", type=int, default=4096)
+    ap.add_argument("--batch", type=int, default=None)
+    ap.add_argument("--model", choices=("mlp", "resnet50"), default="mlp")
+    ap.add_argument("--nvtx", action="store_true")
+    ap.add_argument("--history", action="store_true")
     ap.add_argument("--hidden", type=int, default=2048)
     args = ap.parse_args()
     if args.leak_bytes % 4:
         ap.error("--leak-bytes must be a multiple of 4 (float32 elements)")
+    if args.batch is None:
+        args.batch = 4096 if args.model == "mlp" else 64
     return args
+
+
+def build(args, torch, dev, gen):
+    """The model, its optimizer and one fixed batch (x, y) with its loss function."""
+    if args.model == "resnet50":
+        import torchvision
+
+        model = torchvision.models.resnet50(weights=None, num_classes=1000).to(dev)
+        x = torch.randn(args.batch, 3, 224, 224, device=dev, generator=gen)
+        y = torch.randint(0, 1000, (args.batch,), device=dev, generator=gen)
+        return model, x, y, torch.nn.functional.cross_entropy
+    h = args.hidden
+    model = torch.nn.Sequential(
+        torch.nn.Linear(1024, h), torch.nn.GELU(),
+        torch.nn.Linear(h, h), torch.nn.GELU(),
+        torch.nn.Linear(h, h), torch.nn.GELU(),
+        torch.nn.Linear(h, h), torch.nn.GELU(),
+        torch.nn.Linear(h, 1024),
+    ).to(dev)
+    x = torch.randn(args.batch, 1024, device=dev, generator=gen)
+    y = torch.randn(args.batch, 1024, device=dev, generator=gen)
+    return model, x, y, torch.nn.functional.mse_loss
 
 
 def pin_forever(*objs):
@@ -89,34 +121,32 @@ def main():
     import torch
 
     torch.manual_seed(1234)
-    torch.use_deterministic_algorithms(True)
+    # resnet50's adaptive pooling backward has no deterministic CUDA kernel.
+    torch.use_deterministic_algorithms(args.model == "mlp")
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     dev = torch.device("cuda", 0)
 
-    h = args.hidden
-    model = torch.nn.Sequential(
-        torch.nn.Linear(1024, h), torch.nn.GELU(),
-        torch.nn.Linear(h, h), torch.nn.GELU(),
-        torch.nn.Linear(h, h), torch.nn.GELU(),
-        torch.nn.Linear(h, h), torch.nn.GELU(),
-        torch.nn.Linear(h, 1024),
-    ).to(dev)
-    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    if args.history:
+        torch.cuda.memory._record_memory_history(stacks="all")
     gen = torch.Generator(device=dev)
     gen.manual_seed(42)
-    x = torch.randn(args.batch, 1024, device=dev, generator=gen)
-    y = torch.randn(args.batch, 1024, device=dev, generator=gen)
+    model, x, y, loss_fn = build(args, torch, dev, gen)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     leak = []
     leak_numel = args.leak_bytes // 4
 
     def step(i):
+        if args.nvtx:
+            torch.cuda.nvtx.range_push("step")
         opt.zero_grad(set_to_none=True)
-        loss = torch.nn.functional.mse_loss(model(x), y)
+        loss = loss_fn(model(x), y)
         loss.backward()
         opt.step()
         if leak_numel:
-            leak.append(torch.full((leak_numel,), float(i), device=dev))
+            leak.append(torch.full((leak_numel,), float(i), device=dev))  # LEAK_LINE
+        if args.nvtx:
+            torch.cuda.nvtx.range_pop()
         return loss
 
     loss = None
@@ -198,6 +228,10 @@ def main():
         "leak_count": len(leak),
         "leak_bytes": args.leak_bytes * len(leak),
         "profile": args.profile,
+        "model": args.model,
+        "batch": args.batch,
+        "nvtx": args.nvtx,
+        "history": args.history,
     }
     gt.update(prof_info)
     print("GROUND_TRUTH " + json.dumps(gt), flush=True)
