@@ -71,6 +71,8 @@ uint32_t ct_rec_fixed_size(unsigned type)
 		return sizeof(struct ct_rec_pystack);
 	case CT_REC_PYSTRING:
 		return sizeof(struct ct_rec_pystring);
+	case CT_REC_MEMINFO:
+		return sizeof(struct ct_rec_meminfo);
 	default:
 		return 0;
 	}
@@ -361,6 +363,13 @@ static int dispatch(struct rd *r, const unsigned char *p, unsigned type, uint32_
 		}
 		if (cb->mark)
 			cb->mark(cb->ctx, &mk, (const char *)p + sizeof mk, mk.name_len);
+		return 0;
+	}
+	case CT_REC_MEMINFO: {
+		struct ct_rec_meminfo mi;
+		memcpy(&mi, p, sizeof mi);
+		if (cb->meminfo)
+			cb->meminfo(cb->ctx, &mi);
 		return 0;
 	}
 	case CT_REC_PYSTRING: {
