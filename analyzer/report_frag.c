@@ -500,9 +500,13 @@ static uint64_t sample_time(const struct ct_model *m, const struct frag *fr, siz
 	return since_start(m, fr->t0 + (uint64_t)i * fr->width);
 }
 
+/* 1 - largest hole / free, in percent, rounded (0 when nothing is free). */
 static unsigned frag_percent(const struct frag_stats *s)
 {
-	return s->free ? (unsigned)(100 - (unsigned __int128)s->hole * 100 / s->free) : 0;
+	if (!s->free || s->hole >= s->free)
+		return 0;
+	unsigned __int128 rest = s->free - s->hole;
+	return (unsigned)((rest * 200 + s->free) / ((unsigned __int128)s->free * 2));
 }
 
 /* Devices in order of their number (caller frees). */

@@ -9,7 +9,7 @@ import sys
 from collections import Counter
 
 REC_NAMES = {0: "pad", 1: "process", 2: "event", 3: "stack", 4: "module", 5: "drops",
-             6: "batch", 7: "end", 8: "mark"}
+             6: "batch", 7: "end", 8: "mark", 13: "meminfo"}
 EVENT = struct.Struct("<6Q2IiIHBBhBB")
 
 
@@ -59,6 +59,10 @@ def main():
             strings = body[32:].split(b"\0")
             print(f"{off:10d} process pid={pid} ppid={ppid} " +
                   " ".join(s.decode(errors="replace") for s in strings if s))
+        elif rtype == 13:
+            ts, call_ts, free, total, tid, dev = struct.unpack_from("<4QIh", body)
+            print(f"{off:10d} meminfo ts={ts} call_ts={call_ts} tid={tid} dev={dev} "
+                  f"free={free} total={total}")
         else:
             print(f"{off:10d} {name} size={len(body) + 8}")
     if stats:

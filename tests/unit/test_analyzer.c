@@ -1146,7 +1146,7 @@ END_TEST
 /*
  * Fragmentation on device 0 (ms after the 1 ms start), sampled at 4 points:
  *   1 A 0x100000 4 KiB, 2 B 0x103000 4 KiB, 3 C 0x108000 8 KiB: span 40 KiB,
- *     16 KiB live, holes 8 KiB and 16 KiB (24 KiB free, the largest 16 KiB: 34%)
+ *     16 KiB live, holes 8 KiB and 16 KiB (24 KiB free, the largest 16 KiB: 33%)
  *   4 cudaMallocAsync 1 MiB (default pool), 5 cudaMemPoolCreate 0xb00,
  *   5.5 cudaMallocFromPoolAsync 2 MiB from 0xb00,
  *   6 cuMemAddressReserve 8 MiB, 6.1 cuMemCreate 2 MiB (the peak: 5 MiB + 16 KiB),
