@@ -653,6 +653,12 @@ uint64_t ct_model_start_ns(const struct ct_model *m)
 	return m->have_ts ? m->first_ts : 0;
 }
 
+uint64_t ct_model_since_start(const struct ct_model *m, uint64_t ts)
+{
+	uint64_t s = ct_model_start_ns(m);
+	return ts >= s ? ts - s : 0;
+}
+
 uint64_t ct_model_duration_ns(const struct ct_model *m)
 {
 	if (!m->have_ts)

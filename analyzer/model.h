@@ -255,6 +255,8 @@ int ct_model_load_mem(struct ct_model *m, const void *data, size_t len,
 /* Start of the trace: the process start if known and not after the first event. */
 uint64_t ct_model_start_ns(const struct ct_model *m);
 uint64_t ct_model_duration_ns(const struct ct_model *m);
+/* ts in nanoseconds since the start of the trace (0 for times before it). */
+uint64_t ct_model_since_start(const struct ct_model *m, uint64_t ts);
 
 /* A site's count and bytes at the last peak (the versioned snapshot). */
 void ct_site_at_peak(const struct ct_model *m, const struct ct_site *s, uint64_t *count,

@@ -395,6 +395,17 @@ void ct_json_item(struct ct_json *j, const struct ct_item *it)
 }
 
 
+void ct_json_items(struct ct_json *j, const struct ct_report_opts *o, const struct ct_item *v,
+		   size_t n)
+{
+	ct_json_kv_u64(j, "sites_total", n);
+	ct_json_key(j, "sites");
+	ct_json_arr(j);
+	for (size_t i = 0; i < ct_items_shown(o, n); i++)
+		ct_json_item(j, &v[i]);
+	ct_json_arr_end(j);
+}
+
 /* ---- devices ---- */
 
 void ct_json_dev_key(struct ct_json *j, int dev)

@@ -78,6 +78,9 @@ size_t ct_find_dev(const int16_t *devs, size_t n, int16_t dev);
 /* A device number as a JSON key ("0", "1", "-1"). */
 void ct_json_dev_key(struct ct_json *j, int dev);
 
+/* "sites_total": n and "sites": the first --top of the n items. */
+void ct_json_items(struct ct_json *j, const struct ct_report_opts *o, const struct ct_item *v,
+		   size_t n);
 /* A leak group or peak site as a JSON object (pid, count, bytes, kind, api, stack...). */
 void ct_json_item(struct ct_json *j, const struct ct_item *it);
 

@@ -488,16 +488,10 @@ static void attach_frag(struct ct_model *m, const struct ct_report_opts *o)
 
 /* ---- rendering -------------------------------------------------------------------------- */
 
-static uint64_t since_start(const struct ct_model *m, uint64_t ts)
-{
-	uint64_t s = ct_model_start_ns(m);
-	return ts >= s ? ts - s : 0;
-}
-
 /* Time of sample i since the start of the trace. */
 static uint64_t sample_time(const struct ct_model *m, const struct frag *fr, size_t i)
 {
-	return since_start(m, fr->t0 + (uint64_t)i * fr->width);
+	return ct_model_since_start(m, fr->t0 + (uint64_t)i * fr->width);
 }
 
 /* 1 - largest hole / free, in percent, rounded (0 when nothing is free). */
@@ -562,7 +556,7 @@ static void text_frag(FILE *f, const struct ct_report_opts *o, struct ct_model *
 		if (d->have_peak) {
 			fprintf(f, "\ndevice %d at its peak (%s at %.3f ms):\n", d->device,
 				ct_fmt_bytes(d->at_peak.device_bytes, b[0], sizeof b[0]),
-				(double)since_start(m, d->peak_ts) / 1e6);
+				(double)ct_model_since_start(m, d->peak_ts) / 1e6);
 			text_state(f, &d->at_peak);
 		} else {
 			fprintf(f, "\ndevice %d (no device bytes, no peak):\n", d->device);
@@ -644,9 +638,9 @@ static void csv_frag(FILE *f, const struct ct_report_opts *o, struct ct_model *c
 		for (size_t k = 0; k < fr->ndev; k++) {
 			const struct frag_dev *d = dv[k];
 			if (d->have_peak)
-				csv_state(f, m, d, "peak", since_start(m, d->peak_ts), &d->at_peak);
+				csv_state(f, m, d, "peak", ct_model_since_start(m, d->peak_ts), &d->at_peak);
 			struct frag_stats end = dev_stats(fr, d);
-			csv_state(f, m, d, "end", since_start(m, m->last_ts), &end);
+			csv_state(f, m, d, "end", ct_model_since_start(m, m->last_ts), &end);
 			for (size_t i = 0; i < fr->nsamples; i++)
 				csv_state(f, m, d, "sample", sample_time(m, fr, i), &d->samples[i]);
 		}
@@ -696,7 +690,7 @@ static void json_frag(struct ct_json *j, const struct ct_report_opts *o,
 			ct_json_kv_i64(j, "device", d->device);
 			ct_json_key(j, "peak_time_ns");
 			if (d->have_peak)
-				ct_json_u64(j, since_start(m, d->peak_ts));
+				ct_json_u64(j, ct_model_since_start(m, d->peak_ts));
 			else
 				ct_json_null(j);
 			if (d->have_peak)

@@ -156,12 +156,6 @@ static void attach_oom(struct ct_model *m, const struct ct_report_opts *opts)
 	ct_model_observe(m, &ob);
 }
 
-static uint64_t since_start(const struct ct_model *m, uint64_t ts)
-{
-	uint64_t s = ct_model_start_ns(m);
-	return ts >= s ? ts - s : 0;
-}
-
 /* The live set of a failure as items (caller frees). */
 static struct ct_item *fail_items(struct ct_model *m, const struct oom_fail *f)
 {
@@ -193,7 +187,7 @@ static void text_oom(FILE *f, const struct ct_report_opts *opts, struct ct_model
 		const struct oom_fail *x = &o->v[i];
 		fprintf(f, "\nfailure %zu at %.3f ms: %s of %s (%" PRIu64 " bytes, kind %s) on device %d, "
 			   "stream 0x%" PRIx64 ", thread %" PRIu32 "\n",
-			i + 1, (double)since_start(m, x->ts) / 1e6, ct_api_name(x->api),
+			i + 1, (double)ct_model_since_start(m, x->ts) / 1e6, ct_api_name(x->api),
 			ct_fmt_bytes(x->size, b1, sizeof b1), x->size, ct_kind_name(x->kind), x->device,
 			x->stream, x->tid);
 		ct_text_stack(f, m, x->stack_id);
@@ -240,7 +234,7 @@ static void csv_oom(FILE *f, const struct ct_report_opts *opts, struct ct_model 
 		for (size_t i = 0; o && i < o->n; i++) {
 			const struct oom_fail *x = &o->v[i];
 			fprintf(f, "%" PRIu32 ",%" PRIu64 ",%s,%s,%" PRIu64 ",%d,0x%" PRIx64 ",%" PRIu32 ",",
-				ms[d]->pid, since_start(ms[d], x->ts), ct_api_name(x->api), ct_kind_name(x->kind),
+				ms[d]->pid, ct_model_since_start(ms[d], x->ts), ct_api_name(x->api), ct_kind_name(x->kind),
 				x->size, x->device, x->stream, x->tid);
 			if (x->have_info)
 				fprintf(f, "%" PRIu64 ",%" PRIu64 ",", x->free_bytes, x->total_bytes);
@@ -290,7 +284,7 @@ static void json_oom(struct ct_json *j, const struct ct_report_opts *opts,
 			const struct oom_fail *x = &o->v[i];
 			ct_json_obj(j);
 			ct_json_kv_u64(j, "pid", m->pid);
-			ct_json_kv_u64(j, "time_ns", since_start(m, x->ts));
+			ct_json_kv_u64(j, "time_ns", ct_model_since_start(m, x->ts));
 			ct_json_kv_str(j, "api", ct_api_name(x->api));
 			ct_json_kv_str(j, "op", ct_op_name(x->op));
 			ct_json_kv_str(j, "kind", ct_kind_name(x->kind));

@@ -338,12 +338,6 @@ static int weigh_at_dev_peak(void *ctx, const struct ct_model *m, const struct c
 	return 1;
 }
 
-static uint64_t since_start(const struct ct_model *m, uint64_t ts)
-{
-	uint64_t s = ct_model_start_ns(m);
-	return ts >= s ? ts - s : 0;
-}
-
 /* ---- text ------------------------------------------------------------------------------ */
 
 static void text_phases(FILE *f, const struct ct_report_opts *o, struct ct_model *m)
@@ -363,7 +357,7 @@ static void text_phases(FILE *f, const struct ct_report_opts *o, struct ct_model
 	size_t k = ct_items_shown(o, n);
 	for (size_t i = 0; i < k; i++) {
 		const struct phase_row *r = v[i];
-		ct_fmt_dur(since_start(m, r->peak_ts), b2, sizeof b2);
+		ct_fmt_dur(ct_model_since_start(m, r->peak_ts), b2, sizeof b2);
 		snprintf(b3, sizeof b3, "+");
 		ct_fmt_bytes(r->growth, b3 + 1, sizeof b3 - 1);
 		fprintf(f, "  %-12s %12s %12s %7" PRIu64 "  ", ct_fmt_bytes(r->peak, b1, sizeof b1),
@@ -406,7 +400,7 @@ static void text_peak(FILE *f, const struct ct_report_opts *o, struct ct_model *
 	}
 	fprintf(f, "cumtrace peak: %s (%" PRIu64 " bytes) of device memory at %.3f ms in ",
 		ct_fmt_bytes(m->peak_bytes, b1, sizeof b1), m->peak_bytes,
-		(double)since_start(m, m->peak_ts) / 1e6);
+		(double)ct_model_since_start(m, m->peak_ts) / 1e6);
 	ct_put_proc(f, m);
 	fputc('\n', f);
 	ct_put_notes(f, m);
@@ -430,7 +424,7 @@ static void text_peak(FILE *f, const struct ct_report_opts *o, struct ct_model *
 	for (size_t d = 0; nd > 1 && d < nd; d++) {
 		fprintf(f, "\ndevice %d: peak %s (%" PRIu64 " bytes) at %.3f ms\n", dp[d]->device,
 			ct_fmt_bytes(dp[d]->peak_bytes, b1, sizeof b1), dp[d]->peak_bytes,
-			(double)since_start(m, dp[d]->peak_ts) / 1e6);
+			(double)ct_model_since_start(m, dp[d]->peak_ts) / 1e6);
 		v = ct_site_items(m, weigh_at_dev_peak, (void *)dp[d], &n);
 		ct_text_items(f, o, m, v, n);
 		free(v);
@@ -490,13 +484,8 @@ static void json_devices(struct ct_json *j, const struct ct_report_opts *o,
 			ct_json_kv_u64(j, "pid", ms[x]->pid);
 			ct_json_kv_i64(j, "device", dp[d]->device);
 			ct_json_kv_u64(j, "bytes", dp[d]->peak_bytes);
-			ct_json_kv_u64(j, "time_ns", since_start(ms[x], dp[d]->peak_ts));
-			ct_json_kv_u64(j, "sites_total", n);
-			ct_json_key(j, "sites");
-			ct_json_arr(j);
-			for (size_t i = 0; i < ct_items_shown(o, n); i++)
-				ct_json_item(j, &v[i]);
-			ct_json_arr_end(j);
+			ct_json_kv_u64(j, "time_ns", ct_model_since_start(ms[x], dp[d]->peak_ts));
+			ct_json_items(j, o, v, n);
 			ct_json_obj_end(j);
 			free(v);
 		}
@@ -528,7 +517,7 @@ static void json_phases(struct ct_json *j, const struct ct_report_opts *o,
 			ct_json_kv_u64(j, "count", r->count);
 			ct_json_kv_u64(j, "open_at_end", r->open_at_end);
 			ct_json_kv_u64(j, "peak_bytes", r->peak);
-			ct_json_kv_u64(j, "peak_time_ns", since_start(ms[x], r->peak_ts));
+			ct_json_kv_u64(j, "peak_time_ns", ct_model_since_start(ms[x], r->peak_ts));
 			ct_json_kv_u64(j, "start_bytes", r->start_bytes);
 			ct_json_kv_u64(j, "growth_bytes", r->growth);
 			ct_json_obj_end(j);
@@ -548,7 +537,7 @@ static void json_peak(struct ct_json *j, const struct ct_report_opts *o,
 		peak_bytes += m->peak_bytes;
 		if (m->peak_seen && (m->peak_bytes > best_peak || !best_peak)) {
 			best_peak = m->peak_bytes;
-			peak_time = since_start(m, m->peak_ts);
+			peak_time = ct_model_since_start(m, m->peak_ts);
 		}
 	}
 	size_t n;
@@ -581,12 +570,7 @@ static void json_peak(struct ct_json *j, const struct ct_report_opts *o,
 		free(devs);
 	}
 	ct_json_obj_end(j);
-	ct_json_kv_u64(j, "sites_total", n);
-	ct_json_key(j, "sites");
-	ct_json_arr(j);
-	for (size_t i = 0; i < ct_items_shown(o, n); i++)
-		ct_json_item(j, &v[i]);
-	ct_json_arr_end(j);
+	ct_json_items(j, o, v, n);
 	free(v);
 	json_devices(j, o, ms, nm);
 	json_phases(j, o, ms, nm);

@@ -390,12 +390,6 @@ static void stream_name(const struct stream *s, char *buf, size_t cap)
 		snprintf(buf, cap, "0x%" PRIx64, s->handle);
 }
 
-static uint64_t since_start(const struct ct_model *m, uint64_t ts)
-{
-	uint64_t s = ct_model_start_ns(m);
-	return ts >= s ? ts - s : 0;
-}
-
 /* ---- text ---------------------------------------------------------------------------------- */
 
 static void text_streams(FILE *f, const struct ct_report_opts *o, struct ct_model *m)
@@ -449,7 +443,7 @@ static void text_streams(FILE *f, const struct ct_report_opts *o, struct ct_mode
 		uint64_t pc = pending_count(st, s, &pb);
 		stream_name(s, name, sizeof name);
 		ct_fmt_dur(s->sync_ns, b[0], sizeof b[0]);
-		ct_fmt_dur(since_start(m, s->peak_ts), b[4], sizeof b[4]);
+		ct_fmt_dur(ct_model_since_start(m, s->peak_ts), b[4], sizeof b[4]);
 		fprintf(f,
 			"  %-24s %6d %7" PRIu64 " %7" PRIu64 " %6" PRIu64 " %10s %7" PRIu64
 			" %10s %10s %10s %10s %6" PRIu64 " %10s %10s\n",
@@ -515,7 +509,7 @@ static void csv_streams(FILE *f, const struct ct_report_opts *o, struct ct_model
 				",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n",
 				ms[x]->pid, s->handle, s->tid, s->device, s->creates, s->destroys, s->syncs,
 				s->sync_ns, s->allocs, s->alloc_bytes, s->live, s->peak,
-				s->peak ? since_start(ms[x], s->peak_ts) : 0, s->frees, s->cross_in,
+				s->peak ? ct_model_since_start(ms[x], s->peak_ts) : 0, s->frees, s->cross_in,
 				s->cross_in_bytes, pc, pb);
 		}
 		free(v);
@@ -531,12 +525,7 @@ static void json_site_list(struct ct_json *j, const struct ct_report_opts *o, co
 	ct_json_obj(j);
 	ct_json_kv_u64(j, "count", count);
 	ct_json_kv_u64(j, "bytes", bytes);
-	ct_json_kv_u64(j, "sites_total", n);
-	ct_json_key(j, "sites");
-	ct_json_arr(j);
-	for (size_t i = 0; i < ct_items_shown(o, n); i++)
-		ct_json_item(j, &v[i]);
-	ct_json_arr_end(j);
+	ct_json_items(j, o, v, n);
 	ct_json_obj_end(j);
 }
 
@@ -608,7 +597,7 @@ static void json_streams(struct ct_json *j, const struct ct_report_opts *o,
 			ct_json_kv_u64(j, "live_bytes", s->live);
 			ct_json_kv_u64(j, "live_count", s->live_count);
 			ct_json_kv_u64(j, "peak_bytes", s->peak);
-			ct_json_kv_u64(j, "peak_time_ns", s->peak ? since_start(ms[x], s->peak_ts) : 0);
+			ct_json_kv_u64(j, "peak_time_ns", s->peak ? ct_model_since_start(ms[x], s->peak_ts) : 0);
 			ct_json_kv_u64(j, "async_frees", s->frees);
 			ct_json_kv_u64(j, "async_free_bytes", s->free_bytes);
 			ct_json_kv_u64(j, "cross_stream_frees", s->cross_in);
