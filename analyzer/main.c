@@ -1,7 +1,7 @@
 /*
  * cumtrace-report: offline analyzer of cumtrace dumps.
  *
- *   cumtrace-report [summary|leaks|peak|timeline] [options] DUMP...
+ *   cumtrace-report [COMMAND] [options] DUMP...   (commands: the table in report.c)
  *   cumtrace-report symbolize DUMP [-o OUT]
  *
  * See docs/report.md for the options, exit codes and the JSON schema.

@@ -60,6 +60,8 @@ void ct_model_free(struct ct_model *m)
 	free(m->retired);
 	free(m->sites);
 	ct_imap_free(&m->sitemap);
+	free(m->dpeaks);
+	ct_imap_free(&m->dpmap);
 	free(m->leaks);
 	ct_imap_free(&m->leakmap);
 	ct_tl_free(&m->tl);
@@ -187,6 +189,35 @@ const struct ct_kd_stats *ct_model_kd(const struct ct_model *m, unsigned kind, i
 	return i == CT_IMAP_NONE ? NULL : &m->kd[i];
 }
 
+static int dp_eq(const void *ctx, uint32_t idx, const void *key)
+{
+	const struct ct_model *m = ctx;
+	return m->dpeaks[idx].device == *(const int16_t *)key;
+}
+
+static uint32_t get_dp(struct ct_model *m, int16_t device)
+{
+	uint64_t h = ct_hash2((uint16_t)device, 0xd9);
+	uint32_t i = ct_imap_get(&m->dpmap, h, dp_eq, m, &device);
+	if (i != CT_IMAP_NONE)
+		return i;
+	m->dpeaks = ct_xgrow(m->dpeaks, &m->capdpeaks, m->ndpeaks + 1, sizeof *m->dpeaks);
+	i = (uint32_t)m->ndpeaks++;
+	memset(&m->dpeaks[i], 0, sizeof m->dpeaks[i]);
+	m->dpeaks[i].device = device;
+	ct_imap_put(&m->dpmap, h, i);
+	return i;
+}
+
+const struct ct_dev_peak *ct_model_dev_peak(const struct ct_model *m, int device)
+{
+	int16_t d = (int16_t)device;
+	if (d != device)
+		return NULL;
+	uint32_t i = ct_imap_get(&m->dpmap, ct_hash2((uint16_t)d, 0xd9), dp_eq, m, &d);
+	return i == CT_IMAP_NONE ? NULL : &m->dpeaks[i];
+}
+
 static int site_eq(const void *ctx, uint32_t idx, const void *key)
 {
 	const struct ct_model *m = ctx;
@@ -211,6 +242,8 @@ static uint32_t get_site(struct ct_model *m, uint32_t stack_id, uint16_t api, ui
 		return i;
 	k.kd = get_kd(m, kind, device);
 	k.saved_version = UINT64_MAX;
+	k.dp = ct_kind_is_device_bytes(kind) ? get_dp(m, device) : CT_IMAP_NONE;
+	k.dsaved_version = UINT64_MAX;
 	m->sites = ct_xgrow(m->sites, &m->capsites, m->nsites + 1, sizeof *m->sites);
 	i = (uint32_t)m->nsites++;
 	m->sites[i] = k;
@@ -218,14 +251,25 @@ static uint32_t get_site(struct ct_model *m, uint32_t stack_id, uint16_t api, ui
 	return i;
 }
 
-/* Before changing a site counted in the peak, keep its values at the last peak. */
+/*
+ * Before changing a site counted in the peak, keep its values at the last
+ * peak, of all devices and of its own device.
+ */
 static void site_touch(struct ct_model *m, struct ct_site *s)
 {
-	if (!ct_kind_is_device_bytes(s->kind) || s->saved_version == m->peak_version)
+	if (s->dp == CT_IMAP_NONE)
 		return;
-	s->saved_version = m->peak_version;
-	s->saved_count = s->live_count;
-	s->saved_bytes = s->live_bytes;
+	if (s->saved_version != m->peak_version) {
+		s->saved_version = m->peak_version;
+		s->saved_count = s->live_count;
+		s->saved_bytes = s->live_bytes;
+	}
+	uint64_t dv = m->dpeaks[s->dp].version;
+	if (s->dsaved_version != dv) {
+		s->dsaved_version = dv;
+		s->dsaved_count = s->live_count;
+		s->dsaved_bytes = s->live_bytes;
+	}
 }
 
 void ct_site_at_peak(const struct ct_model *m, const struct ct_site *s, uint64_t *count,
@@ -234,6 +278,18 @@ void ct_site_at_peak(const struct ct_model *m, const struct ct_site *s, uint64_t
 	if (s->saved_version == m->peak_version) {
 		*count = s->saved_count;
 		*bytes = s->saved_bytes;
+	} else {
+		*count = s->live_count;
+		*bytes = s->live_bytes;
+	}
+}
+
+void ct_site_at_dev_peak(const struct ct_model *m, const struct ct_site *s, uint64_t *count,
+			 uint64_t *bytes)
+{
+	if (s->dp != CT_IMAP_NONE && s->dsaved_version == m->dpeaks[s->dp].version) {
+		*count = s->dsaved_count;
+		*bytes = s->dsaved_bytes;
 	} else {
 		*count = s->live_count;
 		*bytes = s->live_bytes;
@@ -330,8 +386,10 @@ static void remove_live(struct ct_model *m, size_t slot, const struct ct_rec_eve
 	struct ct_kd_stats *k = &m->kd[s->kd];
 	kd_add(k, e.size, 0);
 	kd_add(&m->kind_total[s->kind], e.size, 0);
-	if (ct_kind_is_device_bytes(s->kind))
+	if (s->dp != CT_IMAP_NONE) {
 		m->dev_live -= e.size;
+		m->dpeaks[s->dp].live -= e.size;
+	}
 	if (how == RM_FREE) {
 		k->frees++;
 		m->kind_total[s->kind].frees++;
@@ -432,13 +490,21 @@ static void do_alloc(struct ct_model *m, const struct ct_rec_event *ev, uint8_t 
 			    .site = si,
 			    .ns = (uint8_t)ns};
 	live_insert(m, &e);
-	if (ct_kind_is_device_bytes(kind)) {
+	if (s->dp != CT_IMAP_NONE) {
 		m->dev_live += ev->size;
 		if (m->dev_live > m->peak_bytes) {
 			m->peak_bytes = m->dev_live;
 			m->peak_ts = ev->ts_ns;
 			m->peak_version++;
 			m->peak_seen = 1;
+		}
+		struct ct_dev_peak *d = &m->dpeaks[s->dp];
+		d->live += ev->size;
+		if (d->live > d->peak_bytes) {
+			d->peak_bytes = d->live;
+			d->peak_ts = ev->ts_ns;
+			d->version++;
+			d->seen = 1;
 		}
 	}
 	ct_tl_update(&m->tl, kind, ev->device, ev->ts_ns, k->live_bytes);
@@ -585,6 +651,12 @@ uint64_t ct_model_start_ns(const struct ct_model *m)
 	    (!m->have_ts || m->start_monotonic_ns <= m->first_ts))
 		return m->start_monotonic_ns;
 	return m->have_ts ? m->first_ts : 0;
+}
+
+uint64_t ct_model_since_start(const struct ct_model *m, uint64_t ts)
+{
+	uint64_t s = ct_model_start_ns(m);
+	return ts >= s ? ts - s : 0;
 }
 
 uint64_t ct_model_duration_ns(const struct ct_model *m)
@@ -791,6 +863,15 @@ static void on_mark(void *ctx, const struct ct_rec_mark *mk, const char *name, s
 		see_ts(m, mk->ts_ns);
 }
 
+static void on_meminfo(void *ctx, const struct ct_rec_meminfo *mi)
+{
+	struct ct_model *m = ctx;
+	m->meminfos++;
+	for (size_t i = 0; i < m->nobs; i++)
+		if (m->obs[i].meminfo)
+			m->obs[i].meminfo(m->obs[i].ctx, m, mi);
+}
+
 static void on_pystring(void *ctx, uint32_t id, const char *s, size_t len)
 {
 	ct_pytab_add_string(((struct ct_model *)ctx)->py, id, s, len);
@@ -823,6 +904,7 @@ void ct_model_callbacks(struct ct_model *m, struct ct_reader_cb *cb)
 	cb->drops = on_drops;
 	cb->end = on_end;
 	cb->mark = on_mark;
+	cb->meminfo = on_meminfo;
 	cb->pystring = on_pystring;
 	cb->pystack = on_pystack;
 	cb->pycombine = on_pycombine;

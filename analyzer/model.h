@@ -32,6 +32,24 @@ static inline int ct_kind_is_device_bytes(unsigned kind)
 	return kind == CT_KIND_DEVICE || kind == CT_KIND_VMM_PHYSICAL;
 }
 
+/* Stream-ordered allocations (from a memory pool, on a stream). */
+static inline int ct_api_is_stream_ordered(unsigned api)
+{
+	switch (api) {
+	case CT_API_cudaMallocAsync:
+	case CT_API_cudaMallocAsync_ptsz:
+	case CT_API_cudaMallocFromPoolAsync:
+	case CT_API_cudaMallocFromPoolAsync_ptsz:
+	case CT_API_cuMemAllocAsync:
+	case CT_API_cuMemAllocAsync_ptsz:
+	case CT_API_cuMemAllocFromPoolAsync:
+	case CT_API_cuMemAllocFromPoolAsync_ptsz:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
 /* Where allocations come from: (stack, api, kind, device). */
 struct ct_site {
 	uint32_t stack_id;
@@ -43,6 +61,20 @@ struct ct_site {
 	uint64_t allocs, bytes_allocated;
 	/* versioned snapshot of the values at the last peak */
 	uint64_t saved_version, saved_count, saved_bytes;
+	/* device-bytes sites: index of their device's ct_dev_peak, and the same
+	 * snapshot at that device's last peak (CT_IMAP_NONE / unused otherwise) */
+	uint32_t dp;
+	uint64_t dsaved_version, dsaved_count, dsaved_bytes;
+};
+
+/*
+ * Device bytes (ct_kind_is_device_bytes) of one device: live now, and the
+ * first moment they reached their maximum. version counts new peaks.
+ */
+struct ct_dev_peak {
+	int16_t device;
+	int seen;
+	uint64_t live, peak_bytes, peak_ts, version;
 };
 
 /* A leak group: allocations of one site that died unfreed for one reason. */
@@ -105,6 +137,8 @@ struct ct_observer {
 	void (*event)(void *ctx, struct ct_model *m, const struct ct_rec_event *ev);
 	/* a mark or NVTX range boundary, in time order among the events */
 	void (*mark)(void *ctx, struct ct_model *m, const struct ct_mark *mk);
+	/* a CT_REC_MEMINFO, in file order: before or after its failed event */
+	void (*meminfo)(void *ctx, struct ct_model *m, const struct ct_rec_meminfo *mi);
 	/* end of the dump, before the blocks still live become "live at exit" leaks */
 	void (*finish)(void *ctx, struct ct_model *m);
 	/* free ctx (ct_model_free) */
@@ -118,6 +152,10 @@ struct ct_observer {
  * one slot and reads it back when it renders. Add a name to add a slot.
  */
 enum ct_ext {
+	CT_EXT_PHASES,	/* report_peak.c: device bytes per NVTX range / mark phase */
+	CT_EXT_OOM,	/* report_oom.c */
+	CT_EXT_FRAG,	/* report_frag.c */
+	CT_EXT_STREAMS, /* report_streams.c */
 	CT_EXT_COUNT
 };
 
@@ -164,6 +202,11 @@ struct ct_model {
 	/* peak of device bytes (ct_kind_is_device_bytes), all devices together */
 	uint64_t dev_live, peak_bytes, peak_ts, peak_version;
 	int peak_seen;
+	/* the same per device (sorted by nothing: in order of appearance) */
+	struct ct_dev_peak *dpeaks;
+	size_t ndpeaks, capdpeaks;
+	struct ct_imap dpmap;
+	uint64_t meminfos; /* CT_REC_MEMINFO records */
 
 	struct ct_leak *leaks;
 	size_t nleaks, capleaks;
@@ -212,10 +255,18 @@ int ct_model_load_mem(struct ct_model *m, const void *data, size_t len,
 /* Start of the trace: the process start if known and not after the first event. */
 uint64_t ct_model_start_ns(const struct ct_model *m);
 uint64_t ct_model_duration_ns(const struct ct_model *m);
+/* ts in nanoseconds since the start of the trace (0 for times before it). */
+uint64_t ct_model_since_start(const struct ct_model *m, uint64_t ts);
 
 /* A site's count and bytes at the last peak (the versioned snapshot). */
 void ct_site_at_peak(const struct ct_model *m, const struct ct_site *s, uint64_t *count,
 		     uint64_t *bytes);
+
+/* A site's count and bytes at the last peak of its own device (device-bytes sites). */
+void ct_site_at_dev_peak(const struct ct_model *m, const struct ct_site *s, uint64_t *count,
+			 uint64_t *bytes);
+/* The peak record of device, NULL when it never had device bytes. */
+const struct ct_dev_peak *ct_model_dev_peak(const struct ct_model *m, int device);
 
 /* Reason text of a leak group: "live at exit", "live at cudaDeviceReset", ... */
 const char *ct_leak_reason(const struct ct_leak *l, char *buf, size_t cap);

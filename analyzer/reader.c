@@ -74,6 +74,8 @@ uint32_t ct_rec_fixed_size(unsigned type)
 		return sizeof(struct ct_rec_pystring);
 	case CT_REC_SYMBOLS:
 		return sizeof(struct ct_rec_symbols);
+	case CT_REC_MEMINFO:
+		return sizeof(struct ct_rec_meminfo);
 	default:
 		return 0;
 	}
@@ -426,6 +428,13 @@ static int dispatch(struct rd *r, const unsigned char *p, unsigned type, uint32_
 		}
 		if (cb->mark)
 			cb->mark(cb->ctx, &mk, (const char *)p + sizeof mk, mk.name_len);
+		return 0;
+	}
+	case CT_REC_MEMINFO: {
+		struct ct_rec_meminfo mi;
+		memcpy(&mi, p, sizeof mi);
+		if (cb->meminfo)
+			cb->meminfo(cb->ctx, &mi);
 		return 0;
 	}
 	case CT_REC_PYSTRING: {

@@ -42,6 +42,8 @@ struct ct_reader_cb {
 	void (*batch)(void *ctx, const struct ct_rec_batch *b);
 	void (*end)(void *ctx, const struct ct_rec_end *e);
 	void (*mark)(void *ctx, const struct ct_rec_mark *m, const char *name, size_t name_len);
+	/* CT_REC_MEMINFO, in file order (before or after its failed event) */
+	void (*meminfo)(void *ctx, const struct ct_rec_meminfo *mi);
 	/* a record of a type this reader does not interpret (skipped) */
 	void (*unknown)(void *ctx, unsigned type, uint64_t offset, uint32_t size);
 	/* CT_REC_PYSTRING: str has len bytes (NUL included, not guaranteed) */

@@ -100,9 +100,59 @@ struct ct_item *ct_peak_items(struct ct_model *const *ms, size_t nm, size_t *n)
 	return v;
 }
 
+struct ct_item ct_site_item(struct ct_model *m, const struct ct_site *s, uint64_t count,
+			    uint64_t bytes)
+{
+	return (struct ct_item){.m = m,
+				.stack_id = s->stack_id,
+				.api = s->api,
+				.kind = s->kind,
+				.device = s->device,
+				.count = count,
+				.bytes = bytes};
+}
+
+struct ct_item *ct_site_items(struct ct_model *m, ct_site_weigh_fn weigh, void *ctx, size_t *n)
+{
+	struct ct_item *v = ct_xcalloc(m->nsites, sizeof *v);
+	size_t k = 0;
+	for (size_t j = 0; j < m->nsites; j++) {
+		uint64_t c = 0, b = 0;
+		if (weigh(ctx, m, &m->sites[j], &c, &b) && c)
+			v[k++] = ct_site_item(m, &m->sites[j], c, b);
+	}
+	ct_items_sort(v, k);
+	*n = k;
+	return v;
+}
+
 size_t ct_items_shown(const struct ct_report_opts *o, size_t n)
 {
 	return o->top && o->top < n ? o->top : n;
+}
+
+void ct_text_items(FILE *f, const struct ct_report_opts *o, struct ct_model *m,
+		   const struct ct_item *v, size_t n)
+{
+	char b1[32];
+	int md = ct_multi_device(m);
+	size_t k = ct_items_shown(o, n);
+	for (size_t i = 0; i < k; i++) {
+		fprintf(f, "#%-3zu %s in %" PRIu64 " allocation%s (%s, %s", i + 1,
+			ct_fmt_bytes(v[i].bytes, b1, sizeof b1), v[i].count, v[i].count == 1 ? "" : "s",
+			ct_kind_name(v[i].kind), ct_api_name(v[i].api));
+		if (md)
+			fprintf(f, ", device %d", v[i].device);
+		fputs(")\n", f);
+		ct_text_stack(f, m, v[i].stack_id);
+	}
+	if (k < n) {
+		uint64_t rest = 0;
+		for (size_t i = k; i < n; i++)
+			rest += v[i].bytes;
+		fprintf(f, "... and %zu more site%s: %s (--top 0 shows all)\n", n - k,
+			n - k == 1 ? "" : "s", ct_fmt_bytes(rest, b1, sizeof b1));
+	}
 }
 
 /* ---- small formatting helpers -------------------------------------------------------- */
@@ -351,6 +401,17 @@ void ct_json_item(struct ct_json *j, const struct ct_item *it)
 	ct_json_obj_end(j);
 }
 
+
+void ct_json_items(struct ct_json *j, const struct ct_report_opts *o, const struct ct_item *v,
+		   size_t n)
+{
+	ct_json_kv_u64(j, "sites_total", n);
+	ct_json_key(j, "sites");
+	ct_json_arr(j);
+	for (size_t i = 0; i < ct_items_shown(o, n); i++)
+		ct_json_item(j, &v[i]);
+	ct_json_arr_end(j);
+}
 
 /* ---- devices ---- */
 

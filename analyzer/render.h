@@ -30,6 +30,16 @@ struct ct_item {
 struct ct_item *ct_leak_items(struct ct_model *const *ms, size_t nm, size_t *n);
 /* Every device-bytes site live at each model's peak, largest first (caller frees). */
 struct ct_item *ct_peak_items(struct ct_model *const *ms, size_t nm, size_t *n);
+/* The item of site s of m with the given count and bytes. */
+struct ct_item ct_site_item(struct ct_model *m, const struct ct_site *s, uint64_t count,
+			    uint64_t bytes);
+/*
+ * The sites of m that weigh returns nonzero for, with the count and bytes it
+ * sets (a count of 0 leaves the site out too), largest first (caller frees).
+ */
+typedef int (*ct_site_weigh_fn)(void *ctx, const struct ct_model *m, const struct ct_site *s,
+				uint64_t *count, uint64_t *bytes);
+struct ct_item *ct_site_items(struct ct_model *m, ct_site_weigh_fn weigh, void *ctx, size_t *n);
 /* Sort items largest first (bytes, count, pid, first seen, stack, kind, device, api). */
 void ct_items_sort(struct ct_item *v, size_t n);
 /* How many of n items --top lets through. */
@@ -46,6 +56,13 @@ void ct_put_notes(FILE *f, const struct ct_model *m);
 /* 1 when the model allocated on more than one device. */
 int ct_multi_device(const struct ct_model *m);
 
+/*
+ * The first --top items as "#1   8.0 MiB in 2 allocations (device, cudaMalloc)"
+ * lines (", device N" on a multi-device model), each with its stack, then
+ * "... and N more sites: SIZE (--top 0 shows all)".
+ */
+void ct_text_items(FILE *f, const struct ct_report_opts *o, struct ct_model *m,
+		   const struct ct_item *v, size_t n);
 /* A stack as indented "at func (file:line) in module" lines. */
 void ct_text_stack(FILE *f, struct ct_model *m, uint32_t stack_id);
 /* A stack as a JSON array of frame objects. */
@@ -61,6 +78,9 @@ size_t ct_find_dev(const int16_t *devs, size_t n, int16_t dev);
 /* A device number as a JSON key ("0", "1", "-1"). */
 void ct_json_dev_key(struct ct_json *j, int dev);
 
+/* "sites_total": n and "sites": the first --top of the n items. */
+void ct_json_items(struct ct_json *j, const struct ct_report_opts *o, const struct ct_item *v,
+		   size_t n);
 /* A leak group or peak site as a JSON object (pid, count, bytes, kind, api, stack...). */
 void ct_json_item(struct ct_json *j, const struct ct_item *it);
 

@@ -13,7 +13,8 @@
 #include "render.h"
 #include "util.h"
 
-extern const struct ct_command ct_cmd_summary, ct_cmd_leaks, ct_cmd_peak, ct_cmd_timeline;
+extern const struct ct_command ct_cmd_summary, ct_cmd_leaks, ct_cmd_peak, ct_cmd_timeline,
+	ct_cmd_oom, ct_cmd_frag, ct_cmd_streams;
 
 /* Indexed by enum ct_cmd. */
 static const struct ct_command *const commands[CT_CMD_COUNT] = {
@@ -21,6 +22,9 @@ static const struct ct_command *const commands[CT_CMD_COUNT] = {
 	[CT_CMD_LEAKS] = &ct_cmd_leaks,
 	[CT_CMD_PEAK] = &ct_cmd_peak,
 	[CT_CMD_TIMELINE] = &ct_cmd_timeline,
+	[CT_CMD_OOM] = &ct_cmd_oom,
+	[CT_CMD_FRAG] = &ct_cmd_frag,
+	[CT_CMD_STREAMS] = &ct_cmd_streams,
 };
 
 static const char *const fmt_names[CT_FMT_COUNT] = {

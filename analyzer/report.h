@@ -13,7 +13,16 @@
 #include "model.h"
 
 /* Commands, in the order of the table in report.c (add one: a name here, a row there). */
-enum ct_cmd { CT_CMD_SUMMARY, CT_CMD_LEAKS, CT_CMD_PEAK, CT_CMD_TIMELINE, CT_CMD_COUNT };
+enum ct_cmd {
+	CT_CMD_SUMMARY,
+	CT_CMD_LEAKS,
+	CT_CMD_PEAK,
+	CT_CMD_TIMELINE,
+	CT_CMD_OOM,
+	CT_CMD_FRAG,
+	CT_CMD_STREAMS,
+	CT_CMD_COUNT
+};
 /* Output formats; a command says which it supports. */
 enum ct_fmt { CT_FMT_TEXT, CT_FMT_JSON, CT_FMT_CSV, CT_FMT_COUNT };
 

@@ -84,12 +84,7 @@ static void json_leaks(struct ct_json *j, const struct ct_report_opts *o,
 	ct_json_obj(j);
 	ct_json_kv_u64(j, "count", leak_count);
 	ct_json_kv_u64(j, "bytes", leak_bytes);
-	ct_json_kv_u64(j, "sites_total", n);
-	ct_json_key(j, "sites");
-	ct_json_arr(j);
-	for (size_t i = 0; i < ct_items_shown(o, n); i++)
-		ct_json_item(j, &v[i]);
-	ct_json_arr_end(j);
+	ct_json_items(j, o, v, n);
 	ct_json_obj_end(j);
 	free(v);
 }

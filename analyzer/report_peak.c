@@ -1,10 +1,387 @@
-/* The peak command: the highest device memory use and what was live then. */
+/*
+ * The peak command: the highest device memory use and what was live then, of
+ * all devices together and of each device alone, and the highest device
+ * memory use reached inside each NVTX range name and each span between marks
+ * ("phases").
+ */
 #include <inttypes.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "marks.h"
 #include "render.h"
 #include "report.h"
 #include "util.h"
+
+/* ---- phases: device bytes inside NVTX ranges and between marks ---------------------- */
+
+/*
+ * Every range (NVTX push/pop per thread, start/end by range id) and every
+ * span from one instant mark to the next (the first span runs from the start
+ * of the trace to the first instant) is an instance of its name. An
+ * instance's peak is the most device bytes (all devices, the peak's rule)
+ * live at any moment from its opening to its closing; a name's row keeps the
+ * highest over its instances.
+ *
+ * The ranges open at one moment all end "now", so their peaks so far can only
+ * fall from the oldest to the newest: they are kept as segments of equal peak
+ * over the open ranges in opening order. A rise of device bytes merges the
+ * newest segments below it into one, so each event costs O(1) amortized;
+ * closing a range costs O(open ranges), at most PHASE_OPEN_MAX.
+ */
+#define PHASE_OPEN_MAX 1024 /* ranges open at once; more are counted, not tracked */
+#define PHASE_ROWS_MAX 1024 /* distinct names; instances of more are counted */
+#define PHASE_ROW_NONE UINT32_MAX
+
+enum phase_kind { PHASE_START, PHASE_MARK, PHASE_RANGE };
+static const char *const phase_kind_names[] = {"start", "mark", "range"};
+
+/* How an open instance ends: CT_MARK_PUSH (pop on its thread), CT_MARK_START (its id), or: */
+#define PHASE_BY_MARK 100 /* the next instant mark, or the end */
+
+struct phase_row {
+	char *name;
+	uint8_t kind; /* enum phase_kind */
+	uint64_t count, open_at_end;
+	uint64_t peak, peak_ts, start_bytes; /* the instance with the highest peak (the first one) */
+	uint64_t growth;		     /* largest peak - bytes at opening of one instance */
+};
+
+struct phase_open {
+	uint64_t id;
+	uint64_t start_bytes;
+	uint32_t tid;
+	uint32_t row; /* PHASE_ROW_NONE: its name is not tracked */
+	uint16_t ends;
+};
+
+struct phase_seg {
+	size_t first; /* index in open[] of its oldest range */
+	uint64_t value, ts;
+};
+
+struct phases {
+	struct phase_row *rows;
+	size_t nrows, caprows;
+	struct ct_imap rowmap;
+	struct phase_open *open;
+	size_t nopen, capopen;
+	struct phase_seg *seg;
+	size_t nseg, capseg;
+	uint64_t live; /* device bytes as last seen */
+	uint64_t untracked, rows_dropped, unmatched;
+	int any_instant;
+};
+
+static uint64_t name_hash(const char *s, unsigned kind)
+{
+	uint64_t h = 0xcbf29ce484222325ull ^ kind;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+	return ct_mix64(h);
+}
+
+struct row_key {
+	const char *name;
+	unsigned kind;
+};
+
+static int row_eq(const void *ctx, uint32_t idx, const void *key)
+{
+	const struct phases *p = ctx;
+	const struct row_key *k = key;
+	return p->rows[idx].kind == k->kind && !strcmp(p->rows[idx].name, k->name);
+}
+
+static uint32_t row_of(struct phases *p, const char *name, unsigned kind)
+{
+	struct row_key k = {name, kind};
+	uint64_t h = name_hash(name, kind);
+	uint32_t i = ct_imap_get(&p->rowmap, h, row_eq, p, &k);
+	if (i != CT_IMAP_NONE)
+		return i;
+	if (p->nrows == PHASE_ROWS_MAX)
+		return PHASE_ROW_NONE;
+	p->rows = ct_xgrow(p->rows, &p->caprows, p->nrows + 1, sizeof *p->rows);
+	i = (uint32_t)p->nrows++;
+	memset(&p->rows[i], 0, sizeof p->rows[i]);
+	p->rows[i].name = ct_xstrdup(name);
+	p->rows[i].kind = (uint8_t)kind;
+	ct_imap_put(&p->rowmap, h, i);
+	return i;
+}
+
+static void push_seg(struct phases *p, size_t first, uint64_t value, uint64_t ts)
+{
+	p->seg = ct_xgrow(p->seg, &p->capseg, p->nseg + 1, sizeof *p->seg);
+	p->seg[p->nseg++] = (struct phase_seg){first, value, ts};
+}
+
+static void phase_open(struct phases *p, uint32_t row, uint16_t ends, uint32_t tid, uint64_t id,
+		       uint64_t ts)
+{
+	if (p->nopen == PHASE_OPEN_MAX) {
+		p->untracked++;
+		return;
+	}
+	p->open = ct_xgrow(p->open, &p->capopen, p->nopen + 1, sizeof *p->open);
+	size_t i = p->nopen++;
+	p->open[i] = (struct phase_open){
+		.id = id, .start_bytes = p->live, .tid = tid, .row = row, .ends = ends};
+	push_seg(p, i, p->live, ts);
+}
+
+/* Device bytes rose to v at ts: every open range whose peak is below v gets v. */
+static void phase_rise(struct phases *p, uint64_t v, uint64_t ts)
+{
+	size_t first = SIZE_MAX;
+	while (p->nseg && p->seg[p->nseg - 1].value < v)
+		first = p->seg[--p->nseg].first;
+	if (first != SIZE_MAX)
+		push_seg(p, first, v, ts);
+}
+
+/* Close open range k: its peak goes to its row; it leaves the open list. */
+static void phase_close(struct phases *p, size_t k, int at_end)
+{
+	size_t lo = 0, hi = p->nseg; /* the last segment with first <= k */
+	while (hi - lo > 1) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (p->seg[mid].first <= k)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	const struct phase_open *o = &p->open[k];
+	const struct phase_seg *s = &p->seg[lo];
+	if (o->row != PHASE_ROW_NONE) {
+		struct phase_row *r = &p->rows[o->row];
+		if (!r->count || s->value > r->peak) {
+			r->peak = s->value;
+			r->peak_ts = s->ts;
+			r->start_bytes = o->start_bytes;
+		}
+		uint64_t g = s->value >= o->start_bytes ? s->value - o->start_bytes : 0;
+		if (g > r->growth)
+			r->growth = g;
+		r->count++;
+		r->open_at_end += at_end != 0;
+	} else if (o->ends != PHASE_BY_MARK || p->any_instant) {
+		p->rows_dropped++;
+	}
+	size_t end = lo + 1 < p->nseg ? p->seg[lo + 1].first : p->nopen;
+	size_t from = lo + 1;
+	if (end - p->seg[lo].first == 1) {
+		memmove(&p->seg[lo], &p->seg[lo + 1], (p->nseg - lo - 1) * sizeof *p->seg);
+		p->nseg--;
+		from = lo;
+	}
+	for (size_t t = from; t < p->nseg; t++)
+		p->seg[t].first--;
+	memmove(&p->open[k], &p->open[k + 1], (p->nopen - k - 1) * sizeof *p->open);
+	p->nopen--;
+}
+
+/* The newest open range that ends as asked, SIZE_MAX if none. */
+static size_t phase_find(const struct phases *p, uint16_t ends, uint32_t tid, uint64_t id)
+{
+	for (size_t i = p->nopen; i-- > 0;) {
+		const struct phase_open *o = &p->open[i];
+		if (o->ends == ends && (ends != CT_MARK_PUSH || o->tid == tid) &&
+		    (ends != CT_MARK_START || o->id == id))
+			return i;
+	}
+	return SIZE_MAX;
+}
+
+static void phases_mark(void *ctx, struct ct_model *m, const struct ct_mark *mk)
+{
+	struct phases *p = ctx;
+	(void)m;
+	size_t k;
+	switch (mk->kind) {
+	case CT_MARK_PUSH:
+	case CT_MARK_START:
+		phase_open(p, row_of(p, mk->name, PHASE_RANGE), mk->kind, mk->tid, mk->aux,
+			   mk->ts_ns);
+		break;
+	case CT_MARK_POP:
+	case CT_MARK_STOP:
+		k = phase_find(p, mk->kind == CT_MARK_POP ? CT_MARK_PUSH : CT_MARK_START, mk->tid,
+			       mk->aux);
+		if (k == SIZE_MAX)
+			p->unmatched++;
+		else
+			phase_close(p, k, 0);
+		break;
+	case CT_MARK_INSTANT:
+		k = phase_find(p, PHASE_BY_MARK, 0, 0);
+		if (k != SIZE_MAX) {
+			/* the span before the first mark gets its row now */
+			if (!p->any_instant)
+				p->open[k].row = row_of(p, "", PHASE_START);
+			phase_close(p, k, 0);
+		}
+		p->any_instant = 1;
+		phase_open(p, row_of(p, mk->name, PHASE_MARK), PHASE_BY_MARK, mk->tid, 0, mk->ts_ns);
+		break;
+	default:
+		break;
+	}
+}
+
+static void phases_event(void *ctx, struct ct_model *m, const struct ct_rec_event *ev)
+{
+	struct phases *p = ctx;
+	if (m->dev_live > p->live)
+		phase_rise(p, m->dev_live, ev->ts_ns);
+	p->live = m->dev_live;
+}
+
+/* End of the trace: what is still open closes (the span after the last mark normally). */
+static void phases_finish(void *ctx, struct ct_model *m)
+{
+	struct phases *p = ctx;
+	(void)m;
+	while (p->nopen) {
+		size_t k = p->nopen - 1;
+		phase_close(p, k, p->open[k].ends != PHASE_BY_MARK);
+	}
+}
+
+static void phases_destroy(void *ctx)
+{
+	struct phases *p = ctx;
+	for (size_t i = 0; i < p->nrows; i++)
+		free(p->rows[i].name);
+	free(p->rows);
+	ct_imap_free(&p->rowmap);
+	free(p->open);
+	free(p->seg);
+	free(p);
+}
+
+static void attach_peak(struct ct_model *m, const struct ct_report_opts *o)
+{
+	(void)o;
+	if (m->ext[CT_EXT_PHASES])
+		return;
+	struct phases *p = ct_xcalloc(1, sizeof *p);
+	/* the span before the first mark; named only if a mark comes */
+	phase_open(p, PHASE_ROW_NONE, PHASE_BY_MARK, 0, 0, 0);
+	m->ext[CT_EXT_PHASES] = p;
+	struct ct_observer ob = {.ctx = p,
+				 .event = phases_event,
+				 .mark = phases_mark,
+				 .finish = phases_finish,
+				 .destroy = phases_destroy};
+	ct_model_observe(m, &ob);
+}
+
+static int cmp_row(const void *a, const void *b)
+{
+	const struct phase_row *x = *(const struct phase_row *const *)a;
+	const struct phase_row *y = *(const struct phase_row *const *)b;
+	if (x->peak != y->peak)
+		return x->peak > y->peak ? -1 : 1;
+	if (x->peak_ts != y->peak_ts)
+		return x->peak_ts < y->peak_ts ? -1 : 1;
+	if (x->kind != y->kind)
+		return x->kind < y->kind ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+/* The rows of a model's phases, highest peak first (caller frees); NULL when not tracked. */
+static const struct phase_row **phase_rows(const struct ct_model *m, size_t *n)
+{
+	const struct phases *p = m->ext[CT_EXT_PHASES];
+	*n = 0;
+	if (!p)
+		return NULL;
+	const struct phase_row **v = ct_xcalloc(p->nrows + 1, sizeof *v);
+	for (size_t i = 0; i < p->nrows; i++)
+		if (p->rows[i].count)
+			v[(*n)++] = &p->rows[i];
+	if (*n > 1)
+		qsort(v, *n, sizeof *v, cmp_row);
+	return v;
+}
+
+/* ---- per device ---------------------------------------------------------------------- */
+
+/* Device peaks of a model that saw device bytes, by device number (caller frees). */
+static const struct ct_dev_peak **dev_peaks(const struct ct_model *m, size_t *n)
+{
+	const struct ct_dev_peak **v = ct_xcalloc(m->ndpeaks + 1, sizeof *v);
+	size_t k = 0;
+	for (size_t i = 0; i < m->ndpeaks; i++) {
+		if (!m->dpeaks[i].seen)
+			continue;
+		size_t j = k++;
+		while (j && v[j - 1]->device > m->dpeaks[i].device) {
+			v[j] = v[j - 1];
+			j--;
+		}
+		v[j] = &m->dpeaks[i];
+	}
+	*n = k;
+	return v;
+}
+
+static int weigh_at_dev_peak(void *ctx, const struct ct_model *m, const struct ct_site *s,
+			     uint64_t *count, uint64_t *bytes)
+{
+	const struct ct_dev_peak *d = ctx;
+	if (!ct_kind_is_device_bytes(s->kind) || s->device != d->device)
+		return 0;
+	ct_site_at_dev_peak(m, s, count, bytes);
+	return 1;
+}
+
+/* ---- text ------------------------------------------------------------------------------ */
+
+static void text_phases(FILE *f, const struct ct_report_opts *o, struct ct_model *m)
+{
+	char b1[32], b2[32], b3[32];
+	size_t n;
+	const struct phase_row **v = phase_rows(m, &n);
+	const struct phases *p = m->ext[CT_EXT_PHASES];
+	if (!n) {
+		free(v);
+		return;
+	}
+	fputs("\nphases (the most device bytes of all devices inside each NVTX range name and "
+	      "each span between marks):\n",
+	      f);
+	fprintf(f, "  %-12s %12s %12s %7s  %s\n", "peak", "at", "growth", "count", "phase");
+	size_t k = ct_items_shown(o, n);
+	for (size_t i = 0; i < k; i++) {
+		const struct phase_row *r = v[i];
+		ct_fmt_dur(ct_model_since_start(m, r->peak_ts), b2, sizeof b2);
+		snprintf(b3, sizeof b3, "+");
+		ct_fmt_bytes(r->growth, b3 + 1, sizeof b3 - 1);
+		fprintf(f, "  %-12s %12s %12s %7" PRIu64 "  ", ct_fmt_bytes(r->peak, b1, sizeof b1),
+			b2, b3, r->count);
+		if (r->kind == PHASE_START) {
+			fputs("(before the first mark)", f);
+		} else {
+			fprintf(f, "%s \"", r->kind == PHASE_MARK ? "mark" : "range");
+			ct_put_safe(f, r->name);
+			fputc('"', f);
+		}
+		if (r->open_at_end)
+			fprintf(f, " (%" PRIu64 " still open at the end)", r->open_at_end);
+		fputc('\n', f);
+	}
+	if (k < n)
+		fprintf(f, "  ... and %zu more (--top 0 shows all)\n", n - k);
+	if (p->untracked || p->rows_dropped)
+		fprintf(f,
+			"  note: %" PRIu64 " ranges beyond %d open at once and %" PRIu64
+			" instances of names beyond %d are not shown\n",
+			p->untracked, PHASE_OPEN_MAX, p->rows_dropped, PHASE_ROWS_MAX);
+	free(v);
+}
 
 static void text_peak(FILE *f, const struct ct_report_opts *o, struct ct_model *m)
 {
@@ -18,57 +395,56 @@ static void text_peak(FILE *f, const struct ct_report_opts *o, struct ct_model *
 		fputc('\n', f);
 		ct_put_notes(f, m);
 		free(v);
+		text_phases(f, o, m);
 		return;
 	}
-	uint64_t start = ct_model_start_ns(m);
-	uint64_t t = m->peak_ts >= start ? m->peak_ts - start : 0;
 	fprintf(f, "cumtrace peak: %s (%" PRIu64 " bytes) of device memory at %.3f ms in ",
-		ct_fmt_bytes(m->peak_bytes, b1, sizeof b1), m->peak_bytes, (double)t / 1e6);
+		ct_fmt_bytes(m->peak_bytes, b1, sizeof b1), m->peak_bytes,
+		(double)ct_model_since_start(m, m->peak_ts) / 1e6);
 	ct_put_proc(f, m);
 	fputc('\n', f);
 	ct_put_notes(f, m);
-	/* per device at the peak */
-	int16_t devs[64];
-	uint64_t dbytes[64];
-	size_t nd = 0;
-	for (size_t i = 0; i < n; i++) {
-		size_t d = 0;
-		while (d < nd && devs[d] != v[i].device)
-			d++;
-		if (d == nd) {
-			if (nd == 64)
-				continue;
-			devs[nd] = v[i].device;
-			dbytes[nd++] = 0;
-		}
-		dbytes[d] += v[i].bytes;
-	}
+	size_t nd;
+	const struct ct_dev_peak **dp = dev_peaks(m, &nd);
 	if (nd > 1) {
+		/* per device at the peak of all devices */
 		fputs("  by device:", f);
-		for (size_t d = 0; d < nd; d++)
-			fprintf(f, "%s %d: %s", d ? "," : "", devs[d],
-				ct_fmt_bytes(dbytes[d], b2, sizeof b2));
+		for (size_t d = 0; d < nd; d++) {
+			uint64_t b = 0;
+			for (size_t i = 0; i < n; i++)
+				if (v[i].device == dp[d]->device)
+					b += v[i].bytes;
+			fprintf(f, "%s %d: %s", d ? "," : "", dp[d]->device,
+				ct_fmt_bytes(b, b2, sizeof b2));
+		}
 		fputc('\n', f);
 	}
-	int md = ct_multi_device(m);
+	ct_text_items(f, o, m, v, n);
+	free(v);
+	for (size_t d = 0; nd > 1 && d < nd; d++) {
+		fprintf(f, "\ndevice %d: peak %s (%" PRIu64 " bytes) at %.3f ms\n", dp[d]->device,
+			ct_fmt_bytes(dp[d]->peak_bytes, b1, sizeof b1), dp[d]->peak_bytes,
+			(double)ct_model_since_start(m, dp[d]->peak_ts) / 1e6);
+		v = ct_site_items(m, weigh_at_dev_peak, (void *)dp[d], &n);
+		ct_text_items(f, o, m, v, n);
+		free(v);
+	}
+	free(dp);
+	text_phases(f, o, m);
+}
+
+/* ---- CSV: the sites at the peak of all devices ("all") and of their own device ("device") */
+
+static void csv_rows(FILE *f, const struct ct_report_opts *o, const struct ct_item *v, size_t n,
+		     const char *peak)
+{
 	size_t k = ct_items_shown(o, n);
 	for (size_t i = 0; i < k; i++) {
-		fprintf(f, "#%-3zu %s in %" PRIu64 " allocation%s (%s, %s", i + 1,
-			ct_fmt_bytes(v[i].bytes, b1, sizeof b1), v[i].count, v[i].count == 1 ? "" : "s",
-			ct_kind_name(v[i].kind), ct_api_name(v[i].api));
-		if (md)
-			fprintf(f, ", device %d", v[i].device);
-		fputs(")\n", f);
-		ct_text_stack(f, m, v[i].stack_id);
+		fprintf(f, "%" PRIu32 ",%" PRIu64 ",%" PRIu64 ",%s,%d,%s,", v[i].m->pid, v[i].count,
+			v[i].bytes, ct_kind_name(v[i].kind), v[i].device, ct_api_name(v[i].api));
+		ct_csv_stack(f, v[i].m, v[i].stack_id);
+		fprintf(f, ",%s\n", peak);
 	}
-	if (k < n) {
-		uint64_t rest = 0;
-		for (size_t i = k; i < n; i++)
-			rest += v[i].bytes;
-		fprintf(f, "... and %zu more site%s: %s (--top 0 shows all)\n", n - k,
-			n - k == 1 ? "" : "s", ct_fmt_bytes(rest, b1, sizeof b1));
-	}
-	free(v);
 }
 
 static void csv_peak(FILE *f, const struct ct_report_opts *o, struct ct_model *const *ms,
@@ -76,15 +452,79 @@ static void csv_peak(FILE *f, const struct ct_report_opts *o, struct ct_model *c
 {
 	size_t n;
 	struct ct_item *v = ct_peak_items(ms, nm, &n);
-	fputs("pid,count,bytes,kind,device,api,stack\n", f);
-	size_t k = ct_items_shown(o, n);
-	for (size_t i = 0; i < k; i++) {
-		fprintf(f, "%" PRIu32 ",%" PRIu64 ",%" PRIu64 ",%s,%d,%s,", v[i].m->pid, v[i].count,
-			v[i].bytes, ct_kind_name(v[i].kind), v[i].device, ct_api_name(v[i].api));
-		ct_csv_stack(f, v[i].m, v[i].stack_id);
-		fputc('\n', f);
-	}
+	fputs("pid,count,bytes,kind,device,api,stack,peak\n", f);
+	csv_rows(f, o, v, n, "all");
 	free(v);
+	for (size_t x = 0; x < nm; x++) {
+		size_t nd;
+		const struct ct_dev_peak **dp = dev_peaks(ms[x], &nd);
+		for (size_t d = 0; d < nd; d++) {
+			v = ct_site_items(ms[x], weigh_at_dev_peak, (void *)dp[d], &n);
+			csv_rows(f, o, v, n, "device");
+			free(v);
+		}
+		free(dp);
+	}
+}
+
+/* ---- JSON --------------------------------------------------------------------------------- */
+
+static void json_devices(struct ct_json *j, const struct ct_report_opts *o,
+			 struct ct_model *const *ms, size_t nm)
+{
+	ct_json_key(j, "devices");
+	ct_json_arr(j);
+	for (size_t x = 0; x < nm; x++) {
+		size_t nd;
+		const struct ct_dev_peak **dp = dev_peaks(ms[x], &nd);
+		for (size_t d = 0; d < nd; d++) {
+			size_t n;
+			struct ct_item *v = ct_site_items(ms[x], weigh_at_dev_peak, (void *)dp[d], &n);
+			ct_json_obj(j);
+			ct_json_kv_u64(j, "pid", ms[x]->pid);
+			ct_json_kv_i64(j, "device", dp[d]->device);
+			ct_json_kv_u64(j, "bytes", dp[d]->peak_bytes);
+			ct_json_kv_u64(j, "time_ns", ct_model_since_start(ms[x], dp[d]->peak_ts));
+			ct_json_items(j, o, v, n);
+			ct_json_obj_end(j);
+			free(v);
+		}
+		free(dp);
+	}
+	ct_json_arr_end(j);
+}
+
+/* "phases": only when they were tracked (the peak command's own document). */
+static void json_phases(struct ct_json *j, const struct ct_report_opts *o,
+			struct ct_model *const *ms, size_t nm)
+{
+	int tracked = 0;
+	for (size_t x = 0; x < nm; x++)
+		tracked |= ms[x]->ext[CT_EXT_PHASES] != NULL;
+	if (!tracked)
+		return;
+	ct_json_key(j, "phases");
+	ct_json_arr(j);
+	for (size_t x = 0; x < nm; x++) {
+		size_t n;
+		const struct phase_row **v = phase_rows(ms[x], &n);
+		for (size_t i = 0; i < ct_items_shown(o, n); i++) {
+			const struct phase_row *r = v[i];
+			ct_json_obj(j);
+			ct_json_kv_u64(j, "pid", ms[x]->pid);
+			ct_json_kv_str(j, "kind", phase_kind_names[r->kind]);
+			ct_json_kv_str(j, "name", r->name);
+			ct_json_kv_u64(j, "count", r->count);
+			ct_json_kv_u64(j, "open_at_end", r->open_at_end);
+			ct_json_kv_u64(j, "peak_bytes", r->peak);
+			ct_json_kv_u64(j, "peak_time_ns", ct_model_since_start(ms[x], r->peak_ts));
+			ct_json_kv_u64(j, "start_bytes", r->start_bytes);
+			ct_json_kv_u64(j, "growth_bytes", r->growth);
+			ct_json_obj_end(j);
+		}
+		free(v);
+	}
+	ct_json_arr_end(j);
 }
 
 /* "peak": the sum of the dumps' peaks, the time of the largest, sites at the peak. */
@@ -97,8 +537,7 @@ static void json_peak(struct ct_json *j, const struct ct_report_opts *o,
 		peak_bytes += m->peak_bytes;
 		if (m->peak_seen && (m->peak_bytes > best_peak || !best_peak)) {
 			best_peak = m->peak_bytes;
-			uint64_t s = ct_model_start_ns(m);
-			peak_time = m->peak_ts >= s ? m->peak_ts - s : 0;
+			peak_time = ct_model_since_start(m, m->peak_ts);
 		}
 	}
 	size_t n;
@@ -131,14 +570,11 @@ static void json_peak(struct ct_json *j, const struct ct_report_opts *o,
 		free(devs);
 	}
 	ct_json_obj_end(j);
-	ct_json_kv_u64(j, "sites_total", n);
-	ct_json_key(j, "sites");
-	ct_json_arr(j);
-	for (size_t i = 0; i < ct_items_shown(o, n); i++)
-		ct_json_item(j, &v[i]);
-	ct_json_arr_end(j);
-	ct_json_obj_end(j);
+	ct_json_items(j, o, v, n);
 	free(v);
+	json_devices(j, o, ms, nm);
+	json_phases(j, o, ms, nm);
+	ct_json_obj_end(j);
 }
 
 static void render_peak(FILE *f, const struct ct_report_opts *o, struct ct_model *const *ms,
@@ -149,9 +585,11 @@ static void render_peak(FILE *f, const struct ct_report_opts *o, struct ct_model
 
 const struct ct_command ct_cmd_peak = {
 	.name = "peak",
-	.help = "the highest device memory use and what was live at that moment",
+	.help = "the highest device memory use and what was live then: all devices, each device, "
+		"each NVTX range / mark phase",
 	.formats = 1u << CT_FMT_TEXT | 1u << CT_FMT_JSON | 1u << CT_FMT_CSV,
 	.min_dumps = 1,
+	.attach = attach_peak,
 	.render = render_peak,
 	.json_section = json_peak,
 	.json_always = 1,

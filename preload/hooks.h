@@ -35,6 +35,14 @@ CT_HIDDEN void *ct_dlsym_next(const char *name);
 /* Is p inside libcumtrace.so (one of our wrappers)? */
 CT_HIDDEN int ct_is_own_address(const void *p);
 
+/*
+ * After a traced allocation call (c->active) failed with out-of-memory: when
+ * a context is current on this thread, read the device's free and total
+ * memory from the driver and record a CT_REC_MEMINFO after the call's event.
+ * Does nothing for any other call. Keeps errno; records no event of its own.
+ */
+CT_HIDDEN void ct_meminfo_after_failure(const struct ct_call *c);
+
 #define CT_STREAM_PER_THREAD ((uint64_t)0x2) /* cudaStreamPerThread / CU_STREAM_PER_THREAD */
 /* _ptsz variants: stream 0 means the per-thread default stream. */
 #define CT_PTSZ(s) ((s) ? (uint64_t)(uintptr_t)(s) : CT_STREAM_PER_THREAD)
@@ -69,6 +77,8 @@ CT_HIDDEN int ct_is_own_address(const void *p);
 			out;                                                                  \
 		}                                                                             \
 		ct_call_end(&c);                                                              \
+		if (CT_UNLIKELY(rc != ok))                                                    \
+			ct_meminfo_after_failure(&c);                                         \
 		errno = saved_errno;                                                          \
 		return rc;                                                                    \
 	}

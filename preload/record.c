@@ -56,8 +56,7 @@ int ct_call_begin(struct ct_call *call)
 
 static int ct_op_wants_stack(unsigned op)
 {
-	return op == CT_OP_ALLOC || op == CT_OP_VA_RESERVE || op == CT_OP_PHYS_CREATE ||
-	       op == CT_OP_MAP || op == CT_OP_POOL_CREATE;
+	return ct_op_is_allocation(op);
 }
 
 /* The overflow ring is shared by the threads past the memory budget. */

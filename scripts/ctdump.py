@@ -9,7 +9,7 @@ import sys
 from collections import Counter
 
 REC_NAMES = {0: "pad", 1: "process", 2: "event", 3: "stack", 4: "module", 5: "drops",
-             6: "batch", 7: "end", 8: "mark", 10: "symbols"}
+             6: "batch", 7: "end", 8: "mark", 10: "symbols", 13: "meminfo"}
 EVENT = struct.Struct("<6Q2IiIHBBhBB")
 
 
@@ -65,6 +65,10 @@ def main():
             fn = struct.unpack_from("<I", body, 16 + 16 * naddrs)[0] if nframes else 0xffffffff
             first = strings[fn:].split(b"\0")[0].decode(errors="replace") if fn < slen else "-"
             print(f"{off:10d} symbols addresses={naddrs} frames={nframes} strings={slen} first={first}")
+        elif rtype == 13:
+            ts, call_ts, free, total, tid, dev = struct.unpack_from("<4QIh", body)
+            print(f"{off:10d} meminfo ts={ts} call_ts={call_ts} tid={tid} dev={dev} "
+                  f"free={free} total={total}")
         else:
             print(f"{off:10d} {name} size={len(body) + 8}")
     if stats:

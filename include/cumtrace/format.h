@@ -85,6 +85,7 @@ enum ct_rec_type {
 	CT_REC_SYMBOLS = 10, /* struct ct_rec_symbols: embedded symbols (cumtrace-report symbolize) */
 	CT_REC_PYSTACK = 11, /* struct ct_rec_pystack: an interned Python stack */
 	CT_REC_PYSTRING = 12, /* struct ct_rec_pystring: an interned Python string */
+	CT_REC_MEMINFO = 13,  /* struct ct_rec_meminfo: free/total after an out-of-memory */
 	CT_REC_TYPE_COUNT
 };
 
@@ -139,6 +140,20 @@ enum ct_op {
 	CT_OP_CTX_DESTROY = 18,	  /* leak checkpoint like DEVICE_RESET */
 	CT_OP_COUNT
 };
+
+/*
+ * Ops that create memory: the shim stamps them at return and records their
+ * stack; a failure of one with result 2 (cudaErrorMemoryAllocation,
+ * CUDA_ERROR_OUT_OF_MEMORY) is an out-of-memory (see CT_REC_MEMINFO).
+ */
+static inline int ct_op_is_allocation(unsigned op)
+{
+	return op == CT_OP_ALLOC || op == CT_OP_VA_RESERVE || op == CT_OP_PHYS_CREATE ||
+	       op == CT_OP_MAP || op == CT_OP_POOL_CREATE;
+}
+
+/* The result of a failed allocation call that ran out of memory (both APIs). */
+#define CT_RESULT_OUT_OF_MEMORY 2
 
 /* What kind of memory an allocation is. */
 enum ct_kind {
@@ -446,6 +461,30 @@ struct ct_sym_frame {
 	uint32_t line;	     /* source line, 0 when unknown */
 };
 
+/*
+ * CT_REC_MEMINFO: the device's free and total memory, read by the shim right
+ * after a traced allocation call (an op that wants a stack: alloc,
+ * phys_create, va_reserve, map, pool_create) failed with out-of-memory
+ * (result 2: cudaErrorMemoryAllocation or CUDA_ERROR_OUT_OF_MEMORY), on the
+ * calling thread, with cuMemGetInfo_v2 of the driver and only when a context
+ * was current there (cuCtxGetCurrent non-NULL; the shim never creates one).
+ * Written after the failed call's CT_REC_EVENT by the same thread; not
+ * written when no context was current or the query failed. The query is not
+ * itself an event. The failed event is the one of the same tid whose call
+ * began at call_ts_ns (its ts_ns - dur_ns: allocation calls are stamped at
+ * return).
+ */
+struct ct_rec_meminfo {
+	struct ct_rec rec;
+	uint64_t ts_ns;	      /* when the query returned */
+	uint64_t call_ts_ns;  /* entry time of the failed call (event ts_ns - dur_ns) */
+	uint64_t free_bytes;  /* cuMemGetInfo_v2 free */
+	uint64_t total_bytes; /* cuMemGetInfo_v2 total */
+	uint32_t tid;
+	int16_t device; /* device of the current context (cuCtxGetDevice), else the event's */
+	uint16_t reserved;
+};
+
 /* Round a record's payload size up to the 8-byte record granularity. */
 #define CT_REC_ALIGN(n) (((n) + 7u) & ~7u)
 
@@ -501,5 +540,6 @@ _Static_assert(sizeof(struct ct_rec_pystack) == 16, "pystack layout");
 _Static_assert(sizeof(struct ct_rec_symbols) == 24, "symbols layout");
 _Static_assert(sizeof(struct ct_sym_addr) == 16, "symbol address layout");
 _Static_assert(sizeof(struct ct_sym_frame) == 16, "symbol frame layout");
+_Static_assert(sizeof(struct ct_rec_meminfo) == 48, "meminfo layout");
 
 #endif /* CUMTRACE_FORMAT_H */

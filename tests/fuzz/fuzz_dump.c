@@ -2,7 +2,7 @@
  * libFuzzer harness: the input bytes are a dump. Each input is read by the
  * in-memory loader (the same streaming reader as files, with a small chunk so
  * refills and records straddling chunks are exercised), then every report
- * (summary, leaks, peak, timeline) is rendered in every format (text, json,
+ * (every command of the table in report.c) is rendered in every format (text, json,
  * csv) to /dev/null for the model alone, and two of them for two models (the
  * multi-dump paths). Symbols come from the dump's CT_REC_SYMBOLS records only:
  * module paths in a fuzzed dump must not make the harness open arbitrary

@@ -294,6 +294,37 @@ static inline void dg_symbols(struct dg *g, uint32_t naddrs, const struct ct_sym
 	free(tail);
 }
 
+/* A mark of any kind (enum ct_mark_kind); aux = range id for start/stop. */
+static inline void dg_mark_ex(struct dg *g, uint64_t ts, uint32_t tid, uint16_t kind, uint64_t aux,
+			      const char *name)
+{
+	struct ct_rec_mark m;
+	memset(&m, 0, sizeof m);
+	m.rec.type = CT_REC_MARK;
+	m.ts_ns = ts;
+	m.tid = tid;
+	m.kind = kind;
+	m.aux = aux;
+	m.name_len = (uint16_t)(strlen(name) + 1);
+	dg_record(g, &m, sizeof m, name, m.name_len, 0);
+}
+
+/* Free/total after a failed allocation of tid whose call began at call_ts. */
+static inline void dg_meminfo(struct dg *g, uint64_t ts, uint64_t call_ts, uint32_t tid,
+			      int16_t device, uint64_t free_bytes, uint64_t total)
+{
+	struct ct_rec_meminfo mi;
+	memset(&mi, 0, sizeof mi);
+	mi.rec.type = CT_REC_MEMINFO;
+	mi.ts_ns = ts;
+	mi.call_ts_ns = call_ts;
+	mi.tid = tid;
+	mi.device = device;
+	mi.free_bytes = free_bytes;
+	mi.total_bytes = total;
+	dg_record(g, &mi, sizeof mi, NULL, 0, 0);
+}
+
 /* Write the dump to path; 0 on success. */
 static inline int dg_write(const struct dg *g, const char *path)
 {

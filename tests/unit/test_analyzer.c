@@ -303,6 +303,9 @@ START_TEST(peak_snapshot_random)
 		/* naive: bytes per (stack, kind index, device) */
 		uint64_t cur[NSTACK][2][2] = {{{0}}}, at_peak[NSTACK][2][2] = {{{0}}};
 		uint64_t dev = 0, peak = 0;
+		/* the same per device, at each device's own peak */
+		uint64_t dlive[2] = {0}, dpeak[2] = {0}, at_dpeak[2][NSTACK][2][2];
+		memset(at_dpeak, 0, sizeof at_dpeak);
 		static const uint8_t kinds[2] = {CT_KIND_DEVICE, CT_KIND_VMM_PHYSICAL};
 		for (int s = 0; s < STEPS; s++) {
 			int p = rand() % NPTR;
@@ -328,6 +331,11 @@ START_TEST(peak_snapshot_random)
 					peak = dev;
 					memcpy(at_peak, cur, sizeof cur);
 				}
+				dlive[d] += sz;
+				if (dlive[d] > dpeak[d]) {
+					dpeak[d] = dlive[d];
+					memcpy(at_dpeak[d], cur, sizeof cur);
+				}
 			} else {
 				uint32_t x = live_site[p];
 				int st = (int)x / 4, ki = (int)(x / 2) % 2, d = (int)x % 2;
@@ -337,6 +345,7 @@ START_TEST(peak_snapshot_random)
 				e.ptr = 0x1000 + (uint64_t)p * 0x1000;
 				cur[st][ki][d] -= live_size[p];
 				dev -= live_size[p];
+				dlive[d] -= live_size[p];
 				live_size[p] = 0;
 			}
 			ct_model_event(&m, &e);
@@ -350,8 +359,16 @@ START_TEST(peak_snapshot_random)
 			int ki = si->kind == CT_KIND_VMM_PHYSICAL;
 			ck_assert_uint_eq(b, at_peak[si->stack_id - 1][ki][si->device]);
 			total += b;
+			ct_site_at_dev_peak(&m, si, &c, &b);
+			ck_assert_uint_eq(b, at_dpeak[si->device][si->stack_id - 1][ki][si->device]);
 		}
 		ck_assert_uint_eq(total, peak);
+		for (int d = 0; d < 2; d++) {
+			const struct ct_dev_peak *dp = ct_model_dev_peak(&m, d);
+			ck_assert_ptr_nonnull(dp);
+			ck_assert_uint_eq(dp->peak_bytes, dpeak[d]);
+			ck_assert_uint_eq(dp->live, dlive[d]);
+		}
 		ct_model_finish(&m);
 		ct_model_free(&m);
 	}
@@ -1132,7 +1149,7 @@ static void golden_dump(struct dg *g)
 	dg_end(g, T + 10 * MS);
 }
 
-static char *render(struct ct_model *m, int cmd, int format, size_t top)
+__attribute__((noinline)) static char *render(struct ct_model *m, int cmd, int format, size_t top)
 {
 	char *buf = NULL;
 	size_t len = 0;
@@ -1417,6 +1434,581 @@ START_TEST(observers_see_the_pass_in_time_order)
 }
 END_TEST
 
+/* ---- per-device peaks, phases, oom, frag, streams ---------------------------------------------- */
+
+/* A model with cmd's observers attached (as main.c does), frag sampled at `buckets` points. */
+static struct ct_model *load_for(const struct dg *g, int cmd, size_t buckets)
+{
+	struct ct_model *m = malloc(sizeof *m);
+	ck_assert_ptr_nonnull(m);
+	ct_model_init(m);
+	ct_symtab_set_symbolize(m->syms, 0);
+	struct ct_report_opts o = {.cmd = cmd, .buckets = buckets, .top = 20, .tool_version = "test"};
+	ct_report_attach(m, &o);
+	int st = ct_model_load_mem(m, g->p, g->n, NULL);
+	ck_assert_msg(st != CT_READ_ERROR, "read error: %s", m->read.error);
+	m->path = strdup("golden.bin");
+	return m;
+}
+
+/* Process 4242 started at 1 ms, one module, stacks 1..5 of one frame each. */
+static void report_prologue(struct dg *g)
+{
+	dg_init(g);
+	dg_header(g);
+	dg_process(g, 4242, 1, 1000000, (const char *[]){"exe=/usr/bin/prog", "argv=prog", NULL});
+	dg_module(g, 0x400000, 0x400000, 0x480000, NULL, 0, "/usr/bin/prog");
+	for (uint32_t s = 1; s <= 5; s++) {
+		uint64_t ip = 0x401000 + s * 0x100;
+		dg_stack(g, s, 1, &ip);
+	}
+}
+
+static void check_goldens(struct ct_model *m, int cmd, const char *base)
+{
+	static const char *const ext[3] = {"txt", "json", "csv"};
+	for (int f = 0; f < 3; f++) {
+		char name[128];
+		snprintf(name, sizeof name, "%s.%s", base, ext[f]);
+		char *out = render(m, cmd, f, 20);
+		check_golden(name, out);
+		free(out);
+	}
+}
+
+#define MiB (1ull << 20)
+#define KiB (1ull << 10)
+
+/*
+ * Two devices, NVTX ranges and marks (times in ms after the 1 ms start):
+ *   0.5 mark init            | 9 push fwd           | 15 end io
+ *   1 dev0 A 4 MiB (s1)      | 10 dev0 E 1 MiB (s1) | 16 mark step
+ *   2 push fwd               | 11 pop               | 17 dev0 F 512 KiB (s1)
+ *   3 dev1 B 2 MiB (s2)      | 12 start io (tid 2)  | 18 end
+ *   4 dev0 C 6 MiB (s2)      | 13 free A            |
+ *   5 pop                    | 14 dev1 cuMemCreate 4 MiB (s3)
+ *   6 free C                 |
+ *   7 mark step              |
+ *   8 dev1 D 3 MiB (s1)      |
+ * Device bytes (all): 4, 6, 12 (4 ms: the peak), 6, 9, 10, 6, 10, 10.5 MiB.
+ * dev0: 4, 10 (4 ms: its peak), 4, 5, 1, 1.5; dev1: 2, 5, 9 (14 ms: its peak).
+ * Phases: fwd: 2..5 from 4 to 12 MiB at 4 ms (+8), 9..11 from 9 to 10 (+1);
+ * io: 12..15 opens at 10, stays 10 (first reached at 12 ms), +0;
+ * before the first mark: 0 .. 0.5, nothing; init: 0.5..7, 0 -> 12 at 4 ms;
+ * step: 7..16 from 6 to 10 at 10 ms (+4), 16..end from 10 to 10.5 at 17 ms.
+ */
+static void devices_phases_dump(struct dg *g)
+{
+	const uint64_t T = 1000000, MS = 1000000;
+	report_prologue(g);
+	dg_mark_ex(g, T + MS / 2, 1, CT_MARK_INSTANT, 0, "init");
+	ev(g, T + 1 * MS, CT_OP_ALLOC, CT_KIND_DEVICE, CT_API_cudaMalloc, 0x1000000, 4 * MiB, 1, 1, 0, 0);
+	dg_mark_ex(g, T + 2 * MS, 1, CT_MARK_PUSH, 0, "fwd");
+	ev(g, T + 3 * MS, CT_OP_ALLOC, CT_KIND_DEVICE, CT_API_cudaMalloc, 0x8000000, 2 * MiB, 1, 2, 1, 0);
+	ev(g, T + 4 * MS, CT_OP_ALLOC, CT_KIND_DEVICE, CT_API_cudaMalloc, 0x2000000, 6 * MiB, 1, 2, 0, 0);
+	dg_mark_ex(g, T + 5 * MS, 1, CT_MARK_POP, 0, "");
+	ev(g, T + 6 * MS, CT_OP_FREE, CT_KIND_DEVICE, CT_API_cudaFree, 0x2000000, 0, 1, 0, 0, 0);
+	dg_mark_ex(g, T + 7 * MS, 1, CT_MARK_INSTANT, 0, "step");
+	ev(g, T + 8 * MS, CT_OP_ALLOC, CT_KIND_DEVICE, CT_API_cudaMalloc, 0x9000000, 3 * MiB, 1, 1, 1, 0);
+	dg_mark_ex(g, T + 9 * MS, 1, CT_MARK_PUSH, 0, "fwd");
+	ev(g, T + 10 * MS, CT_OP_ALLOC, CT_KIND_DEVICE, CT_API_cudaMalloc, 0x3000000, 1 * MiB, 1, 1, 0, 0);
+	dg_mark_ex(g, T + 11 * MS, 1, CT_MARK_POP, 0, "");
+	dg_mark_ex(g, T + 12 * MS, 2, CT_MARK_START, 7, "io");
+	ev(g, T + 13 * MS, CT_OP_FREE, CT_KIND_DEVICE, CT_API_cudaFree, 0x1000000, 0, 1, 0, 0, 0);
+	ev(g, T + 14 * MS, CT_OP_PHYS_CREATE, CT_KIND_VMM_PHYSICAL, CT_API_cuMemCreate, 0x5000, 4 * MiB, 1, 3, 1, 0);
+	dg_mark_ex(g, T + 15 * MS, 1, CT_MARK_STOP, 7, "");
+	dg_mark_ex(g, T + 16 * MS, 1, CT_MARK_INSTANT, 0, "step");
+	ev(g, T + 17 * MS, CT_OP_ALLOC, CT_KIND_DEVICE, CT_API_cudaMalloc, 0x4000000, 512 * KiB, 1, 1, 0, 0);
+	dg_end(g, T + 18 * MS);
+}
+
+START_TEST(peak_per_device_and_phases)
+{
+	const uint64_t T = 1000000, MS = 1000000;
+	struct dg g;
+	devices_phases_dump(&g);
+	struct ct_model *m = load_for(&g, CT_CMD_PEAK, 20);
+	ck_assert_uint_eq(m->peak_bytes, 12 * MiB);
+	ck_assert_uint_eq(m->peak_ts, T + 4 * MS);
+	const struct ct_dev_peak *d0 = ct_model_dev_peak(m, 0), *d1 = ct_model_dev_peak(m, 1);
+	ck_assert_ptr_nonnull(d0);
+	ck_assert_ptr_nonnull(d1);
+	ck_assert_ptr_null(ct_model_dev_peak(m, 2));
+	ck_assert_uint_eq(d0->peak_bytes, 10 * MiB);
+	ck_assert_uint_eq(d0->peak_ts, T + 4 * MS);
+	ck_assert_uint_eq(d0->live, 1536 * KiB);
+	ck_assert_uint_eq(d1->peak_bytes, 9 * MiB);
+	ck_assert_uint_eq(d1->peak_ts, T + 14 * MS);
+	/* the live set at each device's own peak, by site */
+	uint64_t want0[4] = {0, 4 * MiB, 6 * MiB, 0}, want1[4] = {0, 3 * MiB, 2 * MiB, 4 * MiB};
+	for (size_t i = 0; i < m->nsites; i++) {
+		const struct ct_site *s = &m->sites[i];
+		uint64_t c, b;
+		ct_site_at_dev_peak(m, s, &c, &b);
+		ck_assert_uint_eq(b, (s->device ? want1 : want0)[s->stack_id]);
+		ck_assert_uint_eq(c, b ? 1 : 0);
+	}
+	check_goldens(m, CT_CMD_PEAK, "peak-devices");
+	char *out = render(m, CT_CMD_PEAK, CT_FMT_JSON, 20);
+	/* the phase row of init: 12 MiB at 4 ms since the start */
+	ck_assert_ptr_nonnull(strstr(out, "\"kind\": \"mark\",\n        \"name\": \"init\",\n        \"count\": 1,\n"
+					  "        \"open_at_end\": 0,\n        \"peak_bytes\": 12582912,\n"
+					  "        \"peak_time_ns\": 4000000,\n        \"start_bytes\": 0,\n"
+					  "        \"growth_bytes\": 12582912\n"));
+	free(out);
+	unload(m);
+	dg_release(&g);
+}
+END_TEST
+
+/*
+ * Out-of-memory failures. Device 0 holds 512 MiB (s2: 2 x 128 MiB, s1: 256 MiB),
+ * device 1 64 MiB (s1). Then:
+ *   5 ms  cudaMalloc 1 GiB on dev0, tid 1, s3: MEMINFO 512 MiB free of 1 GiB, in the
+ *         same batch (read before its event is released)
+ *   6 ms  cudaMallocAsync 768 MiB on stream 0x5000, tid 2, s4: its MEMINFO (256 MiB
+ *         free) comes after two batches, when the event was released already
+ *   700 ms cuMemCreate 2 GiB on dev1, s5: no MEMINFO
+ *   701 ms cudaMalloc failing with result 1, a free failing with result 2, and a
+ *         MEMINFO that matches nothing: none of them is an out-of-memory.
+ * 3 failures, 1 GiB + 768 MiB + 2 GiB = 4026531840 bytes requested.
+ */
+static void oom_dump(struct dg *g)
+{
+	const uint64_t T = 1000000, MS = 1000000;
+	report_prologue(g);
+	dg_batch(g, T, 0);
+	ev(g, T + 1 * MS, CT_OP_ALLOC, CT_KIND_DEVICE, CT_API_cudaMalloc, 0x10000000, 256 * MiB, 1, 1, 0, 0);
+	ev(g, T + 2 * MS, CT_OP_ALLOC, CT_KIND_DEVICE, CT_API_cudaMalloc, 0x20000000, 128 * MiB, 1, 2, 0, 0);
+	ev(g, T + 3 * MS, CT_OP_ALLOC, CT_KIND_DEVICE, CT_API_cudaMalloc, 0x30000000, 128 * MiB, 1, 2, 0, 0);
+	ev(g, T + 4 * MS, CT_OP_ALLOC, CT_KIND_DEVICE, CT_API_cudaMalloc, 0x40000000, 64 * MiB, 1, 1, 1, 0);
+	struct dg_ev e1 = {.ts = T + 5 * MS, .dur = 100, .size = 1ull << 30, .tid = 1, .stack_id = 3,
+			   .result = 2, .api = CT_API_cudaMalloc, .op = CT_OP_ALLOC, .kind = CT_KIND_DEVICE};
+	dg_event(g, &e1);
+	dg_meminfo(g, T + 5 * MS + 50, T + 5 * MS - 100, 1, 0, 512 * MiB, 1ull << 30);
+	struct dg_ev e2 = {.ts = T + 6 * MS, .dur = 200, .size = 768 * MiB, .stream = 0x5000, .tid = 2,
+			   .stack_id = 4, .result = 2, .api = CT_API_cudaMallocAsync, .op = CT_OP_ALLOC,
+			   .kind = CT_KIND_DEVICE};
+	dg_event(g, &e2);
+	dg_batch(g, T + 500 * MS, 1);
+	dg_batch(g, T + 600 * MS, 2);
+	dg_meminfo(g, T + 6 * MS + 70, T + 6 * MS - 200, 2, 0, 256 * MiB, 1ull << 30);
+	struct dg_ev e3 = {.ts = T + 700 * MS, .dur = 10, .ptr = 0, .size = 2ull << 30, .tid = 1,
+			   .stack_id = 5, .result = 2, .api = CT_API_cuMemCreate, .op = CT_OP_PHYS_CREATE,
+			   .kind = CT_KIND_VMM_PHYSICAL, .device = 1};
+	dg_event(g, &e3);
+	ev(g, T + 701 * MS, CT_OP_ALLOC, CT_KIND_DEVICE, CT_API_cudaMalloc, 0, 1 << 20, 1, 3, 0, 1);
+	ev(g, T + 702 * MS, CT_OP_FREE, CT_KIND_DEVICE, CT_API_cudaFree, 0x10000000, 0, 1, 0, 0, 2);
+	dg_meminfo(g, T + 703 * MS, 12345, 9, 0, 1, 2);
+	ev(g, T + 704 * MS, CT_OP_FREE, CT_KIND_DEVICE, CT_API_cudaFree, 0x10000000, 0, 1, 0, 0, 0);
+	dg_end(g, T + 800 * MS);
+}
+
+START_TEST(oom_failures)
+{
+	struct dg g;
+	oom_dump(&g);
+	struct ct_model *m = load_for(&g, CT_CMD_OOM, 20);
+	ck_assert_uint_eq(m->meminfos, 3);
+	ck_assert_uint_eq(m->failed_calls, 5);
+	check_goldens(m, CT_CMD_OOM, "oom");
+	char *out = render(m, CT_CMD_OOM, CT_FMT_CSV, 20);
+	ck_assert_str_eq(out,
+			 "pid,time_ns,api,kind,size,device,stream,tid,free_bytes,total_bytes,live_bytes,stack\n"
+			 "4242,5000000,cudaMalloc,device,1073741824,0,0x0,1,536870912,1073741824,536870912,? in prog+0x1300\n"
+			 "4242,6000000,cudaMallocAsync,device,805306368,0,0x5000,2,268435456,1073741824,536870912,? in prog+0x1400\n"
+			 "4242,700000000,cuMemCreate,vmm_physical,2147483648,1,0x0,1,,,67108864,? in prog+0x1500\n");
+	free(out);
+	out = render(m, CT_CMD_OOM, CT_FMT_TEXT, 20);
+	ck_assert_ptr_nonnull(strstr(out, "cumtrace oom: 3 allocations failed with out-of-memory (3.8 GiB requested)"));
+	ck_assert_ptr_nonnull(strstr(out, "live on device 0 then: 512.0 MiB (536870912 bytes) in 3 allocations, by site:\n"
+					  "#1   256.0 MiB in 2 allocations (device, cudaMalloc, device 0)\n"));
+	free(out);
+	unload(m);
+	dg_release(&g);
+}
+END_TEST
+
+/*
+ * Fragmentation on device 0 (ms after the 1 ms start), sampled at 4 points:
+ *   1 A 0x100000 4 KiB, 2 B 0x103000 4 KiB, 3 C 0x108000 8 KiB: span 40 KiB,
+ *     16 KiB live, holes 8 KiB and 16 KiB (24 KiB free, the largest 16 KiB: 33%)
+ *   4 cudaMallocAsync 1 MiB (default pool), 5 cudaMemPoolCreate 0xb00,
+ *   5.5 cudaMallocFromPoolAsync 2 MiB from 0xb00,
+ *   6 cuMemAddressReserve 8 MiB, 6.1 cuMemCreate 2 MiB (the peak: 5 MiB + 16 KiB),
+ *   6.2 cuMemMap 2 MiB
+ *   7 free B: one hole of 28 KiB; 8 cudaFreeAsync of the 2 MiB (0xb00: 0 used,
+ *   2 MiB reserved); 9 cudaMemPoolTrimTo(0xb00, 1 MiB): 1 MiB reserved;
+ *   10 free A: C alone, no hole; end at 11.
+ * The trace lasts 11 ms: 4 samples need 2^22 ns (4.194304 ms) apart, 3 are filled
+ * (0, 4.194304, 8.388608 ms).
+ */
+static void frag_dump(struct dg *g)
+{
+	const uint64_t T = 1000000, MS = 1000000;
+	report_prologue(g);
+	ev(g, T + 1 * MS, CT_OP_ALLOC, CT_KIND_DEVICE, CT_API_cudaMalloc, 0x100000, 4 * KiB, 1, 1, 0, 0);
+	ev(g, T + 2 * MS, CT_OP_ALLOC, CT_KIND_DEVICE, CT_API_cudaMalloc, 0x103000, 4 * KiB, 1, 1, 0, 0);
+	ev(g, T + 3 * MS, CT_OP_ALLOC, CT_KIND_DEVICE, CT_API_cudaMalloc, 0x108000, 8 * KiB, 1, 2, 0, 0);
+	ev(g, T + 4 * MS, CT_OP_ALLOC, CT_KIND_DEVICE, CT_API_cudaMallocAsync, 0x7000000, 1 * MiB, 1, 3, 0, 0);
+	ev(g, T + 5 * MS, CT_OP_POOL_CREATE, CT_KIND_DEVICE, CT_API_cudaMemPoolCreate, 0xb00, 0, 1, 0, 0, 0);
+	struct dg_ev fp = {.ts = T + 5 * MS + MS / 2, .dur = 10, .ptr = 0x7100000, .size = 2 * MiB,
+			   .stream = 0x5000, .aux = 0xb00, .tid = 1, .stack_id = 3,
+			   .api = CT_API_cudaMallocFromPoolAsync, .op = CT_OP_ALLOC, .kind = CT_KIND_DEVICE};
+	dg_event(g, &fp);
+	ev(g, T + 6 * MS, CT_OP_VA_RESERVE, CT_KIND_VMM_RESERVED, CT_API_cuMemAddressReserve, 0x8000000, 8 * MiB, 1, 4, 0, 0);
+	ev(g, T + 6 * MS + MS / 10, CT_OP_PHYS_CREATE, CT_KIND_VMM_PHYSICAL, CT_API_cuMemCreate, 0x77, 2 * MiB, 1, 4, 0, 0);
+	ev(g, T + 6 * MS + MS / 5, CT_OP_MAP, CT_KIND_VMM_MAPPED, CT_API_cuMemMap, 0x8000000, 2 * MiB, 1, 4, 0, 0);
+	ev(g, T + 7 * MS, CT_OP_FREE, CT_KIND_DEVICE, CT_API_cudaFree, 0x103000, 0, 1, 0, 0, 0);
+	struct dg_ev ff = {.ts = T + 8 * MS, .dur = 10, .ptr = 0x7100000, .stream = 0x5000, .tid = 1,
+			   .api = CT_API_cudaFreeAsync, .op = CT_OP_FREE, .kind = CT_KIND_DEVICE};
+	dg_event(g, &ff);
+	ev(g, T + 9 * MS, CT_OP_POOL_TRIM, CT_KIND_DEVICE, CT_API_cudaMemPoolTrimTo, 0xb00, 1 * MiB, 1, 0, 0, 0);
+	ev(g, T + 10 * MS, CT_OP_FREE, CT_KIND_DEVICE, CT_API_cudaFree, 0x100000, 0, 1, 0, 0, 0);
+	dg_end(g, T + 11 * MS);
+}
+
+START_TEST(frag_holes_pools_vmm)
+{
+	struct dg g;
+	frag_dump(&g);
+	struct ct_model *m = load_for(&g, CT_CMD_FRAG, 4);
+	check_goldens(m, CT_CMD_FRAG, "frag");
+	char *out = render(m, CT_CMD_FRAG, CT_FMT_CSV, 20);
+	/* pid,device,at,time_ns,blocks,bytes,span,free,holes,largest_hole,pool_used,pool_reserved,
+	 * vmm_reserved,vmm_mapped,vmm_physical,device_bytes */
+	ck_assert_str_eq(out,
+			 "pid,device,at,time_ns,blocks,bytes,span,free,holes,largest_hole,pool_used,"
+			 "pool_reserved,vmm_reserved,vmm_mapped,vmm_physical,device_bytes\n"
+			 "4242,0,peak,6100000,3,16384,40960,24576,2,16384,3145728,3145728,8388608,0,2097152,5259264\n"
+			 "4242,0,end,11000000,1,8192,8192,0,0,0,1048576,2097152,8388608,2097152,2097152,3153920\n"
+			 "4242,0,sample,0,0,0,0,0,0,0,0,0,0,0,0,0\n"
+			 "4242,0,sample,4194304,3,16384,40960,24576,2,16384,1048576,1048576,0,0,0,1064960\n"
+			 "4242,0,sample,8388608,2,12288,40960,28672,1,28672,1048576,3145728,8388608,2097152,2097152,3158016\n");
+	free(out);
+	unload(m);
+	dg_release(&g);
+}
+END_TEST
+
+/*
+ * Streams (ms after the start; device 0, tid 1 unless said):
+ *   1 create S1 = 0xa000, 1.1 create S2 = 0xb000
+ *   2 p1 1 MiB on S1 (s1), 3 p2 2 MiB on S2 (s2), 4 p3 512 KiB per-thread (tid 1, s3)
+ *   5 free p1 on S2 (cross), 6 sync S2 (3 us), 7 free p2 on S1 (cross),
+ *   8 free p3 per-thread of tid 2 (another stream: cross)
+ *   9 p4 4 MiB on S1 (s1), 10 free p4 on S1, 11 sync S1 (5 us)
+ *   12 p5 8 MiB on S1 (s2), 13 free p5 on S1: pending (no sync after)
+ *   14 p6 16 KiB on the legacy stream (s3), 15 free p6 on cudaStreamLegacy: the same
+ *   stream, pending; 16 cudaDeviceSynchronize on device 1 (1 us): settles nothing here
+ *   17 destroy S2; end 20.
+ * Cross-stream: p1, p2, p3 = 3.5 MiB. Pending: p5 (s2, 8 MiB), p3 and p6 (s3, 528 KiB).
+ */
+static void streams_dump(struct dg *g)
+{
+	const uint64_t T = 1000000, MS = 1000000;
+	report_prologue(g);
+	struct dg_ev e = {.dur = 10, .tid = 1};
+#define SEV(t, op_, api_, ptr_, size_, stream_, tid_, stack_, dev_, dur_)                               \
+	do {                                                                                           \
+		e = (struct dg_ev){.ts = (t), .dur = (dur_), .ptr = (ptr_), .size = (size_),             \
+				   .stream = (stream_), .tid = (tid_), .stack_id = (stack_),             \
+				   .api = CT_API_##api_, .op = CT_OP_##op_,                              \
+				   .kind = CT_OP_##op_ == CT_OP_ALLOC || CT_OP_##op_ == CT_OP_FREE       \
+						   ? CT_KIND_DEVICE                                      \
+						   : CT_KIND_NONE,                                       \
+				   .device = (dev_)};                                                    \
+		dg_event(g, &e);                                                                       \
+	} while (0)
+	SEV(T + 1 * MS, STREAM_CREATE, cudaStreamCreate, 0xa000, 0, 0, 1, 0, 0, 10);
+	SEV(T + 1 * MS + MS / 10, STREAM_CREATE, cudaStreamCreate, 0xb000, 0, 0, 1, 0, 0, 10);
+	SEV(T + 2 * MS, ALLOC, cudaMallocAsync, 0x1000000, 1 * MiB, 0xa000, 1, 1, 0, 10);
+	SEV(T + 3 * MS, ALLOC, cudaMallocAsync, 0x1100000, 2 * MiB, 0xb000, 1, 2, 0, 10);
+	SEV(T + 4 * MS, ALLOC, cudaMallocAsync_ptsz, 0x1300000, 512 * KiB, 0x2, 1, 3, 0, 10);
+	SEV(T + 5 * MS, FREE, cudaFreeAsync, 0x1000000, 0, 0xb000, 1, 0, 0, 10);
+	SEV(T + 6 * MS, STREAM_SYNC, cudaStreamSynchronize, 0, 0, 0xb000, 1, 0, 0, 3000);
+	SEV(T + 7 * MS, FREE, cudaFreeAsync, 0x1100000, 0, 0xa000, 1, 0, 0, 10);
+	SEV(T + 8 * MS, FREE, cudaFreeAsync_ptsz, 0x1300000, 0, 0x2, 2, 0, 0, 10);
+	SEV(T + 9 * MS, ALLOC, cudaMallocAsync, 0x1400000, 4 * MiB, 0xa000, 1, 1, 0, 10);
+	SEV(T + 10 * MS, FREE, cudaFreeAsync, 0x1400000, 0, 0xa000, 1, 0, 0, 10);
+	SEV(T + 11 * MS, STREAM_SYNC, cudaStreamSynchronize, 0, 0, 0xa000, 1, 0, 0, 5000);
+	SEV(T + 12 * MS, ALLOC, cudaMallocAsync, 0x1500000, 8 * MiB, 0xa000, 1, 2, 0, 10);
+	SEV(T + 13 * MS, FREE, cudaFreeAsync, 0x1500000, 0, 0xa000, 1, 0, 0, 10);
+	SEV(T + 14 * MS, ALLOC, cudaMallocAsync, 0x1600000, 16 * KiB, 0, 1, 3, 0, 10);
+	SEV(T + 15 * MS, FREE, cudaFreeAsync, 0x1600000, 0, 0x1, 1, 0, 0, 10);
+	SEV(T + 16 * MS, DEVICE_SYNC, cudaDeviceSynchronize, 0, 0, 0, 1, 0, 1, 1000);
+	SEV(T + 17 * MS, STREAM_DESTROY, cudaStreamDestroy, 0, 0, 0xb000, 1, 0, 0, 10);
+#undef SEV
+	dg_end(g, T + 20 * MS);
+}
+
+START_TEST(streams_cross_and_pending)
+{
+	struct dg g;
+	streams_dump(&g);
+	struct ct_model *m = load_for(&g, CT_CMD_STREAMS, 20);
+	check_goldens(m, CT_CMD_STREAMS, "streams");
+	char *out = render(m, CT_CMD_STREAMS, CT_FMT_CSV, 20);
+	/* pid,stream,tid,device,creates,destroys,syncs,sync_time_ns,allocations,allocated_bytes,
+	 * live_bytes,peak_bytes,peak_time_ns,async_frees,cross_stream_frees,
+	 * cross_stream_free_bytes,pending_frees,pending_free_bytes */
+	ck_assert_str_eq(out,
+			 "pid,stream,tid,device,creates,destroys,syncs,sync_time_ns,allocations,allocated_bytes,"
+			 "live_bytes,peak_bytes,peak_time_ns,async_frees,cross_stream_frees,"
+			 "cross_stream_free_bytes,pending_frees,pending_free_bytes\n"
+			 "4242,0x0,0,0,0,0,0,0,1,16384,0,16384,14000000,1,0,0,1,16384\n"
+			 "4242,0x2,1,0,0,0,0,0,1,524288,0,524288,4000000,0,0,0,0,0\n"
+			 "4242,0x2,2,0,0,0,0,0,0,0,0,0,0,1,1,524288,1,524288\n"
+			 "4242,0xa000,0,0,1,0,1,5000,3,13631488,0,8388608,12000000,3,1,2097152,1,8388608\n"
+			 "4242,0xb000,0,0,1,1,1,3000,1,2097152,0,2097152,3000000,1,1,1048576,0,0\n");
+	free(out);
+	out = render(m, CT_CMD_STREAMS, CT_FMT_JSON, 20);
+	ck_assert_ptr_nonnull(strstr(out, "\"cross_stream_frees\": {\n      \"count\": 3,\n      \"bytes\": 3670016,"));
+	ck_assert_ptr_nonnull(strstr(out, "\"pending_frees\": {\n      \"count\": 3,\n      \"bytes\": 8929280,"));
+	ck_assert_ptr_nonnull(strstr(out, "\"device_syncs\": [\n      {\n        \"pid\": 4242,\n        \"device\": 1,\n"
+					  "        \"count\": 1,\n        \"time_ns\": 1000\n"));
+	free(out);
+	unload(m);
+	dg_release(&g);
+}
+END_TEST
+
+/* Several dumps: one text block each, JSON lists carry their pid. */
+START_TEST(new_reports_of_two_dumps)
+{
+	struct dg g1, g2;
+	oom_dump(&g1);
+	streams_dump(&g2);
+	static const int cmds[3] = {CT_CMD_OOM, CT_CMD_FRAG, CT_CMD_STREAMS};
+	for (int c = 0; c < 3; c++) {
+		struct ct_model *ms[2] = {load_for(&g1, cmds[c], 8), load_for(&g2, cmds[c], 8)};
+		ms[1]->pid = 4343;
+		char *buf = NULL;
+		size_t len = 0;
+		FILE *f = open_memstream(&buf, &len);
+		struct ct_report_opts o = {.cmd = cmds[c], .format = CT_FMT_TEXT, .buckets = 8, .top = 20,
+					   .tool_version = "t"};
+		ct_report(f, &o, ms, 2);
+		fclose(f);
+		ck_assert_ptr_nonnull(strstr(buf, "pid 4242 (prog)"));
+		ck_assert_ptr_nonnull(strstr(buf, "pid 4343 (prog)"));
+		free(buf);
+		buf = NULL;
+		f = open_memstream(&buf, &len);
+		o.format = CT_FMT_JSON;
+		ct_report(f, &o, ms, 2);
+		fclose(f);
+		/* dump 1 has the failures, dump 2 the streams; both have devices */
+		if (cmds[c] == CT_CMD_OOM)
+			ck_assert_ptr_nonnull(strstr(buf, "\"oom\": {\n    \"count\": 3,\n    \"bytes_requested\": 4026531840,"));
+		if (cmds[c] == CT_CMD_STREAMS) {
+			ck_assert_ptr_nonnull(strstr(buf, "\"pid\": 4343,\n        \"stream\": 40960,"));
+			ck_assert_ptr_null(strstr(buf, "\"pid\": 4242,\n        \"stream\""));
+		}
+		if (cmds[c] == CT_CMD_FRAG) {
+			ck_assert_ptr_nonnull(strstr(buf, "\"pid\": 4242,\n        \"device\": 0,\n        \"peak_time_ns\""));
+			ck_assert_ptr_nonnull(strstr(buf, "\"pid\": 4343,\n        \"device\": 0,\n        \"peak_time_ns\""));
+		}
+		free(buf);
+		unload(ms[0]);
+		unload(ms[1]);
+	}
+	dg_release(&g1);
+	dg_release(&g2);
+}
+END_TEST
+
+/* The fragmentation treap against a sorted scan of the live blocks, after random traffic. */
+START_TEST(frag_random_against_naive)
+{
+	enum { NSLOT = 200, STEPS = 30000 };
+	srand(777);
+	for (int round = 0; round < 6; round++) {
+		struct ct_model m;
+		ct_model_init(&m);
+		struct ct_report_opts o = {.cmd = CT_CMD_FRAG, .buckets = 16, .top = 20, .tool_version = "t"};
+		ct_report_attach(&m, &o);
+		uint64_t size[NSLOT] = {0};
+		int steps = round == 5 ? 40 : STEPS; /* a small live set too */
+		for (int s = 0; s < steps; s++) {
+			int p = rand() % NSLOT;
+			struct ct_rec_event e;
+			memset(&e, 0, sizeof e);
+			e.ts_ns = 1000 + (uint64_t)s * 7;
+			e.tid = 1;
+			e.kind = CT_KIND_DEVICE;
+			e.ptr = 0x10000000 + (uint64_t)p * 0x10000;
+			if (!size[p]) {
+				size[p] = 1 + (uint64_t)(rand() % 0x10000); /* up to the whole slot */
+				e.op = CT_OP_ALLOC;
+				e.api = CT_API_cudaMalloc;
+				e.size = size[p];
+			} else {
+				size[p] = 0;
+				e.op = CT_OP_FREE;
+				e.api = CT_API_cudaFree;
+			}
+			ct_model_event(&m, &e);
+		}
+		ct_model_finish(&m);
+		uint64_t blocks = 0, bytes = 0, lo = 0, hi = 0, free_b = 0, holes = 0, largest = 0;
+		for (int p = 0; p < NSLOT; p++) {
+			if (!size[p])
+				continue;
+			uint64_t a = 0x10000000 + (uint64_t)p * 0x10000;
+			if (blocks && a > hi) {
+				free_b += a - hi;
+				holes++;
+				if (a - hi > largest)
+					largest = a - hi;
+			}
+			if (!blocks)
+				lo = a;
+			hi = a + size[p];
+			blocks++;
+			bytes += size[p];
+		}
+		char *out = render(&m, CT_CMD_FRAG, CT_FMT_CSV, 20);
+		char *line = strstr(out, ",0,end,");
+		ck_assert_ptr_nonnull(line);
+		unsigned long long t, v[6];
+		ck_assert_int_eq(sscanf(line, ",0,end,%llu,%llu,%llu,%llu,%llu,%llu,%llu", &t, &v[0], &v[1],
+					&v[2], &v[3], &v[4], &v[5]),
+				 7);
+		ck_assert_uint_eq(v[0], blocks);
+		ck_assert_uint_eq(v[1], bytes);
+		ck_assert_uint_eq(v[2], blocks ? hi - lo : 0);
+		ck_assert_uint_eq(v[3], free_b);
+		ck_assert_uint_eq(v[4], holes);
+		ck_assert_uint_eq(v[5], largest);
+		free(out);
+		ct_model_free(&m);
+	}
+}
+END_TEST
+
+/*
+ * Phase peaks against a brute force: random NVTX pushes and pops on three
+ * threads, start/end ranges and instant marks, each with a name of its own,
+ * among random allocations and frees. Marks at odd times, events at even ones.
+ */
+struct naive_phase {
+	char name[16];
+	unsigned kind; /* 1 mark, 2 range */
+	uint64_t open_ts, close_ts, id;
+	uint32_t tid;
+	int closed, by_push;
+	uint64_t start, peak;
+};
+
+START_TEST(phases_random_against_naive)
+{
+	enum { NPTR = 32, STEPS = 3000, MAXPH = 1200 };
+	srand(4242);
+	for (int round = 0; round < 4; round++) {
+		static struct naive_phase ph[MAXPH];
+		size_t nph = 0;
+		struct dg g;
+		dg_init(&g);
+		dg_header(&g);
+		uint64_t live = 0, size[NPTR] = {0};
+		uint64_t next_id = 1;
+		int nmarks = 0;
+		for (int s = 0; s < STEPS; s++) {
+			uint64_t ts = 1000 + (uint64_t)s * 2;
+			int r = rand() % 10;
+			if (r < 6) {
+				int p = rand() % NPTR;
+				if (!size[p]) {
+					size[p] = 1 + (uint64_t)(rand() % 5000);
+					ev(&g, ts, CT_OP_ALLOC, CT_KIND_DEVICE, CT_API_cudaMalloc,
+					   0x1000 + (uint64_t)p * 0x10000, size[p], 1, 1, 0, 0);
+					live += size[p];
+				} else {
+					ev(&g, ts, CT_OP_FREE, CT_KIND_DEVICE, CT_API_cudaFree,
+					   0x1000 + (uint64_t)p * 0x10000, 0, 1, 0, 0, 0);
+					live -= size[p];
+					size[p] = 0;
+				}
+				for (size_t i = 0; i < nph; i++)
+					if (!ph[i].closed && live > ph[i].peak)
+						ph[i].peak = live;
+				continue;
+			}
+			uint64_t mts = ts + 1;
+			uint32_t tid = 1 + (uint32_t)(rand() % 3);
+			struct naive_phase *x = NULL;
+			if (r == 6 && nph < MAXPH) { /* push */
+				x = &ph[nph++];
+				memset(x, 0, sizeof *x);
+				snprintf(x->name, sizeof x->name, "p%zu", nph);
+				x->kind = 2;
+				x->by_push = 1;
+				dg_mark_ex(&g, mts, tid, CT_MARK_PUSH, 0, x->name);
+			} else if (r == 7) { /* pop: the newest push of that thread */
+				dg_mark_ex(&g, mts, tid, CT_MARK_POP, 0, "");
+				for (size_t i = nph; i-- > 0;)
+					if (!ph[i].closed && ph[i].by_push && ph[i].tid == tid && ph[i].kind == 2) {
+						ph[i].closed = 1;
+						ph[i].close_ts = mts;
+						break;
+					}
+			} else if (r == 8 && nph < MAXPH) { /* start, or end of a random open one */
+				size_t i = (size_t)rand() % (nph + 1);
+				if (i < nph && !ph[i].closed && ph[i].kind == 2 && !ph[i].by_push) {
+					dg_mark_ex(&g, mts, tid, CT_MARK_STOP, ph[i].id, "");
+					ph[i].closed = 1;
+					ph[i].close_ts = mts;
+				} else {
+					x = &ph[nph++];
+					memset(x, 0, sizeof *x);
+					snprintf(x->name, sizeof x->name, "s%zu", nph);
+					x->kind = 2;
+					x->id = next_id++;
+					dg_mark_ex(&g, mts, tid, CT_MARK_START, x->id, x->name);
+				}
+			} else if (r == 9 && nph < MAXPH) { /* instant: ends the previous one */
+				for (size_t i = 0; i < nph; i++)
+					if (!ph[i].closed && ph[i].kind == 1) {
+						ph[i].closed = 1;
+						ph[i].close_ts = mts;
+					}
+				x = &ph[nph++];
+				memset(x, 0, sizeof *x);
+				snprintf(x->name, sizeof x->name, "i%zu", nph);
+				x->kind = 1;
+				dg_mark_ex(&g, mts, tid, CT_MARK_INSTANT, 0, x->name);
+				nmarks++;
+			}
+			if (x) {
+				x->open_ts = mts;
+				x->tid = tid;
+				x->start = x->peak = live;
+			}
+		}
+		struct ct_model *m = load_for(&g, CT_CMD_PEAK, 20);
+		char *out = render(m, CT_CMD_PEAK, CT_FMT_JSON, 0);
+		for (size_t i = 0; i < nph; i++) {
+			char want[512];
+			snprintf(want, sizeof want,
+				 "\"kind\": \"%s\",\n        \"name\": \"%.15s\",\n        \"count\": 1,\n"
+				 "        \"open_at_end\": %d,\n        \"peak_bytes\": %llu,\n",
+				 ph[i].kind == 1 ? "mark" : "range", ph[i].name,
+				 ph[i].kind == 2 && !ph[i].closed, (unsigned long long)ph[i].peak);
+			char key[64];
+			snprintf(key, sizeof key, "\"name\": \"%.15s\",\n        \"count", ph[i].name);
+			const char *got = strstr(out, key);
+			ck_assert_msg(strstr(out, want) != NULL, "round %d phase %s: want %s got %.200s",
+				      round, ph[i].name, want, got ? got : "nothing");
+		}
+		ck_assert_int_gt(nmarks, 0);
+		free(out);
+		unload(m);
+		dg_release(&g);
+	}
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("analyzer");
@@ -1451,6 +2043,13 @@ static Suite *suite(void)
 	tcase_add_test(tc, golden_reports);
 	tcase_add_test(tc, reports_of_truncated_and_empty);
 	tcase_add_test(tc, multi_dump_totals);
+	tcase_add_test(tc, peak_per_device_and_phases);
+	tcase_add_test(tc, oom_failures);
+	tcase_add_test(tc, frag_holes_pools_vmm);
+	tcase_add_test(tc, streams_cross_and_pending);
+	tcase_add_test(tc, new_reports_of_two_dumps);
+	tcase_add_test(tc, frag_random_against_naive);
+	tcase_add_test(tc, phases_random_against_naive);
 	suite_add_tcase(s, tc);
 	return s;
 }
