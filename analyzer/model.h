@@ -118,6 +118,8 @@ struct ct_observer {
  * one slot and reads it back when it renders. Add a name to add a slot.
  */
 enum ct_ext {
+	CT_EXT_PERFETTO, /* export_perfetto.c */
+	CT_EXT_MEMVIZ,	 /* export_memviz.c */
 	CT_EXT_COUNT
 };
 
