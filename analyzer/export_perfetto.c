@@ -7,8 +7,9 @@
  *     one sample per track per --counter-us: each sample is the most bytes
  *     live in its interval, so no peak is coalesced away;
  *   - allocation lifetimes as async slices ("b"/"e", category "alloc.KIND")
- *     named "API SIZE", args ptr, size, stream, device, stack id, site and
- *     how the block ended; the --max-slices largest are kept;
+ *     named "API SIZE", args ptr, size, stream, device, stack id, site (the
+ *     innermost Python frame, else the innermost frame) and how the block
+ *     ended; the --max-slices largest are kept;
  *   - NVTX push/pop as "B"/"E" slices on their thread, start/end as async
  *     slices (category "nvtx"), marks as thread instants ("i");
  *   - allocations that failed out of memory (result 2) as process instants;
@@ -320,7 +321,14 @@ static void track_close(struct pf_state *st, uint32_t kd, struct pf_track *t)
 	track_sample(st, kd, t, t->bts, t->mx);
 }
 
-/* (kind, device) index kd has live bytes v from ts on. */
+/*
+ * (kind, device) index kd has live bytes v from ts on. An interval's samples:
+ * at its first change, the most bytes live from then to its end; at its end,
+ * the bytes it ended with (when they differ, and when the next interval does
+ * not start with a change at that very time). So at most two samples per
+ * interval with changes, none for the intervals without, and with intervals
+ * of 1 ns (--counter-us 0) one sample per change at its own time.
+ */
 static void track_update(struct pf_state *st, uint32_t kd, uint64_t ts, uint64_t v)
 {
 	if (kd >= PF_MAX_TRACKS) {
@@ -338,12 +346,12 @@ static void track_update(struct pf_state *st, uint32_t kd, uint64_t ts, uint64_t
 	}
 	if (b > t->bucket) {
 		track_close(st, kd, t);
-		/* the value held after the interval, if the next change is later */
-		if (b > t->bucket + 1)
-			track_sample(st, kd, t, track_next(st, t), t->cur);
+		uint64_t end = track_next(st, t);
+		if (end < ts)
+			track_sample(st, kd, t, end, t->cur);
 		t->bucket = b;
 		t->bts = ts;
-		t->mx = t->cur; /* what was live when the interval began */
+		t->mx = 0;
 	}
 	/* a late (older) event counts in the current interval: ts stays monotone */
 	t->cur = v;
@@ -613,20 +621,30 @@ static void proc_name(const struct ct_model *m, char *buf, size_t cap)
 	snprintf(buf + len, cap - len, "%s(pid %" PRIu32 ")", len ? " " : "", m->pid);
 }
 
-/* The label of a site's innermost frame, cached per site for the render. */
-static const char *site_label(struct ct_model *m, char **cache, uint32_t site)
+/*
+ * "func (file:line)" of a stack's innermost Python frame when it has one
+ * (what a Python program's author reads), else of its innermost frame.
+ */
+static void stack_label(struct ct_model *m, uint32_t id, char *buf, size_t cap)
 {
 	static struct ct_frame fr[CT_STACK_MAX];
+	size_t n = id ? ct_frames_resolve(m, id, fr, CT_STACK_MAX) : 0, k = 0;
+	while (k < n && !fr[k].python)
+		k++;
+	if (n)
+		ct_frame_label(&fr[k < n ? k : 0], 1, buf, cap);
+	else
+		snprintf(buf, cap, id ? "(stack #%" PRIu32 " missing)" : "(no stack)", id);
+}
+
+/* The label of a site's stack, cached per site for the render. */
+static const char *site_label(struct ct_model *m, char **cache, uint32_t site)
+{
 	if (site >= m->nsites)
 		return "?";
 	if (!cache[site]) {
 		char buf[512];
-		uint32_t id = m->sites[site].stack_id;
-		size_t n = id ? ct_frames_resolve(m, id, fr, CT_STACK_MAX) : 0;
-		if (n)
-			ct_frame_label(&fr[0], 1, buf, sizeof buf);
-		else
-			snprintf(buf, sizeof buf, id ? "(stack #%" PRIu32 " missing)" : "(no stack)", id);
+		stack_label(m, m->sites[site].stack_id, buf, sizeof buf);
 		cache[site] = ct_xstrdup(buf);
 	}
 	return cache[site];
@@ -639,14 +657,9 @@ static void put_hex(FILE *f, const char *key, uint64_t v)
 
 static void render_oom(struct pf_out *w, struct ct_model *m, const struct pf_rec *r)
 {
-	static struct ct_frame fr[CT_STACK_MAX];
 	char b[32], name[96], site[512];
 	snprintf(name, sizeof name, "OOM %s %s", ct_api_name(r->api), ct_fmt_bytes(r->a, b, sizeof b));
-	size_t n = r->stack ? ct_frames_resolve(m, r->stack, fr, CT_STACK_MAX) : 0;
-	if (n)
-		ct_frame_label(&fr[0], 1, site, sizeof site);
-	else
-		snprintf(site, sizeof site, "(no stack)");
+	stack_label(m, r->stack, site, sizeof site);
 	ev_start(w, r->ts);
 	fprintf(w->f, ",\"ph\":\"i\",\"s\":\"p\",\"pid\":%" PRIu32 ",\"tid\":%" PRIu32
 		      ",\"cat\":\"oom\"",
