@@ -221,8 +221,9 @@ struct mv_entry {
 };
 
 struct mv_state {
-	struct mv_entry *ring;
-	size_t cap, head, n; /* the oldest entry is at head */
+	struct mv_entry *ring; /* grows up to cap entries, then wraps */
+	size_t cap, head, n;   /* the oldest entry is at head */
+	size_t alloc;
 	uint64_t dropped;
 };
 
@@ -238,15 +239,15 @@ static int16_t mv_dev(int device)
 
 static void ring_push(struct mv_state *st, const struct mv_entry *e)
 {
-	if (!st->ring)
-		st->ring = ct_xcalloc(st->cap, sizeof *st->ring);
 	if (st->n == st->cap) {
 		st->ring[st->head] = *e;
 		st->head = (st->head + 1) % st->cap;
 		st->dropped++;
 		return;
 	}
-	st->ring[(st->head + st->n++) % st->cap] = *e;
+	/* not full yet: head is 0 */
+	st->ring = ct_xgrow(st->ring, &st->alloc, st->n + 1, sizeof *st->ring);
+	st->ring[st->n++] = *e;
 }
 
 static void push_block(struct mv_state *st, const struct ct_model *m, const struct ct_block *b,

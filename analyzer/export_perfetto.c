@@ -73,8 +73,8 @@ struct pf_rec {
 };
 
 struct pf_spool {
-	unsigned char *mem;
-	size_t len;
+	unsigned char *mem; /* grows up to PF_SPOOL_MEM */
+	size_t len, cap;
 	FILE *file; /* NULL until the memory buffer overflowed once */
 };
 
@@ -122,8 +122,9 @@ struct pf_state {
 	size_t nopen, capopen;
 	/* what was left out, for otherData */
 	uint64_t slices, dropped, dropped_bytes;
-	uint64_t unmatched_pops, unmatched_ends, lost_ranges, untracked, unnamed_threads;
+	uint64_t unmatched_pops, unmatched_ends, lost_ranges, untracked, untracked_threads;
 	uint64_t samples;
+	uint64_t last_ts; /* latest event or mark: where what is still open ends */
 };
 
 /* ---- the spool -------------------------------------------------------------------------- */
@@ -161,8 +162,7 @@ static void spool_put(struct pf_state *st, const struct pf_rec *r, const char *n
 	size_t n = sizeof *r + r->len;
 	if (s->len + n > PF_SPOOL_MEM)
 		spool_flush(s);
-	if (!s->mem)
-		s->mem = ct_xmalloc(PF_SPOOL_MEM);
+	s->mem = ct_xgrow(s->mem, &s->cap, s->len + n, 1);
 	memcpy(s->mem + s->len, r, sizeof *r);
 	if (r->len)
 		memcpy(s->mem + s->len + sizeof *r, name, r->len);
@@ -284,7 +284,7 @@ static struct pf_thread *thread_of(struct pf_state *st, uint32_t tid)
 	if (i != CT_IMAP_NONE)
 		return &st->threads[i];
 	if (st->nthreads >= PF_MAX_THREADS) {
-		st->unnamed_threads++;
+		st->untracked_threads++; /* counted once per event or mark of such a thread */
 		return NULL;
 	}
 	st->threads = ct_xgrow(st->threads, &st->capthreads, st->nthreads + 1, sizeof *st->threads);
@@ -403,6 +403,8 @@ static void ob_event(void *ctx, struct ct_model *m, const struct ct_rec_event *e
 	struct pf_state *st = ctx;
 	(void)m;
 	thread_of(st, ev->tid);
+	if (ev->ts_ns > st->last_ts)
+		st->last_ts = ev->ts_ns;
 	if (ev->result != CT_OOM_RESULT || !is_alloc_op(ev->op))
 		return;
 	struct pf_rec r = {.type = PF_OOM,
@@ -426,6 +428,8 @@ static void ob_mark(void *ctx, struct ct_model *m, const struct ct_mark *mk)
 		len = 65535;
 	struct pf_thread *t = thread_of(st, mk->tid);
 	struct pf_rec r = {.ts = mk->ts_ns, .tid = mk->tid, .len = (uint32_t)len};
+	if (mk->ts_ns > st->last_ts)
+		st->last_ts = mk->ts_ns;
 	switch (mk->kind) {
 	case CT_MARK_INSTANT:
 		r.type = PF_INSTANT;
@@ -514,7 +518,7 @@ static void finish_live(void *ctx, const struct ct_model *m, const struct ct_blo
 static void ob_finish(void *ctx, struct ct_model *m)
 {
 	struct pf_state *st = ctx;
-	uint64_t end = m->have_ts ? m->last_ts : 0;
+	uint64_t end = m->have_ts && m->last_ts > st->last_ts ? m->last_ts : st->last_ts;
 	struct live_ctx lc = {st, end};
 	ct_model_foreach_live(m, finish_live, &lc);
 	for (uint32_t kd = 0; kd < PF_MAX_TRACKS; kd++) {
@@ -821,7 +825,8 @@ static void render_slices(struct pf_out *w, struct ct_model *m, struct pf_state 
 {
 	size_t n = st->nheap;
 	struct pf_slice *v = ct_xcalloc(n ? n : 1, sizeof *v);
-	memcpy(v, st->heap, n * sizeof *v);
+	if (n)
+		memcpy(v, st->heap, n * sizeof *v);
 	/* by kind, then by start; each kind's slices get lanes of their own */
 	if (n)
 		qsort(v, n, sizeof *v, cmp_slice_start);
@@ -927,7 +932,7 @@ static void render_perfetto(FILE *f, const struct ct_report_opts *o, struct ct_m
 		total.unmatched_ends += st->unmatched_ends;
 		total.lost_ranges += st->lost_ranges;
 		total.untracked += st->untracked;
-		total.unnamed_threads += st->unnamed_threads;
+		total.untracked_threads += st->untracked_threads;
 	}
 	fputs("\n],\n\"displayTimeUnit\":\"ns\",\n\"otherData\":{", f);
 	fprintf(f, "\"exporter\":\"cumtrace-report %s\"", o->tool_version ? o->tool_version : "?");
@@ -938,9 +943,9 @@ static void render_perfetto(FILE *f, const struct ct_report_opts *o, struct ct_m
 		cap, total.slices, total.dropped, total.dropped_bytes);
 	fprintf(f, ",\"unmatched_range_pops\":%" PRIu64 ",\"unmatched_range_ends\":%" PRIu64
 		   ",\"ranges_not_tracked\":%" PRIu64 ",\"counter_updates_not_tracked\":%" PRIu64
-		   ",\"threads_not_tracked\":%" PRIu64,
+		   ",\"events_of_untracked_threads\":%" PRIu64,
 		total.unmatched_pops, total.unmatched_ends, total.lost_ranges, total.untracked,
-		total.unnamed_threads);
+		total.untracked_threads);
 	fputs("}}\n", f);
 }
 
