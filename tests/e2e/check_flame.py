@@ -23,12 +23,7 @@ import re
 import sys
 from collections import defaultdict
 
-errors = []
-
-
-def err(msg):
-    errors.append(msg)
-
+from exportcheck import err, exit_on_errors, write_summary
 
 # The schema's definitions used by a sampled profile file.
 NUMBER = {"type": "number"}
@@ -170,16 +165,9 @@ def speedscope(path):
 def main():
     kind, path = sys.argv[1], sys.argv[2]
     profiles = folded(path) if kind == "folded" else speedscope(path)
-    if errors:
-        for m in errors[:50]:
-            print("flame check: " + m, file=sys.stderr)
-        sys.exit(1)
+    exit_on_errors("flame")
     summary = {"total": sum(p["total"] for p in profiles), "profiles": profiles}
-    out = json.dumps(summary, indent=1, sort_keys=True)
-    if len(sys.argv) > 3:
-        open(sys.argv[3], "w").write(out)
-    else:
-        print(out)
+    write_summary(summary, sys.argv[3] if len(sys.argv) > 3 else None)
 
 
 main()

@@ -22,17 +22,11 @@ not have; see docs/report.md for the command that runs torch's own tool):
     block.
 """
 import io
-import json
 import pickle
 import pickletools
 import sys
 
-errors = []
-
-
-def err(msg):
-    errors.append(msg)
-
+from exportcheck import err, exit_on_errors, write_summary
 
 # Opcodes MemoryViz.js unpickle() handles (its switch statement).
 JS_OPCODES = {
@@ -373,10 +367,7 @@ def main():
                 if not (isinstance(f.get("filename"), str) and isinstance(f.get("line"), int) and
                         isinstance(f.get("name"), str)):
                     err("frame %r lacks filename/line/name" % (f,))
-    if errors:
-        for m in errors[:50]:
-            print("memviz check: " + m, file=sys.stderr)
-        sys.exit(1)
+    exit_on_errors("memviz")
     seg_text = segments_lines(data)
     memory_lines(data)
     reserved, allocated = segsum(data)
@@ -388,10 +379,7 @@ def main():
                       "segments": process_alloc_data(ann, dev, True)}
         replay_history(ann, dev)
     pickle.dumps(data)  # what _format_viz does first
-    if errors:
-        for m in errors[:50]:
-            print("memviz check: " + m, file=sys.stderr)
-        sys.exit(1)
+    exit_on_errors("memviz")
     summary = {
         "segments": len(data["segments"]),
         "segment_bytes": reserved,
@@ -412,11 +400,7 @@ def main():
     for d, t in enumerate(data["device_traces"]):
         for e in t:
             summary["actions"][d][e["action"]] = summary["actions"][d].get(e["action"], 0) + 1
-    out = json.dumps(summary, indent=1, sort_keys=True)
-    if len(sys.argv) > 2:
-        open(sys.argv[2], "w").write(out)
-    else:
-        print(out)
+    write_summary(summary, sys.argv[2] if len(sys.argv) > 2 else None)
 
 
 main()

@@ -29,12 +29,7 @@ import json
 import sys
 from collections import defaultdict
 
-errors = []
-
-
-def err(msg):
-    errors.append(msg)
-
+from exportcheck import err, exit_on_errors, write_summary
 
 def is_num(v):
     return isinstance(v, (int, float)) and not isinstance(v, bool)
@@ -215,10 +210,7 @@ def main():
         if stack:
             err("thread %s: %d B never end" % (key, len(stack)))
 
-    if errors:
-        for m in errors[:50]:
-            print("perfetto check: " + m, file=sys.stderr)
-        sys.exit(1)
+    exit_on_errors("perfetto")
     summary = {
         "events": len(events),
         "processes": {str(k): v for k, v in procs.items()},
@@ -232,11 +224,7 @@ def main():
         "ooms": ooms,
         "otherData": strip(doc.get("otherData", {})),
     }
-    out = json.dumps(summary, indent=1, sort_keys=True)
-    if len(sys.argv) > 2:
-        open(sys.argv[2], "w").write(out)
-    else:
-        print(out)
+    write_summary(summary, sys.argv[2] if len(sys.argv) > 2 else None)
 
 
 main()
