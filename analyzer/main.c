@@ -40,7 +40,8 @@ static void usage(FILE *f)
 	}
 	fputs("\n"
 	      "options:\n"
-	      "  --format FMT       text (default), json, csv, ... (what the command writes)\n"
+	      "  --format FMT       text (default), json, csv, folded, speedscope, pickle\n"
+	      "                     (what the command writes; exporters have their own default)\n"
 	      "  -o, --output FILE  write the report to FILE instead of standard output\n"
 	      "  --fail-on-leak     exit with the error exit code when leaks were found\n"
 	      "  --error-exitcode N exit code for --fail-on-leak (1..255 except 2; default 1)\n"
@@ -49,6 +50,11 @@ static void usage(FILE *f)
 	      "  --no-symbols       do not read debug info: show module+offset only\n"
 	      "  --native           show native frames only (no Python frames)\n"
 	      "  --python-only      show Python frames only, where a stack has them\n"
+	      "  --of WHAT          flamegraph: leaks (default), peak or allocs\n"
+	      "  --counter-us N     perfetto: at most one counter sample per track per N us\n"
+	      "                     (default 1000; 0 = every change)\n"
+	      "  --max-slices N     perfetto: keep the N largest allocation slices (default 100000)\n"
+	      "  --max-entries N    memviz: keep the latest N trace entries (default 100000)\n"
 	      "  -h, --help         show this help and exit\n"
 	      "  -V, --version      show the version and exit\n"
 	      "\n"
@@ -101,8 +107,12 @@ int main(int argc, char **argv)
 {
 	if (argc > 1 && !strcmp(argv[1], "symbolize"))
 		return ct_symbolize_main(argc - 1, argv + 1);
-	struct ct_report_opts o = {
-		.cmd = -1, .format = CT_FMT_TEXT, .buckets = 60, .top = 20, .tool_version = CUMTRACE_VERSION};
+	struct ct_report_opts o = {.cmd = -1,
+				   .format = -1,
+				   .buckets = 60,
+				   .top = 20,
+				   .tool_version = CUMTRACE_VERSION,
+				   .counter_us = CT_PERFETTO_COUNTER_US};
 	const char *output = NULL;
 	int fail_on_leak = 0, error_exitcode = 1, symbols = 1;
 	char **dumps = ct_xcalloc((size_t)argc, sizeof *dumps);
@@ -156,6 +166,25 @@ int main(int argc, char **argv)
 		} else if (is_opt(a, "--top")) {
 			o.top = (size_t)parse_num("--top", opt_value(argc, argv, &i, "--top"), 0,
 						  INT_MAX);
+		} else if (is_opt(a, "--of")) {
+			const char *v = opt_value(argc, argv, &i, "--of");
+			if (!strcmp(v, "leaks"))
+				o.flame_of = CT_FLAME_LEAKS;
+			else if (!strcmp(v, "peak"))
+				o.flame_of = CT_FLAME_PEAK;
+			else if (!strcmp(v, "allocs"))
+				o.flame_of = CT_FLAME_ALLOCS;
+			else
+				usage_error("--of: unknown value '%s' (leaks, peak or allocs)", v);
+		} else if (is_opt(a, "--counter-us")) {
+			o.counter_us = (uint64_t)parse_num(
+				"--counter-us", opt_value(argc, argv, &i, "--counter-us"), 0, 1000000000);
+		} else if (is_opt(a, "--max-slices")) {
+			o.max_slices = (size_t)parse_num(
+				"--max-slices", opt_value(argc, argv, &i, "--max-slices"), 1, 10000000);
+		} else if (is_opt(a, "--max-entries")) {
+			o.max_entries = (size_t)parse_num(
+				"--max-entries", opt_value(argc, argv, &i, "--max-entries"), 1, 10000000);
 		} else if (!strcmp(a, "--native")) {
 			ct_frames_set_mode(CT_FRAMES_NATIVE);
 		} else if (!strcmp(a, "--python-only")) {
@@ -169,6 +198,8 @@ int main(int argc, char **argv)
 	if (o.cmd < 0)
 		o.cmd = CT_CMD_SUMMARY;
 	const struct ct_command *cmd = ct_command_get(o.cmd);
+	if (o.format < 0)
+		o.format = cmd->default_format;
 	if (!(cmd->formats & 1u << o.format))
 		usage_error("%s: no %s output", cmd->name, ct_fmt_name(o.format));
 	if (!ndumps)

@@ -156,6 +156,8 @@ enum ct_ext {
 	CT_EXT_OOM,	/* report_oom.c */
 	CT_EXT_FRAG,	/* report_frag.c */
 	CT_EXT_STREAMS, /* report_streams.c */
+	CT_EXT_PERFETTO, /* export_perfetto.c */
+	CT_EXT_MEMVIZ,	 /* export_memviz.c */
 	CT_EXT_COUNT
 };
 

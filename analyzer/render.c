@@ -247,6 +247,24 @@ void ct_put_notes(FILE *f, const struct ct_model *m)
 
 static struct ct_frame frames[CT_FRAMES_MAX];
 
+const char *ct_frame_label(const struct ct_frame *fr, int with_line, char *buf, size_t cap)
+{
+	if (fr->python)
+		snprintf(buf, cap, "%s (%s:%u)", fr->function ? fr->function : "?",
+			 fr->file ? fr->file : "?", fr->line);
+	else if (fr->function && with_line && fr->file && fr->line)
+		snprintf(buf, cap, "%s (%s:%u)", fr->function,
+			 fr->file_short ? fr->file_short : fr->file, fr->line);
+	else if (fr->function)
+		snprintf(buf, cap, "%s", fr->function);
+	else if (fr->module)
+		snprintf(buf, cap, "%s+0x%" PRIx64, fr->module_name ? fr->module_name : fr->module,
+			 fr->offset);
+	else
+		snprintf(buf, cap, "0x%" PRIx64, fr->ip);
+	return buf;
+}
+
 void ct_text_stack(FILE *f, struct ct_model *m, uint32_t stack_id)
 {
 	if (!stack_id) {

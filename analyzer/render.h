@@ -63,6 +63,13 @@ int ct_multi_device(const struct ct_model *m);
  */
 void ct_text_items(FILE *f, const struct ct_report_opts *o, struct ct_model *m,
 		   const struct ct_item *v, size_t n);
+
+/*
+ * One frame as a short label: a Python frame "func (file:line)"; a native one
+ * "func", or "func (file:line)" with with_line when the line is known; else
+ * "module+0xOFF", else "0xIP". Returns buf (truncated to cap).
+ */
+const char *ct_frame_label(const struct ct_frame *fr, int with_line, char *buf, size_t cap);
 /* A stack as indented "at func (file:line) in module" lines. */
 void ct_text_stack(FILE *f, struct ct_model *m, uint32_t stack_id);
 /* A stack as a JSON array of frame objects. */

@@ -7,6 +7,7 @@
 #define CT_ANALYZER_REPORT_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "json.h"
@@ -21,10 +22,24 @@ enum ct_cmd {
 	CT_CMD_OOM,
 	CT_CMD_FRAG,
 	CT_CMD_STREAMS,
+	CT_CMD_PERFETTO,
+	CT_CMD_FLAMEGRAPH,
+	CT_CMD_MEMVIZ,
 	CT_CMD_COUNT
 };
 /* Output formats; a command says which it supports. */
-enum ct_fmt { CT_FMT_TEXT, CT_FMT_JSON, CT_FMT_CSV, CT_FMT_COUNT };
+enum ct_fmt {
+	CT_FMT_TEXT,
+	CT_FMT_JSON,
+	CT_FMT_CSV,
+	CT_FMT_FOLDED,	   /* flamegraph.pl input: "frame;frame value" lines */
+	CT_FMT_SPEEDSCOPE, /* speedscope's JSON file format */
+	CT_FMT_PICKLE,	   /* a Python pickle (memviz) */
+	CT_FMT_COUNT
+};
+
+/* What a flame graph weighs (--of). */
+enum ct_flame_of { CT_FLAME_LEAKS, CT_FLAME_PEAK, CT_FLAME_ALLOCS };
 
 #define CT_REPORT_FORMAT_VERSION 1
 
@@ -34,7 +49,16 @@ struct ct_report_opts {
 	size_t buckets; /* timeline buckets (>= 1) */
 	size_t top;	/* sites shown per list; 0 = all */
 	const char *tool_version;
+	/* exporters (0 = the default where a default is stated) */
+	int flame_of;	      /* enum ct_flame_of */
+	uint64_t counter_us;  /* perfetto: counter samples at most one per track per N us; 0 = every change */
+	size_t max_slices;    /* perfetto: allocation slices kept, the largest; 0 = CT_PERFETTO_SLICES */
+	size_t max_entries;   /* memviz: trace entries kept, the latest; 0 = CT_MEMVIZ_ENTRIES */
 };
+
+#define CT_PERFETTO_COUNTER_US 1000 /* --counter-us default (main.c) */
+#define CT_PERFETTO_SLICES 100000   /* allocation slices kept without --max-slices */
+#define CT_MEMVIZ_ENTRIES 100000    /* memviz trace entries kept without --max-entries */
 
 /*
  * One command. attach runs on every model before its dump is read (to add
@@ -47,6 +71,7 @@ struct ct_command {
 	unsigned formats;     /* bit (1u << enum ct_fmt) for each format it writes */
 	size_t min_dumps;     /* dumps it needs (>= 1) */
 	size_t max_dumps;     /* 0 = any number */
+	int default_format;   /* enum ct_fmt written without --format */
 	void (*attach)(struct ct_model *m, const struct ct_report_opts *o); /* may be NULL */
 	void (*render)(FILE *f, const struct ct_report_opts *o, struct ct_model *const *ms,
 		       size_t n);

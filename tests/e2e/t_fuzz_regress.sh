@@ -1,5 +1,6 @@
 # Every input the fuzzer ever found (tests/fuzz/regress/) and every seed
-# (tests/fuzz/corpus/), through the gcc-built analyzer: each command, JSON.
+# (tests/fuzz/corpus/), through the gcc-built analyzer: each command, JSON
+# (the exporters in their own format).
 # Exit 0 (or 0 with one truncation warning) or 2 with exactly one line on
 # stderr; never a signal, never 1 without --fail-on-leak.
 . tests/e2e/lib.sh
@@ -7,9 +8,11 @@ n=0
 for f in tests/fuzz/regress/* tests/fuzz/corpus/*; do
 	[ -f "$f" ] || continue
 	case $f in *.md) continue ;; esac
-	for cmd in summary leaks peak timeline; do
+	for cmd in summary leaks peak timeline perfetto flamegraph memviz; do
+		case $cmd in perfetto | flamegraph | memviz) fmt= ;; *) fmt="--format json" ;; esac
 		set +e
-		"$REPORT" "$cmd" --format json -o /dev/null "$f" 2>"$T/err.txt"
+		# shellcheck disable=SC2086
+		"$REPORT" "$cmd" $fmt -o /dev/null "$f" 2>"$T/err.txt"
 		rc=$?
 		set -e
 		n=$((n + 1))

@@ -15,6 +15,10 @@ vg() { # what, report args...: run the analyzer under memcheck, fail on any erro
 for cmd in leaks peak summary timeline; do
 	vg "$cmd json basic" "$cmd" --format json "$(dump_of basic)"
 done
+for cmd in perfetto flamegraph memviz; do
+	vg "$cmd basic" "$cmd" "$(dump_of basic)"
+done
+vg "speedscope vmm" flamegraph --of allocs --format speedscope "$(dump_of vmm)"
 vg "leaks text vmm" leaks --format text "$(dump_of vmm)"
 vg "timeline csv vmm" timeline --format csv "$(dump_of vmm)"
 # and a truncated dump (the warning is the only line allowed on stderr)

@@ -2009,6 +2009,451 @@ START_TEST(phases_random_against_naive)
 }
 END_TEST
 
+/* ---- exporters ------------------------------------------------------------------------------------ */
+
+static void pystring(struct dg *g, uint32_t id, const char *s)
+{
+	struct ct_rec_pystring r;
+	memset(&r, 0, sizeof r);
+	r.rec.type = CT_REC_PYSTRING;
+	r.string_id = id;
+	r.len = (uint32_t)strlen(s) + 1;
+	dg_record(g, &r, sizeof r, s, r.len, 0);
+}
+
+/* An allocation that carries Python stack py_id (the event's pystack trailer). */
+static void alloc_py(struct dg *g, uint64_t ts, uint64_t ptr, uint64_t size, uint32_t tid,
+		     uint32_t stack, uint32_t py_id)
+{
+	struct {
+		struct ct_rec_event ev;
+		struct ct_rec_event_py py;
+	} r;
+	memset(&r, 0, sizeof r);
+	r.ev.rec.type = CT_REC_EVENT;
+	r.ev.rec.flags = CT_EVENT_F_PYSTACK;
+	r.ev.ts_ns = ts;
+	r.ev.dur_ns = 10;
+	r.ev.ptr = ptr;
+	r.ev.size = size;
+	r.ev.tid = tid;
+	r.ev.stack_id = stack;
+	r.ev.api = CT_API_cudaMalloc;
+	r.ev.op = CT_OP_ALLOC;
+	r.ev.kind = CT_KIND_DEVICE;
+	r.ev.layer = CT_LAYER_RUNTIME;
+	r.py.pystack_id = py_id;
+	dg_record(g, &r, sizeof r, NULL, 0, 0);
+}
+
+/*
+ * A dump for the exporters: two devices, pinned memory, a failed (OOM)
+ * allocation, an address allocated again without its free, a device reset,
+ * a Python stack, NVTX push/pop (one left open), a start/end range, marks,
+ * a pop and an end that match nothing, and a stack missing from the dump.
+ */
+static void export_dump(struct dg *g)
+{
+	dg_init(g);
+	dg_header(g);
+	dg_process(g, 4242, 1, 1000000,
+		   (const char *[]){"version=0.1.0", "exe=/usr/bin/prog", "cwd=/work", "argv=prog",
+				    "argv=--train", NULL});
+	dg_module(g, 0x400000, 0x400000, 0x480000, NULL, 0, "/usr/bin/prog");
+	dg_module(g, 0x7f0000000000, 0x7f0000000000, 0x7f0000200000, NULL, 0,
+		  "/lib/x86_64-linux-gnu/libc.so.6");
+	dg_module(g, 0x7f1000000000, 0x7f1000000000, 0x7f1000100000, NULL, 0,
+		  "/opt/cumtrace/lib/libcumtrace.so");
+	uint64_t s1[3] = {0x401234, 0x401500, 0x7f00000271ca};
+	uint64_t s2[3] = {0x7f1000000100, 0x402000, 0x7f00000271ca};
+	uint64_t s3[2] = {0x403000, 0x7f00000271ca};
+	dg_stack(g, 1, 3, s1);
+	dg_stack(g, 2, 3, s2);
+	dg_stack(g, 3, 2, s3);
+	pystring(g, 1, "train.py");
+	pystring(g, 2, "step");
+	pystring(g, 3, "<module>");
+	struct {
+		struct ct_rec_pystack h;
+		struct ct_pyframe f[2];
+	} ps;
+	memset(&ps, 0, sizeof ps);
+	ps.h.rec.type = CT_REC_PYSTACK;
+	ps.h.pystack_id = 1;
+	ps.h.depth = 2;
+	ps.f[0] = (struct ct_pyframe){1, 2, 10};
+	ps.f[1] = (struct ct_pyframe){1, 3, 20};
+	dg_record(g, &ps, sizeof ps, NULL, 0, 0);
+	const uint64_t T = 1000000, US = 1000;
+	dg_batch(g, T, 0);
+	dg_mark_ex(g, T + 500 * US, 1, CT_MARK_PUSH, 0, "epoch");
+	dg_mark_ex(g, T + 1500 * US, 2, CT_MARK_INSTANT, 0, "checkpoint");
+	dg_mark_ex(g, T + 1600 * US, 2, CT_MARK_START, 7, "load \"data\"");
+	dg_mark_ex(g, T + 1700 * US, 3, CT_MARK_POP, 0, "");
+	dg_mark_ex(g, T + 1800 * US, 3, CT_MARK_STOP, 99, "");
+	ev(g, T + 1000 * US, CT_OP_ALLOC, CT_KIND_DEVICE, CT_API_cudaMalloc, 0x10000, 8 * MiB, 1, 1, 0, 0);
+	ev(g, T + 1200 * US, CT_OP_ALLOC, CT_KIND_DEVICE, CT_API_cudaMalloc, 0x20000, 4 * MiB, 1, 2, 0, 0);
+	ev(g, T + 1300 * US, CT_OP_ALLOC, CT_KIND_DEVICE, CT_API_cudaMalloc, 0, 1 << 30, 1, 3, 0, 2);
+	ev(g, T + 1400 * US, CT_OP_ALLOC, CT_KIND_HOST_PINNED, CT_API_cudaMallocHost, 0x900000, 64 << 10,
+	   1, 2, 0, 0);
+	alloc_py(g, T + 2500 * US, 0x30000, 2 * MiB, 2, 3, 1);
+	dg_batch(g, T + 2600 * US, 1);
+	dg_mark_ex(g, T + 3100 * US, 1, CT_MARK_STOP, 7, "");
+	dg_mark_ex(g, T + 4500 * US, 1, CT_MARK_POP, 0, "");
+	dg_mark_ex(g, T + 4600 * US, 2, CT_MARK_PUSH, 0, "tail");
+	ev(g, T + 3000 * US, CT_OP_FREE, CT_KIND_DEVICE, CT_API_cudaFree, 0x20000, 0, 1, 0, 0, 0);
+	ev(g, T + 3500 * US, CT_OP_ALLOC, CT_KIND_DEVICE, CT_API_cudaMalloc, 0x40000, 1 * MiB, 2, 1, 1, 0);
+	ev(g, T + 3600 * US, CT_OP_ALLOC, CT_KIND_DEVICE, CT_API_cudaMalloc, 0x50000, 512 << 10, 2, 77, 1,
+	   0);
+	ev(g, T + 4000 * US, CT_OP_ALLOC, CT_KIND_DEVICE, CT_API_cudaMalloc, 0x10000, 16 << 10, 1, 2, 0, 0);
+	ev(g, T + 5000 * US, CT_OP_DEVICE_RESET, CT_KIND_NONE, CT_API_cudaDeviceReset, 0, 0, 2, 0, 1, 0);
+	ev(g, T + 5500 * US, CT_OP_FREE, CT_KIND_DEVICE, CT_API_cudaFree, 0x30000, 0, 2, 0, 0, 0);
+	dg_end(g, T + 6000 * US);
+}
+
+/* A model of g with every command attached under o's exporter options. */
+static struct ct_model *load_attached(const struct dg *g, const struct ct_report_opts *o)
+{
+	struct ct_model *m = malloc(sizeof *m);
+	ck_assert_ptr_nonnull(m);
+	ct_model_init(m);
+	ct_symtab_set_symbolize(m->syms, 0);
+	ct_report_attach_all(m, o);
+	int st = ct_model_load_mem(m, g->p, g->n, NULL);
+	ck_assert_msg(st != CT_READ_ERROR, "read error: %s", m->read.error);
+	return m;
+}
+
+__attribute__((noinline)) static char *render_o(struct ct_model *const *ms, size_t n, const struct ct_report_opts *o,
+		      size_t *len)
+{
+	char *buf = NULL;
+	size_t l = 0;
+	FILE *f = open_memstream(&buf, &l);
+	ct_report(f, o, ms, n);
+	fclose(f);
+	if (len)
+		*len = l;
+	return buf;
+}
+
+/* Bytes as lines of 16: offset, hex, printable ASCII. */
+static char *hexdump(const unsigned char *p, size_t n)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	for (size_t i = 0; i < n; i += 16) {
+		fprintf(f, "%06zx ", i);
+		for (size_t k = i; k < i + 16; k++)
+			if (k < n)
+				fprintf(f, " %02x", p[k]);
+			else
+				fputs("   ", f);
+		fputs("  |", f);
+		for (size_t k = i; k < i + 16 && k < n; k++)
+			fputc(p[k] >= 0x20 && p[k] < 0x7f ? p[k] : '.', f);
+		fputs("|\n", f);
+	}
+	fclose(f);
+	return buf;
+}
+
+START_TEST(golden_exports)
+{
+	struct dg g;
+	export_dump(&g);
+	struct ct_report_opts o = {.buckets = 20, .top = 20, .tool_version = "test", .counter_us = 0};
+	struct ct_model *m = load_attached(&g, &o);
+	ck_assert_uint_eq(m->allocations, 7);
+	ck_assert_uint_eq(m->failed_calls, 1);
+	struct ct_model *one[1] = {m};
+	static const struct {
+		const char *name;
+		int cmd, format, of;
+	} cases[] = {
+		{"export-perfetto.json", CT_CMD_PERFETTO, CT_FMT_JSON, 0},
+		{"export-leaks.folded", CT_CMD_FLAMEGRAPH, CT_FMT_FOLDED, CT_FLAME_LEAKS},
+		{"export-peak.folded", CT_CMD_FLAMEGRAPH, CT_FMT_FOLDED, CT_FLAME_PEAK},
+		{"export-allocs.folded", CT_CMD_FLAMEGRAPH, CT_FMT_FOLDED, CT_FLAME_ALLOCS},
+		{"export-allocs.speedscope.json", CT_CMD_FLAMEGRAPH, CT_FMT_SPEEDSCOPE, CT_FLAME_ALLOCS},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct ct_report_opts r = o;
+		r.cmd = cases[i].cmd;
+		r.format = cases[i].format;
+		r.flame_of = cases[i].of;
+		char *out = render_o(one, 1, &r, NULL);
+		check_golden(cases[i].name, out);
+		free(out);
+	}
+	struct ct_report_opts r = o;
+	r.cmd = CT_CMD_MEMVIZ;
+	r.format = CT_FMT_PICKLE;
+	size_t len;
+	char *pk = render_o(one, 1, &r, &len);
+	char *hex = hexdump((const unsigned char *)pk, len);
+	check_golden("export-memviz.pickle.hex", hex);
+	free(hex);
+	free(pk);
+	unload(m);
+
+	/* counters in 1 ms intervals: the most bytes live after the first change, the end value */
+	o.counter_us = 1000;
+	m = load_attached(&g, &o);
+	one[0] = m;
+	r = o;
+	r.cmd = CT_CMD_PERFETTO;
+	char *out = render_o(one, 1, &r, NULL);
+	check_golden("export-perfetto-1ms.json", out);
+	free(out);
+	unload(m);
+	dg_release(&g);
+}
+END_TEST
+
+/* Sum of the values of folded lines. */
+static uint64_t folded_total(const char *s)
+{
+	uint64_t t = 0;
+	for (const char *line = s; *line;) {
+		const char *nl = strchr(line, '\n');
+		ck_assert_ptr_nonnull(nl);
+		const char *sp = nl;
+		while (sp > line && sp[-1] != ' ')
+			sp--;
+		ck_assert(sp > line);
+		t += strtoull(sp, NULL, 10);
+		line = nl + 1;
+	}
+	return t;
+}
+
+START_TEST(flame_totals_match_the_reports)
+{
+	struct dg g;
+	export_dump(&g);
+	struct ct_report_opts o = {.top = 0, .tool_version = "test", .cmd = CT_CMD_FLAMEGRAPH,
+				   .format = CT_FMT_FOLDED};
+	struct ct_model *ms[2];
+	ms[0] = load_attached(&g, &o);
+	dg_release(&g);
+	golden_dump(&g);
+	ms[1] = load_attached(&g, &o);
+	dg_release(&g);
+	uint64_t alloc_bytes = 0;
+	for (int d = 0; d < 2; d++)
+		for (unsigned k = 0; k < CT_KIND_COUNT; k++)
+			alloc_bytes += ms[d]->kind_total[k].bytes_allocated;
+	const uint64_t want[3] = {ms[0]->leak_bytes + ms[1]->leak_bytes,
+				  ms[0]->peak_bytes + ms[1]->peak_bytes, alloc_bytes};
+	/* the 8 MiB block was allocated over (not a leak); the device reset's two are */
+	ck_assert_uint_eq(want[0], (16u << 10) + (1u << 20) + (512u << 10) + (64u << 10) + 11599872);
+	for (int of = CT_FLAME_LEAKS; of <= CT_FLAME_ALLOCS; of++) {
+		o.flame_of = of;
+		for (size_t n = 1; n <= 2; n++) {
+			char *out = render_o(ms, n, &o, NULL);
+			uint64_t w = n == 1 ? (of == CT_FLAME_LEAKS	? ms[0]->leak_bytes
+					       : of == CT_FLAME_PEAK ? ms[0]->peak_bytes
+								     : 0)
+					    : want[of];
+			if (n == 1 && of == CT_FLAME_ALLOCS)
+				for (unsigned k = 0; k < CT_KIND_COUNT; k++)
+					w += ms[0]->kind_total[k].bytes_allocated;
+			ck_assert_msg(folded_total(out) == w, "--of %d, %zu dumps: %llu != %llu", of, n,
+				      (unsigned long long)folded_total(out), (unsigned long long)w);
+			/* two dumps: every line starts at its process */
+			if (n == 2)
+				ck_assert(!strncmp(out, "[pid ", 5));
+			free(out);
+		}
+	}
+	unload(ms[0]);
+	unload(ms[1]);
+}
+END_TEST
+
+/* The counter lines ("ph":"C") of a trace, joined. */
+static char *counter_lines(const char *trace)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	for (const char *l = trace; (l = strstr(l, "{\"ts\":"));) {
+		const char *nl = strchr(l, '\n');
+		size_t n = nl ? (size_t)(nl - l) : strlen(l);
+		if (memmem(l, n, "\"ph\":\"C\"", 8)) {
+			const char *ts = l + 6, *bytes = memmem(l, n, "\"bytes\":", 8);
+			fprintf(f, "%.*s=%.*s ", (int)(strchr(ts, ',') - ts), ts,
+				(int)(strchr(bytes, '}') - bytes - 8), bytes + 8);
+		}
+		l += n;
+	}
+	fclose(f);
+	return buf;
+}
+
+START_TEST(perfetto_counters_keep_the_most_per_interval)
+{
+	struct dg g;
+	dg_init(&g);
+	dg_header(&g);
+	dg_process(&g, 7, 1, 1000000, (const char *[]){"argv=p", NULL});
+	/* interval [2 ms, 3 ms): 100 small pairs, one 1 MiB block live for 1 us in the middle */
+	for (int i = 0; i < 100; i++) {
+		uint64_t t = 2000000 + (uint64_t)i * 5000;
+		dg_alloc(&g, t, 0x1000, 4096, 1);
+		if (i == 50) {
+			dg_alloc(&g, t + 100, 0x900000, 1 << 20, 1);
+			dg_free(&g, t + 1100, 0x900000);
+		}
+		dg_free(&g, t + 2000, 0x1000);
+	}
+	/* nothing until 7.5 ms: one sample for the gap, then the new interval */
+	dg_alloc(&g, 7500000, 0x2000, 100, 1);
+	dg_end(&g, 8000000);
+	struct ct_report_opts o = {.tool_version = "t", .cmd = CT_CMD_PERFETTO,
+				   .format = CT_FMT_JSON, .counter_us = 1000};
+	struct ct_model *m = load_attached(&g, &o);
+	struct ct_model *one[1] = {m};
+	char *out = render_o(one, 1, &o, NULL);
+	char *c = counter_lines(out);
+	/* first change at 1.000 ms after the start; max 1 MiB + 4 KiB; 0 from 3 ms; 100 at 6.5 ms */
+	ck_assert_str_eq(c, "1000.000=1052672 2000.000=0 6500.000=100 ");
+	free(c);
+	free(out);
+	unload(m);
+	/* every change: 100 x (4096, 0) plus the 1 MiB block, then the last one */
+	o.counter_us = 0;
+	m = load_attached(&g, &o);
+	one[0] = m;
+	out = render_o(one, 1, &o, NULL);
+	c = counter_lines(out);
+	ck_assert_msg(!strncmp(c, "1000.000=4096 1002.000=0 1005.000=4096 ", 39), "%s", c);
+	ck_assert_msg(strstr(c, " 1250.000=4096 1250.100=1052672 1251.100=4096 1252.000=0 1255.000=4096 ") != NULL, "%s", c);
+	size_t samples = 0;
+	for (const char *p = c; (p = strchr(p, '=')); p++)
+		samples++;
+	ck_assert_uint_eq(samples, 200 + 2 + 1);
+	free(c);
+	free(out);
+	unload(m);
+	dg_release(&g);
+}
+END_TEST
+
+/* Occurrences of needle in s (memcmp: strstr in a loop is quadratic under ASan). */
+static size_t count_in(const char *s, size_t len, const char *needle)
+{
+	size_t n = strlen(needle), c = 0;
+	for (size_t i = 0; i + n <= len; i++)
+		if (s[i] == needle[0] && !memcmp(s + i, needle, n))
+			c++;
+	return c;
+}
+
+START_TEST(perfetto_keeps_the_largest_slices)
+{
+	struct dg g;
+	dg_init(&g);
+	dg_header(&g);
+	dg_process(&g, 7, 1, 1000, (const char *[]){"argv=p", NULL});
+	for (int i = 1; i <= 10; i++) {
+		dg_alloc(&g, 1000 + (uint64_t)i * 100, 0x1000 * (uint64_t)i, (uint64_t)i * 1000, 1);
+		if (i % 2)
+			dg_free(&g, 1050 + (uint64_t)i * 100, 0x1000 * (uint64_t)i);
+	}
+	dg_end(&g, 5000);
+	struct ct_report_opts o = {.tool_version = "t", .cmd = CT_CMD_PERFETTO,
+				   .format = CT_FMT_JSON, .max_slices = 3};
+	struct ct_model *m = load_attached(&g, &o);
+	struct ct_model *one[1] = {m};
+	size_t len;
+	char *out = render_o(one, 1, &o, &len);
+	ck_assert_uint_eq(count_in(out, len, "\"ph\":\"b\""), 3);
+	ck_assert_ptr_nonnull(strstr(out, "\"size\":10000,"));
+	ck_assert_ptr_nonnull(strstr(out, "\"size\":9000,"));
+	ck_assert_ptr_nonnull(strstr(out, "\"size\":8000,"));
+	ck_assert_ptr_null(strstr(out, "\"size\":7000,"));
+	ck_assert_ptr_nonnull(strstr(out, "\"slices_max\":3,\"slices_total\":10,\"slices_dropped\":7,"
+					  "\"slices_dropped_bytes\":28000"));
+	/* live at the end: the even ones; 8000 and 10000 overlap 9000's lifetime, so 2 lanes */
+	ck_assert_ptr_nonnull(strstr(out, "\"id\":\"0:1\""));
+	ck_assert_ptr_null(strstr(out, "\"id\":\"0:2\""));
+	free(out);
+	unload(m);
+	dg_release(&g);
+}
+END_TEST
+
+START_TEST(perfetto_spool_moves_to_a_file)
+{
+	/* 40000 marks (about 3 MiB of spool): the temporary file, then the buffer */
+	struct dg g;
+	dg_init(&g);
+	dg_header(&g);
+	dg_process(&g, 7, 1, 1000, (const char *[]){"argv=p", NULL});
+	char name[64];
+	for (int i = 0; i < 40000; i++) {
+		snprintf(name, sizeof name, "mark %05d", i);
+		dg_mark_ex(&g, 2000 + (uint64_t)i, 1, CT_MARK_INSTANT, 0, name);
+	}
+	dg_alloc(&g, 50000, 0x1000, 10, 1);
+	dg_end(&g, 60000);
+	struct ct_report_opts o = {.tool_version = "t", .cmd = CT_CMD_PERFETTO,
+				   .format = CT_FMT_JSON};
+	struct ct_model *m = load_attached(&g, &o);
+	struct ct_model *one[1] = {m};
+	for (int round = 0; round < 2; round++) { /* the spool is read again */
+		size_t len;
+		char *out = render_o(one, 1, &o, &len);
+		ck_assert_uint_eq(count_in(out, len, "\"cat\":\"mark\""), 40000);
+		const char *first = strstr(out, "\"name\":\"mark 00000\"");
+		const char *last = strstr(out, "\"name\":\"mark 39999\"");
+		ck_assert(first && last && first < last);
+		ck_assert_ptr_nonnull(strstr(out, "\"name\":\"device 0 live\",\"args\":{\"bytes\":10}"));
+		free(out);
+	}
+	unload(m);
+	dg_release(&g);
+}
+END_TEST
+
+START_TEST(memviz_keeps_the_latest_entries)
+{
+	struct dg g;
+	dg_init(&g);
+	dg_header(&g);
+	dg_process(&g, 7, 1, 1000, (const char *[]){"argv=p", NULL});
+	for (int i = 0; i < 3; i++) {
+		dg_alloc(&g, 2000 + (uint64_t)i * 10, 0x10000 + (uint64_t)i * 0x10000, 4096, 1);
+		dg_free(&g, 2005 + (uint64_t)i * 10, 0x10000 + (uint64_t)i * 0x10000);
+	}
+	dg_end(&g, 3000);
+	struct ct_report_opts o = {.tool_version = "t", .cmd = CT_CMD_MEMVIZ,
+				   .format = CT_FMT_PICKLE, .max_entries = 4};
+	struct ct_model *m = load_attached(&g, &o);
+	struct ct_model *one[1] = {m};
+	size_t len;
+	char *out = render_o(one, 1, &o, &len);
+	/* 15 entries, the last 4 kept: the third block's alloc and its three free entries */
+	static const char overflowed[] = "trace_alloc_overflowed";
+	const char *p = memmem(out, len, overflowed, sizeof overflowed - 1);
+	ck_assert_ptr_nonnull(p);
+	ck_assert_uint_eq((unsigned char)p[sizeof overflowed - 1], 0x88); /* NEWTRUE */
+	ck_assert_ptr_null(memmem(out, len, "segment_alloc", 13));
+	ck_assert_ptr_nonnull(memmem(out, len, "free_completed", 14));
+	/* addresses in the trace: only 0x30000 (BININT, little-endian) */
+	ck_assert_ptr_nonnull(memmem(out, len, "J\x00\x00\x03\x00", 5));
+	ck_assert_ptr_null(memmem(out, len, "J\x00\x00\x01\x00", 5));
+	ck_assert_ptr_null(memmem(out, len, "J\x00\x00\x02\x00", 5));
+	free(out);
+	unload(m);
+	dg_release(&g);
+}
+END_TEST
+
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("analyzer");
@@ -2050,6 +2495,15 @@ static Suite *suite(void)
 	tcase_add_test(tc, new_reports_of_two_dumps);
 	tcase_add_test(tc, frag_random_against_naive);
 	tcase_add_test(tc, phases_random_against_naive);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("exports");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, golden_exports);
+	tcase_add_test(tc, flame_totals_match_the_reports);
+	tcase_add_test(tc, perfetto_counters_keep_the_most_per_interval);
+	tcase_add_test(tc, perfetto_keeps_the_largest_slices);
+	tcase_add_test(tc, perfetto_spool_moves_to_a_file);
+	tcase_add_test(tc, memviz_keeps_the_latest_entries);
 	suite_add_tcase(s, tc);
 	return s;
 }
