@@ -49,7 +49,7 @@ enum ct_py_lines {
 struct ct_py_offsets {
 	uint8_t minor;
 	uint8_t lines;	     /* enum ct_py_lines */
-	uint8_t frame_obj;   /* 1: the chain is of PyFrameObject (3.8-3.10), 0: _PyInterpreterFrame */
+	uint8_t frame_obj;   /* 1: PyFrameObject chain (3.8-3.10), 0: _PyInterpreterFrame */
 	uint8_t lasti_scale; /* 3.8-3.10: bytes per unit of f_lasti (1, 1, 2) */
 	/* PyThreadState */
 	uint16_t ts_thread_id;	 /* unsigned long thread_id: pthread_self() of its thread */
@@ -58,7 +58,7 @@ struct ct_py_offsets {
 	/* PyFrameObject (3.8-3.10) or _PyInterpreterFrame (3.11+) */
 	uint16_t fr_back;  /* f_back; previous */
 	uint16_t fr_code;  /* f_code; f_executable in 3.13 */
-	uint16_t fr_instr; /* int f_lasti; _Py_CODEUNIT *prev_instr (3.11-3.12), *instr_ptr (3.13) */
+	uint16_t fr_instr; /* int f_lasti; _Py_CODEUNIT *prev_instr (3.11, 3.12), *instr_ptr */
 	uint16_t fr_owner; /* char owner (3.11+) */
 	/* PyCodeObject */
 	uint16_t co_filename;
@@ -83,43 +83,55 @@ static const struct ct_py_offsets ct_py_offsets_table[] = {
 		.minor = 8, .lines = CT_PY_LNOTAB, .frame_obj = 1, .lasti_scale = 1,
 		.ts_thread_id = 176, .ts_frame = 24, .cframe_current = CT_PY_ABSENT,
 		.fr_back = 24, .fr_code = 32, .fr_instr = 104, .fr_owner = CT_PY_ABSENT,
-		.co_filename = 104, .co_name = 112, .co_firstlineno = 40, .co_lines = 120, .co_code = 48, .co_firsttraceable = CT_PY_ABSENT,
-		.str_ascii_data = 48, .str_utf8_length = 48, .str_utf8 = 56, .str_compact_data = 72, .str_data = 72,
+		.co_filename = 104, .co_name = 112, .co_firstlineno = 40, .co_lines = 120,
+		.co_code = 48, .co_firsttraceable = CT_PY_ABSENT,
+		.str_ascii_data = 48, .str_utf8_length = 48, .str_utf8 = 56,
+		.str_compact_data = 72, .str_data = 72,
 	},
 	{
 		.minor = 9, .lines = CT_PY_LNOTAB, .frame_obj = 1, .lasti_scale = 1,
 		.ts_thread_id = 176, .ts_frame = 24, .cframe_current = CT_PY_ABSENT,
 		.fr_back = 24, .fr_code = 32, .fr_instr = 104, .fr_owner = CT_PY_ABSENT,
-		.co_filename = 104, .co_name = 112, .co_firstlineno = 40, .co_lines = 120, .co_code = 48, .co_firsttraceable = CT_PY_ABSENT,
-		.str_ascii_data = 48, .str_utf8_length = 48, .str_utf8 = 56, .str_compact_data = 72, .str_data = 72,
+		.co_filename = 104, .co_name = 112, .co_firstlineno = 40, .co_lines = 120,
+		.co_code = 48, .co_firsttraceable = CT_PY_ABSENT,
+		.str_ascii_data = 48, .str_utf8_length = 48, .str_utf8 = 56,
+		.str_compact_data = 72, .str_data = 72,
 	},
 	{
 		.minor = 10, .lines = CT_PY_LINETABLE, .frame_obj = 1, .lasti_scale = 2,
 		.ts_thread_id = 176, .ts_frame = 24, .cframe_current = CT_PY_ABSENT,
 		.fr_back = 24, .fr_code = 32, .fr_instr = 96, .fr_owner = CT_PY_ABSENT,
-		.co_filename = 104, .co_name = 112, .co_firstlineno = 40, .co_lines = 120, .co_code = 48, .co_firsttraceable = CT_PY_ABSENT,
-		.str_ascii_data = 48, .str_utf8_length = 48, .str_utf8 = 56, .str_compact_data = 72, .str_data = 72,
+		.co_filename = 104, .co_name = 112, .co_firstlineno = 40, .co_lines = 120,
+		.co_code = 48, .co_firsttraceable = CT_PY_ABSENT,
+		.str_ascii_data = 48, .str_utf8_length = 48, .str_utf8 = 56,
+		.str_compact_data = 72, .str_data = 72,
 	},
 	{
 		.minor = 11, .lines = CT_PY_LOCATIONS, .frame_obj = 0, .lasti_scale = 0,
 		.ts_thread_id = 152, .ts_frame = 56, .cframe_current = 8,
 		.fr_back = 48, .fr_code = 32, .fr_instr = 56, .fr_owner = 69,
-		.co_filename = 112, .co_name = 128, .co_firstlineno = 72, .co_lines = 136, .co_code = 184, .co_firsttraceable = 168,
-		.str_ascii_data = 48, .str_utf8_length = 48, .str_utf8 = 56, .str_compact_data = 72, .str_data = 72,
+		.co_filename = 112, .co_name = 128, .co_firstlineno = 72, .co_lines = 136,
+		.co_code = 184, .co_firsttraceable = 168,
+		.str_ascii_data = 48, .str_utf8_length = 48, .str_utf8 = 56,
+		.str_compact_data = 72, .str_data = 72,
 	},
 	{
 		.minor = 12, .lines = CT_PY_LOCATIONS, .frame_obj = 0, .lasti_scale = 0,
 		.ts_thread_id = 136, .ts_frame = 56, .cframe_current = 0,
 		.fr_back = 8, .fr_code = 0, .fr_instr = 56, .fr_owner = 70,
-		.co_filename = 112, .co_name = 128, .co_firstlineno = 68, .co_lines = 136, .co_code = 192, .co_firsttraceable = 176,
-		.str_ascii_data = 40, .str_utf8_length = 40, .str_utf8 = 48, .str_compact_data = 56, .str_data = 56,
+		.co_filename = 112, .co_name = 128, .co_firstlineno = 68, .co_lines = 136,
+		.co_code = 192, .co_firsttraceable = 176,
+		.str_ascii_data = 40, .str_utf8_length = 40, .str_utf8 = 48,
+		.str_compact_data = 56, .str_data = 56,
 	},
 	{
 		.minor = 13, .lines = CT_PY_LOCATIONS, .frame_obj = 0, .lasti_scale = 0,
 		.ts_thread_id = 152, .ts_frame = 72, .cframe_current = CT_PY_ABSENT,
 		.fr_back = 8, .fr_code = 0, .fr_instr = 56, .fr_owner = 70,
-		.co_filename = 112, .co_name = 128, .co_firstlineno = 68, .co_lines = 136, .co_code = 200, .co_firsttraceable = 184,
-		.str_ascii_data = 40, .str_utf8_length = 40, .str_utf8 = 48, .str_compact_data = 56, .str_data = 56,
+		.co_filename = 112, .co_name = 128, .co_firstlineno = 68, .co_lines = 136,
+		.co_code = 200, .co_firsttraceable = 184,
+		.str_ascii_data = 40, .str_utf8_length = 40, .str_utf8 = 48,
+		.str_compact_data = 56, .str_data = 56,
 	},
 };
 

@@ -110,7 +110,8 @@ struct ct_py_member {
 /* Does the type object publish member name at offset want? */
 static int ct_py_member_at(const void *type, const char *name, unsigned want)
 {
-	const struct ct_py_member *m = CT_PY_AT(const struct ct_py_member *, type, CT_PY_TP_MEMBERS);
+	const struct ct_py_member *m =
+		CT_PY_AT(const struct ct_py_member *, type, CT_PY_TP_MEMBERS);
 	for (; m && m->name; m++)
 		if (!strcmp(m->name, name))
 			return m->offset == (long)want;
@@ -147,8 +148,8 @@ static int ct_py_setup(void)
 	CT_PY_NEED(is_initialized, "Py_IsInitialized");
 	CT_PY_NEED(this_tstate, "PyGILState_GetThisThreadState");
 	if (o->minor >= 12)
-		CT_PY_NEED(current_tstate,
-			   o->minor >= 13 ? "PyThreadState_GetUnchecked" : "_PyThreadState_UncheckedGet");
+		CT_PY_NEED(current_tstate, o->minor >= 13 ? "PyThreadState_GetUnchecked"
+							  : "_PyThreadState_UncheckedGet");
 	CT_PY_NEED(code_type, "PyCode_Type");
 	CT_PY_NEED(frame_type, "PyFrame_Type");
 	CT_PY_NEED(bytes_type, "PyBytes_Type");
@@ -160,7 +161,8 @@ static int ct_py_setup(void)
 		return 0;
 	int lnotab = o->lines == CT_PY_LNOTAB;
 	if (!ct_py_member_at(py.code_type, "co_filename", o->co_filename) ||
-	    !ct_py_member_at(py.code_type, o->minor >= 11 ? "co_qualname" : "co_name", o->co_name) ||
+	    !ct_py_member_at(py.code_type, o->minor >= 11 ? "co_qualname" : "co_name",
+			     o->co_name) ||
 	    !ct_py_member_at(py.code_type, "co_firstlineno", o->co_firstlineno) ||
 	    !ct_py_member_at(py.code_type, lnotab ? "co_lnotab" : "co_linetable", o->co_lines))
 		return 0;
@@ -389,8 +391,10 @@ static int ct_py_line(const char *code, int addr)
 }
 
 /*
- * The frame (string ids and line) of a code object at an instruction offset,
- * direct-mapped by both. An entry is keyed by the code object, the offset,
+ * The frame (string ids and line) of a code object at an instruction offset:
+ * decoding a long function's line table costs microseconds, at every frame
+ * of every allocation. Two-way sets chosen by both; a new entry goes to a
+ * slot of an older generation first. An entry is keyed by the code object, the offset,
  * its first line, line table and two str objects (address, and length mixed
  * with the cached hash, -1 while never computed), so a code object freed and
  * another made at its address hits only when its strings and table lie where
@@ -398,7 +402,8 @@ static int ct_py_line(const char *code, int addr)
  * writer that finds one busy leaves it), and ct_py_reset retires them all at
  * once by moving the generation on.
  */
-#define CT_PY_SITES 8192
+#define CT_PY_SET_BITS 12
+#define CT_PY_SITES (2u << CT_PY_SET_BITS) /* entries, in sets of two */
 struct ct_py_site_key {
 	const void *code, *file, *name, *lines;
 	int64_t file_key, name_key;
@@ -471,8 +476,9 @@ static int ct_py_frame(const char *code, int addr, struct ct_pyframe *out, ct_py
 	k.gen = atomic_load_explicit(&ct_py_gen, memory_order_relaxed);
 	k.pad = 0;
 	uint64_t h = ((uint64_t)(uintptr_t)code >> 4) * 0x9e3779b97f4a7c15ull ^ (uint64_t)addr;
-	struct ct_py_site *e = &ct_py_sites[(h * 0x9e3779b97f4a7c15ull) >> 51];
-	if (ct_py_site_get(e, &k, out))
+	h *= 0x9e3779b97f4a7c15ull;
+	struct ct_py_site *set = &ct_py_sites[(h >> (64 - CT_PY_SET_BITS)) * 2];
+	if (ct_py_site_get(&set[0], &k, out) || ct_py_site_get(&set[1], &k, out))
 		return 1;
 	int line = ct_py_line(code, addr);
 	if (line < -1 || line > CT_PY_LINE_MAX)
@@ -485,7 +491,11 @@ static int ct_py_frame(const char *code, int addr, struct ct_pyframe *out, ct_py
 	out->line = line;
 	if (!out->file_id || !out->func_id)
 		return 0;
-	ct_py_site_put(e, &k, out);
+	/* a racy look at the generations: at worst a live entry is replaced */
+	unsigned way = set[0].key.gen != k.gen	 ? 0
+		       : set[1].key.gen != k.gen ? 1
+						 : (h >> (63 - CT_PY_SET_BITS)) & 1;
+	ct_py_site_put(&set[way], &k, out);
 	return 1;
 }
 
@@ -496,7 +506,7 @@ static const char *ct_py_tstate(void)
 {
 	const char *ts = py.this_tstate();
 	if (!ts)
-		return NULL; /* no Python state on this thread (never touch the thread local then) */
+		return NULL; /* no Python state here (then never touch the thread local) */
 	if (py.current_tstate) {
 		const char *cur = py.current_tstate();
 		if (cur)
@@ -526,7 +536,8 @@ static int ct_py_where(const char *f, const char **code, int *addr)
 	const struct ct_py_offsets *o = py.o;
 	if ((uintptr_t)f & 7)
 		return CT_PY_BAD;
-	if (o->frame_obj) { /* 3.8..3.10: PyFrameObject, int f_lasti (-1 before the first instruction) */
+	/* 3.8..3.10: PyFrameObject, whose int f_lasti is -1 before the first instruction */
+	if (o->frame_obj) {
 		if (!ct_py_is(f, py.frame_type))
 			return CT_PY_BAD;
 		const char *co = CT_PY_AT(const char *, f, o->fr_code);
@@ -549,7 +560,8 @@ static int ct_py_where(const char *f, const char **code, int *addr)
 	if (!ct_py_is(co, py.code_type))
 		return CT_PY_BAD;
 	/* byte offset of the code unit, -2 for 3.11/3.12's "before the first" */
-	intptr_t off = (intptr_t)(CT_PY_AT(uintptr_t, f, o->fr_instr) - ((uintptr_t)co + o->co_code));
+	intptr_t off =
+		(intptr_t)(CT_PY_AT(uintptr_t, f, o->fr_instr) - ((uintptr_t)co + o->co_code));
 	if (off < -2 || off >= CT_PY_AT(int64_t, co, CT_PY_OB_SIZE) * 2 || (off & 1))
 		return CT_PY_BAD;
 	if (owner != CT_PY_OWNED_BY_GENERATOR && off < CT_PY_AT(int, co, o->co_firsttraceable) * 2)
@@ -567,7 +579,8 @@ static int ct_py_walk(const char *ts, struct ct_pyframe *frames, ct_py_emit_fn e
 {
 	const char *f = ct_py_top(ts), *mark = f;
 	int depth = 0;
-	unsigned steps = 0, lap = 1, since = 0; /* Brent's cycle check: mark moves at powers of two */
+	/* Brent's cycle check: mark moves to f after 1, 2, 4, ... steps */
+	unsigned steps = 0, lap = 1, since = 0;
 	while (f && depth < CT_PY_DEPTH) {
 		if (++steps > CT_PY_WALK_MAX)
 			return 0;

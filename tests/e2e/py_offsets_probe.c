@@ -126,7 +126,6 @@ int main(void)
 	CHECK_CONST(CT_PY_OWNED_BY_CSTACK, FRAME_OWNED_BY_CSTACK);
 #endif
 #endif
-	printf(bad ? "pyoffsets.h disagrees with CPython %s\n" : "pyoffsets.h agrees with CPython %s\n",
-	       PY_VERSION);
+	printf("pyoffsets.h %s CPython %s\n", bad ? "disagrees with" : "agrees with", PY_VERSION);
 	return bad;
 }
