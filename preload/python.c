@@ -288,8 +288,12 @@ static uint64_t ct_py_hash(const void *p, size_t n, uint64_t seed)
 	return h ? h : 1;
 }
 
-/* Intern one string, emitting its CT_REC_PYSTRING when new. 0 = table full. */
-static uint32_t ct_py_string_id(const char *s, size_t n, ct_py_emit_fn emit, void *ctx)
+/*
+ * Intern one string, emitting its CT_REC_PYSTRING when new. 0 = table full.
+ * *lost is set when the record could not be stored (a full ring in drop mode):
+ * a later ct_intern of the string writes it, so the caller must not cache the id.
+ */
+static uint32_t ct_py_string_id(const char *s, size_t n, ct_py_emit_fn emit, void *ctx, int *lost)
 {
 	void *slot;
 	uint32_t id = ct_intern(&ct_py_strings, ct_py_hash(s, n, n), &slot);
@@ -306,7 +310,9 @@ static uint32_t ct_py_string_id(const char *s, size_t n, ct_py_emit_fn emit, voi
 		r.h.string_id = id;
 		r.h.len = (uint32_t)(n + 1);
 		memcpy(r.s, s, n + 1);
-		ct_intern_written(slot, emit(ctx, &r, size));
+		int ok = emit(ctx, &r, size);
+		ct_intern_written(slot, ok);
+		*lost |= !ok;
 	}
 	return id;
 }
@@ -484,13 +490,16 @@ static int ct_py_frame(const char *code, int addr, struct ct_pyframe *out, ct_py
 	if (line < -1 || line > CT_PY_LINE_MAX)
 		return 0;
 	char buf[CT_PY_STR_MAX + 1];
+	int lost = 0;
 	size_t n = ct_py_str(k.file, buf);
-	out->file_id = ct_py_string_id(buf, n, emit, ctx);
+	out->file_id = ct_py_string_id(buf, n, emit, ctx, &lost);
 	n = ct_py_str(k.name, buf);
-	out->func_id = ct_py_string_id(buf, n, emit, ctx);
+	out->func_id = ct_py_string_id(buf, n, emit, ctx, &lost);
 	out->line = line;
 	if (!out->file_id || !out->func_id)
 		return 0;
+	if (lost)
+		return 1;
 	/* a racy look at the generations: at worst a live entry is replaced */
 	unsigned way = set[0].key.gen != k.gen	 ? 0
 		       : set[1].key.gen != k.gen ? 1
