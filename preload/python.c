@@ -55,6 +55,8 @@
  * its start) nothing is walked, but a daemon thread that passed that check
  * an instant earlier can still meet its thread state being freed under it
  * by the finalizing thread (CPython frees daemon threads' states at exit).
+ * A traced call from a signal handler that interrupted the interpreter while
+ * it was pushing a frame may meet a half-made one: validated, not guaranteed.
  *
  * Interning: strings by a 64-bit hash of their bytes, stacks by a hash of
  * their (file id, function id, line) triples, in the lock-free tables of
