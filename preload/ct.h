@@ -222,9 +222,10 @@ CT_HIDDEN void ct_record_raw(const void *rec, uint32_t len);
 /* Store one ready-made record ahead of the current event; returns 1 if stored. */
 typedef int (*ct_py_emit_fn)(void *ctx, const void *rec, uint32_t len);
 /*
- * The calling thread's Python stack when it holds the GIL of a CPython
- * interpreter: its CT_REC_PYSTACK id (>= 1), after handing any new
- * CT_REC_PYSTRING / CT_REC_PYSTACK records to emit. 0 when there is none.
+ * The calling thread's Python stack when it runs Python code of a CPython
+ * interpreter, holding the GIL or not (the GIL is never taken): its
+ * CT_REC_PYSTACK id (>= 1), after handing any new CT_REC_PYSTRING /
+ * CT_REC_PYSTACK records to emit. 0 when there is none.
  */
 CT_HIDDEN uint32_t ct_py_capture(ct_py_emit_fn emit, void *ctx);
 /* Forget every interned Python string and stack (fork child). */

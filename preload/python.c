@@ -1,70 +1,97 @@
 /*
- * Python frames: when the thread making a traced call holds the GIL of a
- * CPython 3.8..3.13 interpreter, its Python stack (file, function, line per
- * frame) is recorded next to the native one (CT_REC_PYSTRING, CT_REC_PYSTACK
- * and the event's pystack trailer: include/cumtrace/format.h).
+ * Python frames: the Python stack (file, function, line per frame) of the
+ * thread making a traced call in a CPython 3.8..3.13 process, recorded next
+ * to the native one (CT_REC_PYSTRING, CT_REC_PYSTACK and the event's pystack
+ * trailer: include/cumtrace/format.h), whether or not that thread holds the
+ * GIL: PyTorch, CuPy and ctypes.CDLL release it before they allocate.
  *
- * The CPython API is looked up once, at the first call that wants a stack,
- * with the real dlsym(RTLD_DEFAULT): a process without Python symbols turns
- * the feature off for good (one relaxed load per call afterwards). A
+ * Set-up: the CPython symbols are looked up once, at the first call that
+ * wants a stack, with the real dlsym(RTLD_DEFAULT); a process without them
+ * turns the feature off for good (one relaxed load per call afterwards). A
  * libpython dlopen'ed RTLD_LOCAL later is not seen. CUMTRACE_PYTHON=0 turns
- * it off.
+ * it off, and so do free-threaded builds, versions outside 3.8..3.13 and any
+ * build whose layout is not the one in pyoffsets.h (debug builds, patched
+ * ones): the members that PyCode_Type and PyFrame_Type publish (co_filename,
+ * f_back, ...) must sit at the table's offsets.
  *
- * Safety: the GIL is never taken. Frames are read only when Py_IsInitialized,
- * PyGILState_Check and the unchecked current thread state all say that this
- * thread holds it. No Python code can run and no Python object is allocated
- * on 3.8..3.10, where the walk reads the frame chain directly
- * (PyEval_GetFrame is a borrowed tstate->frame there; f_back and f_code are
- * at the fixed offsets 24 and 32 of PyFrameObject in all three versions;
- * PyFrame_GetLineNumber only reads the line table). On 3.11+ frame objects
- * are created lazily, so PyEval_GetFrame / PyFrame_GetBack may allocate one:
- * the walk runs with the cyclic GC disabled (PyGC_Disable, 3.10+, so the
- * allocation cannot start a collection that would run finalizers, i.e.
- * Python code) and with the error indicator saved and restored around it.
- * Code objects' co_filename and co_qualname (co_name before 3.11) are read at
- * the offsets that PyCode_Type's own member table (tp_members) gives, and
- * the str objects are decoded to UTF-8 here from their in-memory layout
- * (PyASCIIObject / PyCompactUnicodeObject, sizes per version) without
- * PyUnicode_AsUTF8, which would allocate. Debug (Py_TRACE_REFS) builds are
- * recognised by a layout check and left alone.
+ * Which thread state: the calling thread's own, never another thread's.
+ * PyGILState_GetThisThreadState reads the thread's TSS slot (no GIL needed);
+ * it is NULL for a thread that has no Python state (a thread made by C code
+ * that never entered Python). On 3.12+ the current thread state is a thread
+ * local, set while the thread holds the GIL, and takes precedence (a thread
+ * that switched to a sub-interpreter's state); on 3.8..3.11 it is a global
+ * naming whichever thread holds the GIL, so it is not read. The state's
+ * thread_id must be pthread_self().
+ *
+ * Why the walk is safe without the GIL: a thread's frames are pushed, popped
+ * and updated only by that thread, and this thread is inside the hook, so its
+ * frame chain neither changes nor is freed while it is walked; the frames
+ * keep their code objects alive, and a code object's strings and line table
+ * are immutable. Other threads may change reference counts, or a str's lazily
+ * computed hash, of the same objects at the same time: those words are never
+ * relied on (the hash is only part of a cache key). No CPython function is
+ * called but Py_IsInitialized, PyGILState_GetThisThreadState and (3.12+) the
+ * unchecked current thread state, which only read thread-local or global
+ * state: no reference count is touched, nothing is allocated and no Python
+ * code can run. Everything is read at the offsets of pyoffsets.h (proven
+ * against each version's headers by tests/e2e/t_python_offsets.sh).
+ *
+ * Validation: every frame's type (3.8..3.10) and code object's type must be
+ * the interpreter's own (PyFrame_Type, PyCode_Type), the instruction offset
+ * must lie inside the code, line tables must be bytes objects, lines must be
+ * plausible, the chain must end within CT_PY_WALK_MAX frames and have no
+ * cycle. Anything else and the event gets no Python frames at all.
+ *
+ * Frames skipped, as CPython's own tracebacks skip them: 3.12+ frames owned
+ * by the C stack (the interpreter's entry frames) and 3.11+ "incomplete"
+ * frames (pushed, not yet at their first traceable instruction).
+ *
+ * Lines: decoded here from the code object's line table (co_lnotab 3.8/3.9,
+ * co_linetable 3.10 and the location table of 3.11+) exactly as
+ * PyCode_Addr2Line does, for the offset PyFrame_GetLineNumber would use. The
+ * result per (code object, offset) is cached with the frame's string ids.
+ *
+ * Not covered: while the interpreter finalizes (Py_IsInitialized is 0 from
+ * its start) nothing is walked, but a daemon thread that passed that check
+ * an instant earlier can still meet its thread state being freed under it
+ * by the finalizing thread (CPython frees daemon threads' states at exit).
+ * A traced call from a signal handler that interrupted the interpreter while
+ * it was pushing a frame may meet a half-made one: validated, not guaranteed.
  *
  * Interning: strings by a 64-bit hash of their bytes, stacks by a hash of
- * their (file id, function id, line) triples, in lock-free tables like the
- * native stack table (stack.c).
+ * their (file id, function id, line) triples, in the lock-free tables of
+ * stack.c.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <limits.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "ct.h"
+#include "pyoffsets.h"
 
 CT_HIDDEN void *ct_resolve_real_dlsym(void);
 
-#define CT_PY_DEPTH 128	   /* deepest Python stack written */
-#define CT_PY_STR_MAX 1024 /* longest string kept (bytes, NUL excluded) */
+#define CT_PY_DEPTH 128			  /* deepest Python stack written */
+#define CT_PY_WALK_MAX (4 * CT_PY_DEPTH) /* frames looked at, skipped ones included */
+#define CT_PY_STR_MAX 1024		  /* longest string kept (bytes, NUL excluded) */
+#define CT_PY_LINE_MAX (1 << 24)	  /* a larger line number means a misread */
+#define CT_PY_BAD_LINE INT_MIN
+
+/* The value of type T at byte offset OFF of object P. */
+#define CT_PY_AT(T, p, off) (*(const T *)((const char *)(p) + (off)))
 
 enum { CT_PY_UNKNOWN = 0, CT_PY_ON = 1, CT_PY_OFF = 2, CT_PY_INIT = 3 };
 static _Atomic int ct_py_state;
 
 static struct {
-	int minor;
+	const struct ct_py_offsets *o;
 	int (*is_initialized)(void);
-	int (*gil_check)(void);
-	void *(*tstate_unchecked)(void);
-	void *(*get_frame)(void);
-	int (*get_line)(void *);
-	void *(*get_back)(void *); /* 3.11+ */
-	void *(*get_code)(void *); /* 3.11+ */
-	void (*decref)(void *);
-	int (*gc_disable)(void);
-	int (*gc_enable)(void);
-	void (*err_fetch)(void **, void **, void **);
-	void (*err_restore)(void *, void *, void *);
-	void *unicode_type;
-	size_t off_filename, off_name;
-	size_t ascii_size, compact_size;
+	const char *(*this_tstate)(void);    /* PyGILState_GetThisThreadState */
+	const char *(*current_tstate)(void); /* 3.12+: the thread-local current state */
+	const void *code_type, *frame_type, *bytes_type, *unicode_type;
 } py;
 
 static void *ct_py_sym(const char *name)
@@ -82,22 +109,38 @@ struct ct_py_member {
 	const char *doc;
 };
 
+/* Does the type object publish member name at offset want? */
+static int ct_py_member_at(const void *type, const char *name, unsigned want)
+{
+	const struct ct_py_member *m =
+		CT_PY_AT(const struct ct_py_member *, type, CT_PY_TP_MEMBERS);
+	for (; m && m->name; m++)
+		if (!strcmp(m->name, name))
+			return m->offset == (long)want;
+	return 0;
+}
+
+/* Is type a type object named name (a release build's PyTypeObject)? */
+static int ct_py_type_named(const void *type, const char *name)
+{
+	const char *tp_name = type ? CT_PY_AT(const char *, type, CT_PY_TP_NAME) : NULL;
+	return tp_name && !strcmp(tp_name, name);
+}
+
 static int ct_py_setup(void)
 {
 	const char *env = getenv("CUMTRACE_PYTHON");
 	if (env && env[0] == '0')
 		return 0;
 	const char *(*get_version)(void) = (const char *(*)(void))ct_py_sym("Py_GetVersion");
-	char *code_type = ct_py_sym("PyCode_Type");
-	if (!get_version || !code_type)
+	if (!get_version)
 		return 0;
 	const char *v = get_version();
 	if (!v || v[0] != '3' || v[1] != '.' || strstr(v, "free-threading"))
-		return 0; /* free-threaded builds have no GIL to rely on */
-	int minor = atoi(v + 2);
-	if (minor < 8 || minor > 13)
+		return 0; /* free-threaded builds lay objects out differently */
+	const struct ct_py_offsets *o = ct_py_offsets_for(atoi(v + 2));
+	if (!o)
 		return 0;
-	py.minor = minor;
 #define CT_PY_NEED(field, name)                                                                \
 	do {                                                                                   \
 		*(void **)&py.field = ct_py_sym(name);                                         \
@@ -105,38 +148,32 @@ static int ct_py_setup(void)
 			return 0;                                                              \
 	} while (0)
 	CT_PY_NEED(is_initialized, "Py_IsInitialized");
-	CT_PY_NEED(gil_check, "PyGILState_Check");
-	CT_PY_NEED(tstate_unchecked,
-		   minor >= 13 ? "PyThreadState_GetUnchecked" : "_PyThreadState_UncheckedGet");
-	CT_PY_NEED(get_frame, "PyEval_GetFrame");
-	CT_PY_NEED(get_line, "PyFrame_GetLineNumber");
-	CT_PY_NEED(decref, "Py_DecRef");
-	CT_PY_NEED(err_fetch, "PyErr_Fetch");
-	CT_PY_NEED(err_restore, "PyErr_Restore");
+	CT_PY_NEED(this_tstate, "PyGILState_GetThisThreadState");
+	if (o->minor >= 12)
+		CT_PY_NEED(current_tstate, o->minor >= 13 ? "PyThreadState_GetUnchecked"
+							  : "_PyThreadState_UncheckedGet");
+	CT_PY_NEED(code_type, "PyCode_Type");
+	CT_PY_NEED(frame_type, "PyFrame_Type");
+	CT_PY_NEED(bytes_type, "PyBytes_Type");
 	CT_PY_NEED(unicode_type, "PyUnicode_Type");
-	if (minor >= 11) {
-		CT_PY_NEED(get_back, "PyFrame_GetBack");
-		CT_PY_NEED(get_code, "PyFrame_GetCode");
-		CT_PY_NEED(gc_disable, "PyGC_Disable");
-		CT_PY_NEED(gc_enable, "PyGC_Enable");
-	}
 #undef CT_PY_NEED
-	/* PyTypeObject: tp_name at 24, tp_members at 240 (release builds, 3.8..3.13). */
-	const char *tp_name = *(const char **)(code_type + 24);
-	if (!tp_name || strcmp(tp_name, "code") != 0)
+	/* tp_name where a release build has it (Py_TRACE_REFS moves it), then the layout. */
+	if (!ct_py_type_named(py.code_type, "code") || !ct_py_type_named(py.frame_type, "frame") ||
+	    !ct_py_type_named(py.bytes_type, "bytes") || !ct_py_type_named(py.unicode_type, "str"))
 		return 0;
-	const struct ct_py_member *mem = *(const struct ct_py_member **)(code_type + 240);
-	const char *want_name = minor >= 11 ? "co_qualname" : "co_name";
-	for (; mem && mem->name; mem++) {
-		if (!strcmp(mem->name, "co_filename"))
-			py.off_filename = (size_t)mem->offset;
-		else if (!strcmp(mem->name, want_name))
-			py.off_name = (size_t)mem->offset;
-	}
-	if (!py.off_filename || !py.off_name)
+	int lnotab = o->lines == CT_PY_LNOTAB;
+	if (!ct_py_member_at(py.code_type, "co_filename", o->co_filename) ||
+	    !ct_py_member_at(py.code_type, o->minor >= 11 ? "co_qualname" : "co_name",
+			     o->co_name) ||
+	    !ct_py_member_at(py.code_type, "co_firstlineno", o->co_firstlineno) ||
+	    !ct_py_member_at(py.code_type, lnotab ? "co_lnotab" : "co_linetable", o->co_lines))
 		return 0;
-	py.ascii_size = minor >= 12 ? 40 : 48;
-	py.compact_size = minor >= 12 ? 56 : 72;
+	if (o->frame_obj && (!ct_py_member_at(py.code_type, "co_code", o->co_code) ||
+			     !ct_py_member_at(py.frame_type, "f_back", o->fr_back) ||
+			     !ct_py_member_at(py.frame_type, "f_code", o->fr_code) ||
+			     (lnotab && !ct_py_member_at(py.frame_type, "f_lasti", o->fr_instr))))
+		return 0;
+	py.o = o;
 	return 1;
 }
 
@@ -151,6 +188,12 @@ static int ct_py_enabled(void)
 	int on = ct_py_setup();
 	atomic_store_explicit(&ct_py_state, on ? CT_PY_ON : CT_PY_OFF, memory_order_release);
 	return on;
+}
+
+/* Is o a non-NULL object of exactly this type? */
+static int ct_py_is(const void *o, const void *type)
+{
+	return o && !((uintptr_t)o & 7) && CT_PY_AT(const void *, o, CT_PY_OB_TYPE) == type;
 }
 
 /* ---- strings ------------------------------------------------------------------------------ */
@@ -183,30 +226,35 @@ static size_t ct_utf8_put(char *out, uint32_t c)
 static size_t ct_py_str(const char *o, char *out)
 {
 	static const char unknown[] = "?";
-	if (!o || *(void *const *)(o + 8) != py.unicode_type) {
+	const struct ct_py_offsets *L = py.o;
+	if (!ct_py_is(o, py.unicode_type)) {
 		memcpy(out, unknown, sizeof unknown);
 		return 1;
 	}
-	int64_t length = *(const int64_t *)(o + 16);
-	uint32_t state = *(const uint32_t *)(o + 32);
-	unsigned kind = (state >> 2) & 7, compact = (state >> 5) & 1, ascii = (state >> 6) & 1;
+	int64_t length = CT_PY_AT(int64_t, o, CT_PY_STR_LENGTH);
+	uint32_t state = CT_PY_AT(uint32_t, o, CT_PY_STR_STATE);
+	unsigned kind = (state >> CT_PY_STR_KIND_SHIFT) & 7;
+	unsigned compact = (state >> CT_PY_STR_COMPACT_BIT) & 1;
+	unsigned ascii = (state >> CT_PY_STR_ASCII_BIT) & 1;
 	const void *data;
 	if (compact && ascii) {
-		data = o + py.ascii_size;
+		data = o + L->str_ascii_data;
 		kind = 1;
 	} else if (compact) {
-		const char *utf8 = *(const char *const *)(o + py.ascii_size + 8);
+		const char *utf8 = CT_PY_AT(const char *, o, L->str_utf8);
 		if (utf8) {
-			size_t n = (size_t)*(const int64_t *)(o + py.ascii_size);
+			int64_t n = CT_PY_AT(int64_t, o, L->str_utf8_length);
+			if (n < 0)
+				n = 0;
 			if (n > CT_PY_STR_MAX)
 				n = CT_PY_STR_MAX;
-			memcpy(out, utf8, n);
+			memcpy(out, utf8, (size_t)n);
 			out[n] = 0;
-			return n;
+			return (size_t)n;
 		}
-		data = o + py.compact_size;
+		data = o + L->str_compact_data;
 	} else {
-		data = *(const void *const *)(o + py.compact_size);
+		data = CT_PY_AT(const void *, o, L->str_data);
 	}
 	if (!data || length < 0 || (kind != 1 && kind != 2 && kind != 4)) {
 		memcpy(out, unknown, sizeof unknown);
@@ -230,23 +278,6 @@ static size_t ct_py_str(const char *o, char *out)
 static struct ct_intern_table ct_py_strings = {NULL, 0, CT_PY_SLOTS};
 static struct ct_intern_table ct_py_stacks = {NULL, 0, CT_PY_SLOTS};
 
-/*
- * Code object -> string ids, direct-mapped. An entry is keyed by the code
- * object and its two str objects (address, length and cached hash, which is
- * -1 while never computed), so a code object freed and another made at its
- * address hits only when its strings lie where the old ones did with the
- * same length and hash. Taken with a try-lock: a thread that finds it busy goes the slow way.
- */
-#define CT_PY_CACHE 4096
-struct ct_py_cache_ent {
-	const void *code, *file, *name;
-	int64_t file_hash, name_hash;
-	uint32_t file_id, func_id;
-};
-static struct ct_py_cache_ent ct_py_cache[CT_PY_CACHE];
-static atomic_flag ct_py_cache_lock = ATOMIC_FLAG_INIT;
-
-
 static uint64_t ct_py_hash(const void *p, size_t n, uint64_t seed)
 {
 	const unsigned char *b = p;
@@ -259,15 +290,12 @@ static uint64_t ct_py_hash(const void *p, size_t n, uint64_t seed)
 	return h ? h : 1;
 }
 
-void ct_py_reset(void)
-{
-	memset(ct_py_cache, 0, sizeof ct_py_cache);
-	ct_intern_reset(&ct_py_strings);
-	ct_intern_reset(&ct_py_stacks);
-}
-
-/* Intern one string, emitting its CT_REC_PYSTRING when new. 0 = table full. */
-static uint32_t ct_py_string_id(const char *s, size_t n, ct_py_emit_fn emit, void *ctx)
+/*
+ * Intern one string, emitting its CT_REC_PYSTRING when new. 0 = table full.
+ * *lost is set when the record could not be stored (a full ring in drop mode):
+ * a later ct_intern of the string writes it, so the caller must not cache the id.
+ */
+static uint32_t ct_py_string_id(const char *s, size_t n, ct_py_emit_fn emit, void *ctx, int *lost)
 {
 	void *slot;
 	uint32_t id = ct_intern(&ct_py_strings, ct_py_hash(s, n, n), &slot);
@@ -284,95 +312,331 @@ static uint32_t ct_py_string_id(const char *s, size_t n, ct_py_emit_fn emit, voi
 		r.h.string_id = id;
 		r.h.len = (uint32_t)(n + 1);
 		memcpy(r.s, s, n + 1);
-		ct_intern_written(slot, emit(ctx, &r, size));
+		int ok = emit(ctx, &r, size);
+		ct_intern_written(slot, ok);
+		*lost |= !ok;
 	}
 	return id;
 }
 
-/* ---- capture ------------------------------------------------------------------------------ */
+/* ---- line numbers ------------------------------------------------------------------------- */
 
-static int ct_py_frame(const char *frame, int line, struct ct_pyframe *out, ct_py_emit_fn emit,
-		       void *ctx, const char *code)
+/* 3.11+ location table varints: 6 bits per byte, bit 6 = more; reads stop at end. */
+static unsigned ct_py_varint(const uint8_t **p, const uint8_t *end)
 {
-	char buf[CT_PY_STR_MAX + 1];
-	if (!code)
-		return 0;
-	out->line = line;
-	const char *fo = *(const char *const *)(code + py.off_filename);
-	const char *no = *(const char *const *)(code + py.off_name);
-	/* length (offset 16) and hash (24) of each str, mixed into one key word */
-	int64_t fh = fo ? *(const int64_t *)(fo + 24) ^ (*(const int64_t *)(fo + 16) << 48) : 0;
-	int64_t nh = no ? *(const int64_t *)(no + 24) ^ (*(const int64_t *)(no + 16) << 48) : 0;
-	struct ct_py_cache_ent *e =
-		&ct_py_cache[((uintptr_t)code >> 4) * 0x9e3779b1u % CT_PY_CACHE];
-	int locked = !atomic_flag_test_and_set_explicit(&ct_py_cache_lock, memory_order_acquire);
-	if (locked && e->code == code && e->file == fo && e->name == no && e->file_hash == fh &&
-	    e->name_hash == nh) {
-		out->file_id = e->file_id;
-		out->func_id = e->func_id;
-		atomic_flag_clear_explicit(&ct_py_cache_lock, memory_order_release);
-		return 1;
+	unsigned val = 0, shift = 0, b;
+	do {
+		if (*p >= end || shift > 24)
+			return 0;
+		b = *(*p)++;
+		val |= (b & 63) << shift;
+		shift += 6;
+	} while (b & 64);
+	return val;
+}
+
+/*
+ * The line of byte offset addr of a code object, as PyCode_Addr2Line computes
+ * it: co_firstlineno for addr < 0, -1 where the table says "no line",
+ * CT_PY_BAD_LINE when the table cannot be read.
+ */
+static int ct_py_line(const char *code, int addr)
+{
+	int line = CT_PY_AT(int, code, py.o->co_firstlineno);
+	if (addr < 0)
+		return line;
+	const char *tab = CT_PY_AT(const char *, code, py.o->co_lines);
+	if (!ct_py_is(tab, py.bytes_type))
+		return CT_PY_BAD_LINE;
+	int64_t n = CT_PY_AT(int64_t, tab, CT_PY_OB_SIZE);
+	if (n < 0 || n > INT_MAX)
+		return CT_PY_BAD_LINE;
+	const uint8_t *p = (const uint8_t *)tab + CT_PY_BYTES_DATA, *end = p + n;
+	long end_addr = 0, ar_line = -1, cur = line;
+	switch (py.o->lines) {
+	case CT_PY_LNOTAB: /* (address increment, signed line increment) pairs */
+		for (; p + 2 <= end; p += 2) {
+			end_addr += p[0];
+			if (end_addr > addr)
+				break;
+			cur += (int8_t)p[1];
+		}
+		return (int)cur;
+	case CT_PY_LINETABLE: /* (range length, line delta or -128 = no line) pairs */
+		while (end_addr <= addr) {
+			if (p + 2 > end)
+				return -1;
+			end_addr += p[0];
+			if ((int8_t)p[1] == -128) {
+				ar_line = -1;
+			} else {
+				cur += (int8_t)p[1];
+				ar_line = cur;
+			}
+			p += 2;
+		}
+		return (int)ar_line;
+	default: /* location entries: a first byte 1cccclll (code, length - 1), then operands */
+		while (end_addr <= addr) {
+			if (p >= end || !(*p & 0x80))
+				return p >= end ? -1 : CT_PY_BAD_LINE;
+			unsigned first = *p, kind = (first >> 3) & 15;
+			const uint8_t *q = p + 1;
+			if (kind == 13 || kind == 14) { /* NO_COLUMNS, LONG: signed varint delta */
+				unsigned u = ct_py_varint(&q, end);
+				cur += (u & 1) ? -(long)(u >> 1) : (long)(u >> 1);
+			} else if (kind >= 10 && kind <= 12) { /* ONE_LINE0..2 */
+				cur += kind - 10;
+			}
+			ar_line = kind == 15 ? -1 : cur; /* 15: NONE, no location */
+			end_addr += ((first & 7) + 1) * 2;
+			do
+				p++;
+			while (p < end && !(*p & 0x80));
+		}
+		return (int)ar_line;
 	}
-	if (locked)
-		atomic_flag_clear_explicit(&ct_py_cache_lock, memory_order_release);
-	size_t n = ct_py_str(*(const char *const *)(code + py.off_filename), buf);
-	out->file_id = ct_py_string_id(buf, n, emit, ctx);
-	n = ct_py_str(*(const char *const *)(code + py.off_name), buf);
-	out->func_id = ct_py_string_id(buf, n, emit, ctx);
+}
+
+/*
+ * The frame (string ids and line) of a code object at an instruction offset:
+ * decoding a long function's line table costs microseconds, at every frame
+ * of every allocation. Two-way sets chosen by both; a new entry goes to a
+ * slot of an older generation first. An entry is keyed by the code object, the offset,
+ * its first line, line table and two str objects (address, and length mixed
+ * with the cached hash, -1 while never computed), so a code object freed and
+ * another made at its address hits only when its strings and table lie where
+ * the old ones did, alike. Entries are seqlocked (readers never write; a
+ * writer that finds one busy leaves it), and ct_py_reset retires them all at
+ * once by moving the generation on.
+ */
+#define CT_PY_SET_BITS 12
+#define CT_PY_SITES (2u << CT_PY_SET_BITS) /* entries, in sets of two */
+struct ct_py_site_key {
+	const void *code, *file, *name, *lines;
+	int64_t file_key, name_key;
+	int32_t addr, first;
+	uint32_t gen, pad;
+};
+_Static_assert(sizeof(struct ct_py_site_key) == 64, "no padding: keys are compared with memcmp");
+struct ct_py_site {
+	_Atomic uint32_t seq; /* odd while a writer fills the entry */
+	struct ct_py_site_key key;
+	struct ct_pyframe frame;
+};
+static struct ct_py_site ct_py_sites[CT_PY_SITES];
+static _Atomic uint32_t ct_py_gen = 1;
+
+static int ct_py_site_get(struct ct_py_site *e, const struct ct_py_site_key *k,
+			  struct ct_pyframe *out)
+{
+	uint32_t s = atomic_load_explicit(&e->seq, memory_order_acquire);
+	if (s & 1)
+		return 0;
+	struct ct_py_site_key got;
+	struct ct_pyframe f;
+	memcpy(&got, &e->key, sizeof got);
+	memcpy(&f, &e->frame, sizeof f);
+	atomic_thread_fence(memory_order_acquire);
+	if (atomic_load_explicit(&e->seq, memory_order_relaxed) != s || memcmp(&got, k, sizeof got))
+		return 0;
+	*out = f;
+	return 1;
+}
+
+static void ct_py_site_put(struct ct_py_site *e, const struct ct_py_site_key *k,
+			   const struct ct_pyframe *f)
+{
+	uint32_t s = atomic_load_explicit(&e->seq, memory_order_relaxed);
+	if ((s & 1) || !atomic_compare_exchange_strong_explicit(&e->seq, &s, s + 1,
+								  memory_order_acquire,
+								  memory_order_relaxed))
+		return;
+	atomic_thread_fence(memory_order_release);
+	e->key = *k;
+	e->frame = *f;
+	atomic_store_explicit(&e->seq, s + 2, memory_order_release);
+}
+
+/* A str's address-independent cache key: its length and cached hash. */
+static int64_t ct_py_str_key(const char *o)
+{
+	if (!ct_py_is(o, py.unicode_type))
+		return 0;
+	return (int64_t)(CT_PY_AT(uint64_t, o, CT_PY_STR_HASH) ^
+			 CT_PY_AT(uint64_t, o, CT_PY_STR_LENGTH) << 48);
+}
+
+/* Fill out for code object code at byte offset addr; 0 when something looks wrong. */
+static int ct_py_frame(const char *code, int addr, struct ct_pyframe *out, ct_py_emit_fn emit,
+		       void *ctx)
+{
+	const struct ct_py_offsets *o = py.o;
+	struct ct_py_site_key k;
+	k.code = code;
+	k.file = CT_PY_AT(const char *, code, o->co_filename);
+	k.name = CT_PY_AT(const char *, code, o->co_name);
+	k.lines = CT_PY_AT(const char *, code, o->co_lines);
+	k.file_key = ct_py_str_key(k.file);
+	k.name_key = ct_py_str_key(k.name);
+	k.addr = addr;
+	k.first = CT_PY_AT(int, code, o->co_firstlineno);
+	k.gen = atomic_load_explicit(&ct_py_gen, memory_order_relaxed);
+	k.pad = 0;
+	uint64_t h = ((uint64_t)(uintptr_t)code >> 4) * 0x9e3779b97f4a7c15ull ^ (uint64_t)addr;
+	h *= 0x9e3779b97f4a7c15ull;
+	struct ct_py_site *set = &ct_py_sites[(h >> (64 - CT_PY_SET_BITS)) * 2];
+	if (ct_py_site_get(&set[0], &k, out) || ct_py_site_get(&set[1], &k, out))
+		return 1;
+	int line = ct_py_line(code, addr);
+	if (line < -1 || line > CT_PY_LINE_MAX)
+		return 0;
+	char buf[CT_PY_STR_MAX + 1];
+	int lost = 0;
+	size_t n = ct_py_str(k.file, buf);
+	out->file_id = ct_py_string_id(buf, n, emit, ctx, &lost);
+	n = ct_py_str(k.name, buf);
+	out->func_id = ct_py_string_id(buf, n, emit, ctx, &lost);
+	out->line = line;
 	if (!out->file_id || !out->func_id)
 		return 0;
-	if (!atomic_flag_test_and_set_explicit(&ct_py_cache_lock, memory_order_acquire)) {
-		*e = (struct ct_py_cache_ent){code, fo, no, fh, nh, out->file_id, out->func_id};
-		atomic_flag_clear_explicit(&ct_py_cache_lock, memory_order_release);
-	}
+	if (lost)
+		return 1;
+	/* a racy look at the generations: at worst a live entry is replaced */
+	unsigned way = set[0].key.gen != k.gen	 ? 0
+		       : set[1].key.gen != k.gen ? 1
+						 : (h >> (63 - CT_PY_SET_BITS)) & 1;
+	ct_py_site_put(&set[way], &k, out);
 	return 1;
+}
+
+/* ---- the walk ----------------------------------------------------------------------------- */
+
+/* The calling thread's own PyThreadState, or NULL. */
+static const char *ct_py_tstate(void)
+{
+	const char *ts = py.this_tstate();
+	if (!ts)
+		return NULL; /* no Python state here (then never touch the thread local) */
+	if (py.current_tstate) {
+		const char *cur = py.current_tstate();
+		if (cur)
+			ts = cur;
+	}
+	if ((uintptr_t)ts & 7 ||
+	    CT_PY_AT(unsigned long, ts, py.o->ts_thread_id) != (unsigned long)pthread_self())
+		return NULL;
+	return ts;
+}
+
+/* The innermost frame of thread state ts. */
+static const char *ct_py_top(const char *ts)
+{
+	const struct ct_py_offsets *o = py.o;
+	const char *f = CT_PY_AT(const char *, ts, o->ts_frame);
+	if (o->cframe_current != CT_PY_ABSENT && f) /* 3.11, 3.12: through the _PyCFrame */
+		f = (uintptr_t)f & 7 ? NULL : CT_PY_AT(const char *, f, o->cframe_current);
+	return f;
+}
+
+enum { CT_PY_BAD = -1, CT_PY_SKIP = 0, CT_PY_FRAME = 1 };
+
+/* Frame f's code object and byte offset (what PyFrame_GetLineNumber uses), or SKIP / BAD. */
+static int ct_py_where(const char *f, const char **code, int *addr)
+{
+	const struct ct_py_offsets *o = py.o;
+	if ((uintptr_t)f & 7)
+		return CT_PY_BAD;
+	/* 3.8..3.10: PyFrameObject, whose int f_lasti is -1 before the first instruction */
+	if (o->frame_obj) {
+		if (!ct_py_is(f, py.frame_type))
+			return CT_PY_BAD;
+		const char *co = CT_PY_AT(const char *, f, o->fr_code);
+		if (!ct_py_is(co, py.code_type))
+			return CT_PY_BAD;
+		const char *bytecode = CT_PY_AT(const char *, co, o->co_code);
+		int lasti = CT_PY_AT(int, f, o->fr_instr);
+		if (!ct_py_is(bytecode, py.bytes_type) || lasti < -1 ||
+		    (int64_t)lasti * o->lasti_scale >= CT_PY_AT(int64_t, bytecode, CT_PY_OB_SIZE))
+			return CT_PY_BAD;
+		*code = co;
+		*addr = lasti * o->lasti_scale;
+		return CT_PY_FRAME;
+	}
+	/* 3.11+: _PyInterpreterFrame, a pointer into the code's co_code_adaptive */
+	char owner = CT_PY_AT(char, f, o->fr_owner);
+	if (o->minor >= 12 && owner == CT_PY_OWNED_BY_CSTACK)
+		return CT_PY_SKIP;
+	const char *co = CT_PY_AT(const char *, f, o->fr_code);
+	if (!ct_py_is(co, py.code_type))
+		return CT_PY_BAD;
+	/* byte offset of the code unit, -2 for 3.11/3.12's "before the first" */
+	intptr_t off =
+		(intptr_t)(CT_PY_AT(uintptr_t, f, o->fr_instr) - ((uintptr_t)co + o->co_code));
+	if (off < -2 || off >= CT_PY_AT(int64_t, co, CT_PY_OB_SIZE) * 2 || (off & 1))
+		return CT_PY_BAD;
+	if (owner != CT_PY_OWNED_BY_GENERATOR && off < CT_PY_AT(int, co, o->co_firsttraceable) * 2)
+		return CT_PY_SKIP; /* incomplete */
+	*code = co;
+	*addr = (int)off;
+	return CT_PY_FRAME;
+}
+
+/*
+ * The Python frames of thread state ts, innermost first, into frames (at most
+ * CT_PY_DEPTH); returns how many, 0 when the chain looks wrong.
+ */
+static int ct_py_walk(const char *ts, struct ct_pyframe *frames, ct_py_emit_fn emit, void *ctx)
+{
+	const char *f = ct_py_top(ts), *mark = f;
+	int depth = 0;
+	/* Brent's cycle check: mark moves to f after 1, 2, 4, ... steps */
+	unsigned steps = 0, lap = 1, since = 0;
+	while (f && depth < CT_PY_DEPTH) {
+		if (++steps > CT_PY_WALK_MAX)
+			return 0;
+		const char *code;
+		int addr;
+		int r = ct_py_where(f, &code, &addr);
+		if (r == CT_PY_BAD)
+			return 0;
+		if (r == CT_PY_FRAME && !ct_py_frame(code, addr, &frames[depth++], emit, ctx))
+			return 0;
+		f = CT_PY_AT(const char *, f, py.o->fr_back);
+		if (f == mark)
+			return 0;
+		if (++since == lap) {
+			mark = f;
+			lap *= 2;
+			since = 0;
+		}
+	}
+	return depth;
+}
+
+void ct_py_reset(void)
+{
+	atomic_fetch_add_explicit(&ct_py_gen, 1, memory_order_relaxed);
+	ct_intern_reset(&ct_py_strings);
+	ct_intern_reset(&ct_py_stacks);
 }
 
 uint32_t ct_py_capture(ct_py_emit_fn emit, void *ctx)
 {
 	if (CT_LIKELY(!ct_py_enabled()))
 		return 0;
-	if (!py.is_initialized() || py.gil_check() != 1 || !py.tstate_unchecked())
+	if (!py.is_initialized())
+		return 0;
+	const char *ts = ct_py_tstate();
+	if (!ts)
 		return 0;
 	struct ct_pyframe frames[CT_PY_DEPTH];
-	int depth = 0, ok = 1;
-	if (py.minor <= 10) {
-		for (const char *f = py.get_frame(); f && depth < CT_PY_DEPTH;
-		     f = *(const char *const *)(f + 24)) {
-			ok &= ct_py_frame(f, py.get_line((void *)f), &frames[depth], emit, ctx,
-					  *(const char *const *)(f + 32));
-			depth++;
-		}
-	} else {
-		void *et, *ev, *etb;
-		py.err_fetch(&et, &ev, &etb);
-		int gc_was_on = py.gc_disable();
-		char *f = py.get_frame(); /* borrowed */
-		int owned = 0;
-		while (f && depth < CT_PY_DEPTH) {
-			char *code = py.get_code(f);
-			ok &= ct_py_frame(f, py.get_line(f), &frames[depth], emit, ctx, code);
-			if (code)
-				py.decref(code);
-			depth++;
-			char *back = py.get_back(f); /* new reference */
-			if (owned)
-				py.decref(f);
-			f = back;
-			owned = 1;
-		}
-		if (f && owned)
-			py.decref(f);
-		if (gc_was_on)
-			py.gc_enable();
-		py.err_restore(et, ev, etb);
-	}
-	if (!depth || !ok)
+	int depth = ct_py_walk(ts, frames, emit, ctx);
+	if (!depth)
 		return 0;
 	void *slot;
 	uint32_t id = ct_intern(&ct_py_stacks,
-				   ct_py_hash(frames, (size_t)depth * sizeof frames[0], 0x5079u),
-				   &slot);
+				ct_py_hash(frames, (size_t)depth * sizeof frames[0], 0x5079u), &slot);
 	if (slot) {
 		struct {
 			struct ct_rec_pystack h;

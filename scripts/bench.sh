@@ -49,26 +49,40 @@ for th in 1 2 4 8; do
 	printf '%-34s %12s %12s\n' "traced, stacks off, $th threads" "$t" "$per"
 done
 # Python: the same pairs from CPython through ctypes, 10 frames deep
-# (tests/e2e/py_bench.py measures inside the interpreter).
+# (tests/e2e/py_bench.py measures inside the interpreter), with the GIL held
+# during the call (ctypes.PyDLL) and released (ctypes.CDLL). The runs of the
+# three configurations of a loader alternate, so that a change in the machine's
+# load hits them alike. Python frames are captured for allocations only: their
+# cost per allocation is the difference per pair between frames on and off.
 if command -v python3 >/dev/null 2>&1; then
 	pyb=$root/tests/e2e/py_bench.py
 	pypairs=${PY_PAIRS:-100000}
-	pymeasure() {
+	pyrun() { # LOADER [ENV...]: ns per pair of one run
+		loader=$1
+		shift
+		env LD_LIBRARY_PATH="$fake" CUMTRACE_OUTPUT="$tmp/p.%p.dump" CUMTRACE_QUIET=1 "$@" \
+			python3 "$pyb" "$fake" "$pypairs" "$loader"
+		rm -f "$tmp"/p.*.dump
+	}
+	for cfg in "pydll:GIL held" "cdll:GIL released"; do
+		loader=${cfg%%:*}
+		gil=${cfg#*:}
+		rm -f "$tmp"/py.*
 		i=0
 		while [ $i -lt "$reps" ]; do
-			env LD_LIBRARY_PATH="$fake" CUMTRACE_OUTPUT="$tmp/p.%p.dump" CUMTRACE_QUIET=1 "$@" \
-				python3 "$pyb" "$fake" "$pypairs"
-			rm -f "$tmp"/p.*.dump
+			pyrun "$loader" >>"$tmp/py.base"
+			pyrun "$loader" LD_PRELOAD="$shim" CUMTRACE_STACK_DEPTH=22 CUMTRACE_PYTHON=0 >>"$tmp/py.off"
+			pyrun "$loader" LD_PRELOAD="$shim" CUMTRACE_STACK_DEPTH=22 CUMTRACE_PYTHON=1 >>"$tmp/py.on"
 			i=$((i + 1))
-		done | median
-	}
-	pb=$(pymeasure)
-	printf '%-34s %12s %12s\n' "python, untraced" "$pb" "-"
-	for cfg in "0:Python frames off" "1:Python frames on"; do
-		on=${cfg%%:*}
-		label=${cfg#*:}
-		t=$(pymeasure LD_PRELOAD="$shim" CUMTRACE_STACK_DEPTH=22 CUMTRACE_PYTHON="$on")
-		per=$(echo "$t $pb" | awk '{ printf "%.1f", ($1 - $2) / 2 }')
-		printf '%-34s %12s %12s\n' "traced, $label" "$t" "$per"
+		done
+		pb=$(median <"$tmp/py.base")
+		off=$(median <"$tmp/py.off")
+		on=$(median <"$tmp/py.on")
+		printf '%-34s %12s %12s\n' "python $loader, untraced" "$pb" "-"
+		for t in "Python frames off:$off" "Python frames on:$on"; do
+			per=$(echo "${t#*:} $pb" | awk '{ printf "%.1f", ($1 - $2) / 2 }')
+			printf '%-34s %12s %12s\n' "traced, ${t%%:*}" "${t#*:}" "$per"
+		done
+		echo "$on $off" | awk -v g="$gil" '{ printf "  Python frames (%s): %.1f ns per allocation\n", g, $1 - $2 }'
 	done
 fi

@@ -273,7 +273,8 @@ struct ct_rec_event {
  * stack of the calling thread at the call. Readers that do not know the flag
  * see a longer-than-fixed record and ignore the trailer, as for any record.
  * Only events that also want a native stack (allocations and the like) carry
- * one, and only when the calling thread held the GIL of a CPython interpreter.
+ * one, and only when the calling thread was running Python code of a CPython
+ * interpreter (holding the GIL or not).
  */
 #define CT_EVENT_F_PYSTACK 0x0001u
 

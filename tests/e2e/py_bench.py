@@ -1,11 +1,15 @@
 # scripts/bench.sh: N cudaMalloc/cudaFree pairs from a Python function 10
-# frames deep, through ctypes.PyDLL (GIL held). Prints ns per pair.
+# frames deep, through ctypes.PyDLL (the GIL stays held during each call) or,
+# with "cdll", ctypes.CDLL (the GIL is released). Prints ns per pair.
+#
+#   py_bench.py FAKE_LIB_DIR PAIRS [pydll|cdll]
 import ctypes
 import os
 import sys
 import time
 
-lib = ctypes.PyDLL(os.path.join(sys.argv[1], "libcudart.so.13"))
+loader = ctypes.CDLL if sys.argv[3:] == ["cdll"] else ctypes.PyDLL
+lib = loader(os.path.join(sys.argv[1], "libcudart.so.13"))
 pairs = int(sys.argv[2])
 
 

@@ -1,11 +1,12 @@
-# Driven by tests/e2e/t_python.sh: allocations from Python through ctypes.
-# PyDLL keeps the GIL held during the foreign call (CDLL releases it, and
-# cumtrace records Python frames only for a thread holding the GIL).
+# Driven by tests/e2e/t_python.sh: allocations from Python through ctypes,
+# PyDLL (the GIL stays held during the foreign call) or, with a second
+# argument "cdll", CDLL (the GIL is released).
 import ctypes
 import os
 import sys
 
-lib = ctypes.PyDLL(os.path.join(sys.argv[1], "libcudart.so.13"))
+loader = ctypes.CDLL if sys.argv[2:] == ["cdll"] else ctypes.PyDLL
+lib = loader(os.path.join(sys.argv[1], "libcudart.so.13"))
 
 
 def leaky():

@@ -1,42 +1,69 @@
-# Python frames: a CPython script allocating through ctypes (PyDLL: the GIL
-# stays held) shows its own file, function and line at the leak site.
+# Python frames: a CPython script allocating through ctypes shows its own
+# file, function and line at the leak site, with the GIL held during the call
+# (ctypes.PyDLL) and released (ctypes.CDLL).
 . tests/e2e/lib.sh
 command -v python3 >/dev/null || { echo "python3 not found"; exit 77; }
 script=$ROOT/tests/e2e/py_leaky.py
 line=$(grep -n 'LEAK-LINE' "$script" | cut -d: -f1)
-traced py python3 "$script" "$FAKE"
-dump=$(dump_of py)
-report "$T/mixed.json" leaks "$dump"
-report "$T/pyonly.json" leaks --python-only "$dump"
-report "$T/native.json" leaks --native "$dump"
-expect_eq leak_count "$(jget "$T/mixed.json" 'j["leaks"]["count"]')" 1
-# Mixed view: the first Python frame is the leaking line; native frames of
-# ctypes come before it, the interpreter's own frames are gone.
-expect_eq leak_py_frame \
-	"$(jget "$T/mixed.json" '[(f["file"], f["function"], f["line"]) for f in j["leaks"]["sites"][0]["stack"] if f.get("python")][0]')" \
-	"('$script', 'leaky', $line)"
-expect_eq py_callers \
-	"$(jget "$T/mixed.json" '[f["function"] for f in j["leaks"]["sites"][0]["stack"] if f.get("python")]')" \
-	"['leaky', 'Holder.grab', 'main', '<module>']"
-expect_eq mixed_has_native \
-	"$(jget "$T/mixed.json" 'any(not f.get("python") for f in j["leaks"]["sites"][0]["stack"])')" True
-expect_eq no_eval_frames \
-	"$(jget "$T/mixed.json" 'any((f.get("function") or "").startswith("_PyEval_EvalFrame") for f in j["leaks"]["sites"][0]["stack"])')" False
-# --python-only: Python frames alone.
-expect_eq pyonly_all_python \
-	"$(jget "$T/pyonly.json" 'all(f.get("python") for f in j["leaks"]["sites"][0]["stack"]) and len(j["leaks"]["sites"][0]["stack"])')" 4
-expect_eq pyonly_first \
-	"$(jget "$T/pyonly.json" '(lambda f: (f["file"], f["function"], f["line"]))(j["leaks"]["sites"][0]["stack"][0])')" \
-	"('$script', 'leaky', $line)"
-# --native: no Python frames, the interpreter's frames are there.
-expect_eq native_no_python \
-	"$(jget "$T/native.json" 'any(f.get("python") for s in j["leaks"]["sites"] for f in s["stack"])')" False
-expect_eq native_has_stack \
-	"$(jget "$T/native.json" 'len(j["leaks"]["sites"][0]["stack"]) > 3')" True
-# Text view shows the Python frame.
-"$REPORT" leaks "$dump" >"$T/leaks.txt"
-grep -q "py leaky ($script:$line)" "$T/leaks.txt" || fail "text report lacks the Python frame: $(cat "$T/leaks.txt")"
-echo "ok: text report"
+for mode in pydll cdll; do
+	traced "py_$mode" python3 "$script" "$FAKE" "$mode"
+	dump=$(dump_of "py_$mode")
+	report "$T/mixed.json" leaks "$dump"
+	report "$T/pyonly.json" leaks --python-only "$dump"
+	report "$T/native.json" leaks --native "$dump"
+	expect_eq "$mode leak_count" "$(jget "$T/mixed.json" 'j["leaks"]["count"]')" 1
+	# Mixed view: the first Python frame is the leaking line; native frames of
+	# ctypes come before it, the interpreter's own frames are gone.
+	expect_eq "$mode leak_py_frame" \
+		"$(jget "$T/mixed.json" '[(f["file"], f["function"], f["line"]) for f in j["leaks"]["sites"][0]["stack"] if f.get("python")][0]')" \
+		"('$script', 'leaky', $line)"
+	expect_eq "$mode py_callers" \
+		"$(jget "$T/mixed.json" '[f["function"] for f in j["leaks"]["sites"][0]["stack"] if f.get("python")]')" \
+		"['leaky', 'Holder.grab', 'main', '<module>']"
+	expect_eq "$mode mixed_has_native" \
+		"$(jget "$T/mixed.json" 'any(not f.get("python") for f in j["leaks"]["sites"][0]["stack"])')" True
+	expect_eq "$mode no_eval_frames" \
+		"$(jget "$T/mixed.json" 'any((f.get("function") or "").startswith("_PyEval_EvalFrame") for f in j["leaks"]["sites"][0]["stack"])')" False
+	# --python-only: Python frames alone.
+	expect_eq "$mode pyonly_all_python" \
+		"$(jget "$T/pyonly.json" 'all(f.get("python") for f in j["leaks"]["sites"][0]["stack"]) and len(j["leaks"]["sites"][0]["stack"])')" 4
+	expect_eq "$mode pyonly_first" \
+		"$(jget "$T/pyonly.json" '(lambda f: (f["file"], f["function"], f["line"]))(j["leaks"]["sites"][0]["stack"][0])')" \
+		"('$script', 'leaky', $line)"
+	# --native: no Python frames, the interpreter's frames are there.
+	expect_eq "$mode native_no_python" \
+		"$(jget "$T/native.json" 'any(f.get("python") for s in j["leaks"]["sites"] for f in s["stack"])')" False
+	expect_eq "$mode native_has_stack" \
+		"$(jget "$T/native.json" 'len(j["leaks"]["sites"][0]["stack"]) > 3')" True
+	# Text view shows the Python frame.
+	"$REPORT" leaks "$dump" >"$T/leaks.txt"
+	grep -q "py leaky ($script:$line)" "$T/leaks.txt" || fail "$mode: text report lacks the Python frame: $(cat "$T/leaks.txt")"
+	echo "ok: $mode text report"
+done
+# A fork child's dump starts empty: its Python strings and stacks are written
+# again there, although the parent made the same ones before the fork.
+cat >"$T/fork.py" <<'PY'
+import ctypes, os, sys
+lib = ctypes.CDLL(os.path.join(sys.argv[1], "libcudart.so.13"))
+def grab(n):
+    p = ctypes.c_void_p()
+    lib.cudaMalloc(ctypes.byref(p), n)
+    return p
+keep = [grab(4096), grab(4096)]
+pid = os.fork()
+if pid == 0:
+    keep = [grab(4096), grab(4096)]
+    os._exit(0)
+os.waitpid(pid, 0)
+PY
+traced fork python3 "$T/fork.py" "$FAKE"
+for d in "$T"/fork.*.dump; do
+	report "$T/f.json" leaks --python-only "$d"
+	expect_eq "fork: $(jget "$T/f.json" '"child" if j["dumps"][0]["forked"] else "parent"') frames" \
+		"$(jget "$T/f.json" '[(f["file"], f["function"], f["line"]) for f in j["leaks"]["sites"][0]["stack"]]')" \
+		"[('$T/fork.py', 'grab', 5), ('$T/fork.py', '<module>', $(jget "$T/f.json" '10 if j["dumps"][0]["forked"] else 7'))]"
+done
+expect_eq fork_dumps "$(ls "$T"/fork.*.dump | wc -l)" 2
 # Interning: the same Python stack twice costs one PYSTACK record.
 traced py2 python3 -c '
 import ctypes, os, sys
