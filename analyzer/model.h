@@ -118,6 +118,7 @@ struct ct_observer {
  * one slot and reads it back when it renders. Add a name to add a slot.
  */
 enum ct_ext {
+	CT_EXT_GROWTH, /* growth.c */
 	CT_EXT_COUNT
 };
 

@@ -13,7 +13,8 @@
 #include "render.h"
 #include "util.h"
 
-extern const struct ct_command ct_cmd_summary, ct_cmd_leaks, ct_cmd_peak, ct_cmd_timeline;
+extern const struct ct_command ct_cmd_summary, ct_cmd_leaks, ct_cmd_peak, ct_cmd_timeline,
+	ct_cmd_diff;
 
 /* Indexed by enum ct_cmd. */
 static const struct ct_command *const commands[CT_CMD_COUNT] = {
@@ -21,12 +22,15 @@ static const struct ct_command *const commands[CT_CMD_COUNT] = {
 	[CT_CMD_LEAKS] = &ct_cmd_leaks,
 	[CT_CMD_PEAK] = &ct_cmd_peak,
 	[CT_CMD_TIMELINE] = &ct_cmd_timeline,
+	[CT_CMD_DIFF] = &ct_cmd_diff,
 };
 
 static const char *const fmt_names[CT_FMT_COUNT] = {
 	[CT_FMT_TEXT] = "text",
 	[CT_FMT_JSON] = "json",
 	[CT_FMT_CSV] = "csv",
+	[CT_FMT_JUNIT] = "junit",
+	[CT_FMT_SARIF] = "sarif",
 };
 
 const struct ct_command *ct_command_get(int cmd)

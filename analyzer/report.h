@@ -13,9 +13,11 @@
 #include "model.h"
 
 /* Commands, in the order of the table in report.c (add one: a name here, a row there). */
-enum ct_cmd { CT_CMD_SUMMARY, CT_CMD_LEAKS, CT_CMD_PEAK, CT_CMD_TIMELINE, CT_CMD_COUNT };
+enum ct_cmd { CT_CMD_SUMMARY, CT_CMD_LEAKS, CT_CMD_PEAK, CT_CMD_TIMELINE, CT_CMD_DIFF, CT_CMD_COUNT };
 /* Output formats; a command says which it supports. */
-enum ct_fmt { CT_FMT_TEXT, CT_FMT_JSON, CT_FMT_CSV, CT_FMT_COUNT };
+enum ct_fmt { CT_FMT_TEXT, CT_FMT_JSON, CT_FMT_CSV, CT_FMT_JUNIT, CT_FMT_SARIF, CT_FMT_COUNT };
+
+struct ct_suppressions;
 
 #define CT_REPORT_FORMAT_VERSION 1
 
@@ -25,6 +27,17 @@ struct ct_report_opts {
 	size_t buckets; /* timeline buckets (>= 1) */
 	size_t top;	/* sites shown per list; 0 = all */
 	const char *tool_version;
+
+	/* leak classes, suppressions, baselines and the gate (gate.h); zero = defaults */
+	unsigned fail_classes; /* CT_CLASS_BIT set that fails the gate; 0 = leaked only */
+	int fail_on_leak;      /* --fail-on-leak / --fail-on */
+	int have_max_leak_bytes, have_max_peak_bytes;
+	uint64_t max_leak_bytes, max_peak_bytes;
+	const struct ct_suppressions *supp; /* --suppressions, NULL = none */
+	struct ct_model *baseline;	    /* --baseline, NULL = none */
+	int gen_suppressions;		    /* --gen-suppressions */
+	unsigned growth_min, growth_window; /* --growth K/N; 0 = defaults (growth.h) */
+	const char *growth_steps;	    /* --steps NAME, NULL = automatic */
 };
 
 /*
@@ -45,6 +58,7 @@ struct ct_command {
 	void (*json_section)(struct ct_json *j, const struct ct_report_opts *o,
 			     struct ct_model *const *ms, size_t n);
 	int json_always; /* 1: its section is in every command's JSON document */
+	int baseline_first; /* 1: the first dump is the baseline of the others (gate) */
 };
 
 /* The command with number cmd (enum ct_cmd), NULL when out of range. */
