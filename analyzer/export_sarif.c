@@ -1,13 +1,15 @@
 /*
  * SARIF 2.1.0 of the leak findings (export_ci.h): one run, a rule per class
  * ("cumtrace/leaked", "cumtrace/cache", "cumtrace/teardown",
- * "cumtrace/growth"), one result per leak or growth site. A result's
- * locations hold the innermost user frame with file:line (classify.h), as a
- * URI relative to the traced process's working directory when the file lies
- * below it; a site without such a frame has no locations. The whole stack
- * is in the result's "stacks". Level "error" when the site fails the gate,
- * "note" otherwise; suppressed sites carry a suppression, and with a
- * baseline every result has a baselineState.
+ * "cumtrace/growth"), one result per leak or growth site that has a frame of
+ * the program's own code with a file and a line (classify.h: the innermost
+ * one is the result's location, as a URI relative to the traced process's
+ * working directory when the file lies below it). GitHub code scanning
+ * refuses a whole file when one result has no location, so the sites
+ * without such a frame are not results: a tool execution notification
+ * counts them. The whole stack is in the result's "stacks". Level "error"
+ * when the site fails the gate, "note" otherwise; suppressed sites carry a
+ * suppression, and with a baseline every result has a baselineState.
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -168,14 +170,12 @@ static void json_result(struct ct_json *j, const struct ct_report_opts *o, const
 	}
 	ct_json_kv_str(j, "text", msg);
 	ct_json_obj_end(j);
-	if (x->user_frame >= 0 && (size_t)x->user_frame < k) {
-		ct_json_key(j, "locations");
-		ct_json_arr(j);
-		ct_json_obj(j);
-		json_physical(j, x->it.m, &frames[x->user_frame]);
-		ct_json_obj_end(j);
-		ct_json_arr_end(j);
-	}
+	ct_json_key(j, "locations");
+	ct_json_arr(j);
+	ct_json_obj(j);
+	json_physical(j, x->it.m, &frames[x->user_frame]);
+	ct_json_obj_end(j);
+	ct_json_arr_end(j);
 	snprintf(id, sizeof id, "%016" PRIx64, x->identity);
 	ct_json_key(j, "partialFingerprints");
 	ct_json_obj(j);
@@ -270,10 +270,39 @@ void ct_sarif_write(FILE *f, const struct ct_report_opts *o, struct ct_model *co
 		free(root);
 	}
 	int have_baseline = o->baseline != NULL;
+	size_t unplaced = 0;
 	ct_json_key(&j, "results");
 	ct_json_arr(&j);
-	for (size_t i = 0; i < a->n; i++)
+	for (size_t i = 0; i < a->n; i++) {
+		if (a->v[i].user_frame < 0) {
+			unplaced++;
+			continue;
+		}
 		json_result(&j, o, &a->v[i], have_baseline);
+	}
+	ct_json_arr_end(&j);
+	ct_json_key(&j, "invocations");
+	ct_json_arr(&j);
+	ct_json_obj(&j);
+	ct_json_kv_bool(&j, "executionSuccessful", 1);
+	ct_json_key(&j, "toolExecutionNotifications");
+	ct_json_arr(&j);
+	if (unplaced) {
+		char text[256];
+		snprintf(text, sizeof text,
+			 "%zu of %zu sites have no frame of the program's own code with a file and a line "
+			 "and are not results here (cumtrace-report leaks lists them)",
+			 unplaced, a->n);
+		ct_json_obj(&j);
+		ct_json_kv_str(&j, "level", "note");
+		ct_json_key(&j, "message");
+		ct_json_obj(&j);
+		ct_json_kv_str(&j, "text", text);
+		ct_json_obj_end(&j);
+		ct_json_obj_end(&j);
+	}
+	ct_json_arr_end(&j);
+	ct_json_obj_end(&j);
 	ct_json_arr_end(&j);
 	ct_json_obj_end(&j);
 	ct_json_arr_end(&j);

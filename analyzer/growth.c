@@ -15,6 +15,7 @@
 #define DEPTH_MAX 64	/* deeper pushes are counted, not named */
 #define OPEN_MAX 4096	/* open start/end ranges remembered */
 #define OPEN_SLOTS 8192
+#define KEYS_MAX 256	/* distinct series whose boundaries are counted */
 #define NO_NAME UINT32_MAX
 #define UNTOUCHED UINT64_MAX
 
@@ -29,11 +30,17 @@ struct open_range {
 	uint32_t name;
 };
 
+/* A series seen, tracked or not: how many boundaries it had. */
+struct skey {
+	uint32_t name;
+	int kind, depth;
+	uint64_t count;
+};
+
 /* One tracked series: the live bytes of every touched site at its last N+1 boundaries. */
 struct gseries {
 	int used;
-	uint32_t name;
-	int kind, depth;
+	uint32_t key; /* index into growth.keys */
 	uint64_t seq; /* creation order */
 	uint64_t nb;  /* boundaries seen */
 	uint64_t *ring; /* (N + 1) values per site, by boundary index modulo N + 1 */
@@ -53,6 +60,9 @@ struct growth {
 	size_t nthreads;
 	struct open_range *open;
 	size_t nopen;
+	struct skey *keys;
+	size_t nkeys;
+	struct ct_imap keymap;
 	struct gseries series[CT_GROWTH_SERIES];
 	uint64_t next_seq;
 	uint8_t *dirtybits; /* per site: bit k = dirty in series k */
@@ -190,10 +200,40 @@ static void series_reset(struct growth *g, int k)
 	memset(s, 0, sizeof *s);
 }
 
-/* The slot of (name, kind, depth), creating it when there is room; -1 otherwise. */
-static int series_of(struct growth *g, uint32_t name, int kind, int depth)
+static int key_eq(const void *ctx, uint32_t idx, const void *key)
 {
-	int free_slot = -1, evict = -1;
+	const struct skey *a = &((const struct growth *)ctx)->keys[idx], *b = key;
+	return a->name == b->name && a->kind == b->kind && a->depth == b->depth;
+}
+
+/* The counted series (name, kind, depth), its count raised by one; NO_NAME when there is no room. */
+static uint32_t key_count(struct growth *g, uint32_t name, int kind, int depth)
+{
+	struct skey k = {name, kind, depth, 0};
+	uint64_t h = ct_hash2(name, ((uint64_t)(uint32_t)kind << 32) | (uint32_t)depth);
+	uint32_t i = ct_imap_get(&g->keymap, h, key_eq, g, &k);
+	if (i == CT_IMAP_NONE) {
+		if (g->nkeys >= KEYS_MAX)
+			return NO_NAME;
+		if (!g->keys)
+			g->keys = ct_xcalloc(KEYS_MAX, sizeof *g->keys);
+		i = (uint32_t)g->nkeys++;
+		g->keys[i] = k;
+		ct_imap_put(&g->keymap, h, i);
+	}
+	g->keys[i].count++;
+	return i;
+}
+
+/*
+ * The slot of the series key, taking a free one, or the one of the series with
+ * the fewest boundaries (the oldest among equals) when the new one has had
+ * more: the most frequent series are kept, and series that alternate do not
+ * push each other out. -1 when it is not tracked.
+ */
+static int series_of(struct growth *g, uint32_t key)
+{
+	int free_slot = -1, victim = -1;
 	for (int k = 0; k < CT_GROWTH_SERIES; k++) {
 		struct gseries *s = &g->series[k];
 		if (!s->used) {
@@ -201,24 +241,25 @@ static int series_of(struct growth *g, uint32_t name, int kind, int depth)
 				free_slot = k;
 			continue;
 		}
-		if (s->name == name && s->kind == kind && s->depth == depth)
+		if (s->key == key)
 			return k;
-		/* a series with one boundary has no step yet: the first such makes room */
-		if (s->nb <= 1 && (evict < 0 || s->seq < g->series[evict].seq))
-			evict = k;
+		if (victim < 0 || g->keys[s->key].count < g->keys[g->series[victim].key].count ||
+		    (g->keys[s->key].count == g->keys[g->series[victim].key].count &&
+		     s->seq < g->series[victim].seq))
+			victim = k;
 	}
-	if (g->steps && strcmp(g->names[name], g->steps))
+	if (g->steps && strcmp(g->names[g->keys[key].name], g->steps))
 		return -1;
-	int k = free_slot >= 0 ? free_slot : evict;
+	int k = free_slot;
+	if (k < 0 && g->keys[key].count > g->keys[g->series[victim].key].count)
+		k = victim;
 	if (k < 0)
 		return -1;
 	if (g->series[k].used)
 		series_reset(g, k);
 	struct gseries *s = &g->series[k];
 	s->used = 1;
-	s->name = name;
-	s->kind = kind;
-	s->depth = depth;
+	s->key = key;
 	s->seq = g->next_seq++;
 	return k;
 }
@@ -290,11 +331,12 @@ static void touch(struct growth *g, uint32_t site, uint64_t pre)
 
 static void boundary(struct growth *g, struct ct_model *m, uint32_t name, int kind, int depth)
 {
-	if (name == NO_NAME) {
+	uint32_t key = name == NO_NAME ? NO_NAME : key_count(g, name, kind, depth);
+	if (key == NO_NAME) {
 		g->untracked++;
 		return;
 	}
-	int k = series_of(g, name, kind, depth);
+	int k = series_of(g, key);
 	if (k < 0) {
 		g->untracked++;
 		return;
@@ -392,22 +434,25 @@ static void on_finish(void *ctx, struct ct_model *m)
 	r->untracked = g->untracked;
 	r->all = g->infos;
 	int best = -1;
+	size_t best_info = 0;
 	for (int k = 0; k < CT_GROWTH_SERIES; k++) {
 		struct gseries *s = &g->series[k];
 		if (!s->used)
 			continue;
-		g->infos[r->nall++] = (struct ct_series_info){g->names[s->name], s->kind,
-							      s->kind == CT_SERIES_RANGE ? s->depth : -1, s->nb};
+		const struct skey *key = &g->keys[s->key];
 		if (best < 0 || s->nb > g->series[best].nb ||
-		    (s->nb == g->series[best].nb && s->seq < g->series[best].seq))
+		    (s->nb == g->series[best].nb && s->seq < g->series[best].seq)) {
 			best = k;
+			best_info = r->nall;
+		}
+		g->infos[r->nall++] = (struct ct_series_info){g->names[key->name], key->kind, key->depth,
+							      s->nb};
 	}
 	if (best < 0)
 		return;
 	struct gseries *s = &g->series[best];
 	r->have_series = 1;
-	r->series = (struct ct_series_info){g->names[s->name], s->kind,
-					    s->kind == CT_SERIES_RANGE ? s->depth : -1, s->nb};
+	r->series = g->infos[best_info];
 	if (s->nb < 2)
 		return;
 	uint64_t lastb = s->nb - 1, w1 = g->window + 1;
@@ -451,6 +496,8 @@ static void on_destroy(void *ctx)
 		free(g->names[i]);
 	free(g->names);
 	ct_imap_free(&g->namemap);
+	free(g->keys);
+	ct_imap_free(&g->keymap);
 	free(g->threads);
 	free(g->open);
 	free(g->dirtybits);

@@ -147,7 +147,7 @@ static void text_sum(FILE *f, const char *what, const struct dpair *v, size_t n,
 static void text_list(FILE *f, const struct ct_report_opts *o, const char *what, const struct dpair *v,
 		      size_t n)
 {
-	char b1[32], b2[32];
+	char b1[32], b2[32], b3[32];
 	size_t k = ct_items_shown(o, n);
 	for (size_t i = 0; i < k; i++) {
 		const struct dsite *s = v[i].now ? v[i].now : v[i].base;
@@ -157,7 +157,7 @@ static void text_list(FILE *f, const struct ct_report_opts *o, const char *what,
 			fprintf(f, "%s in %" PRIu64 " -> %s in %" PRIu64 " allocations (%s%s)",
 				ct_fmt_bytes(v[i].base->bytes, b1, sizeof b1), v[i].base->count,
 				ct_fmt_bytes(v[i].now->bytes, b2, sizeof b2), v[i].now->count,
-				v[i].delta < 0 ? "-" : "+", ct_fmt_bytes(mag(v[i].delta), b1, sizeof b1));
+				v[i].delta < 0 ? "-" : "+", ct_fmt_bytes(mag(v[i].delta), b3, sizeof b3));
 		} else {
 			fprintf(f, "%s in %" PRIu64 " allocation%s", ct_fmt_bytes(s->bytes, b1, sizeof b1),
 				s->count, s->count == 1 ? "" : "s");

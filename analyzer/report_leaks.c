@@ -210,11 +210,13 @@ static void text_leaks_of(FILE *f, const struct ct_report_opts *o, struct ct_mod
 		const struct ct_finding *x = &a->v[i];
 		if (x->it.m != m)
 			continue;
-		struct ct_tally *t = x->supp >= 0 ? &supp : &cls[x->cls];
-		t->sites++;
-		t->count += x->growth ? 0 : x->it.count;
-		t->bytes += x->it.bytes;
-		if (x->in_baseline && x->supp < 0) {
+		struct ct_tally *t = x->supp >= 0 && !x->growth ? &supp : &cls[x->cls];
+		if (x->supp < 0 || !x->growth) {
+			t->sites++;
+			t->count += x->growth ? 0 : x->it.count;
+			t->bytes += x->it.bytes;
+		}
+		if (x->in_baseline && x->supp < 0 && !x->growth) {
 			base.sites++;
 			base.count += x->growth ? 0 : x->it.count;
 			base.bytes += x->it.bytes;

@@ -153,7 +153,7 @@ static int parse_line(struct parser *p, int *st, const char *l, size_t len, unsi
 	case NAME:
 		if (len == 1 && (l[0] == '}' || l[0] == '{'))
 			return perr(p, "a suppression block needs a name first");
-		supp_add(p, l, len);
+		supp_add(p, l, len)->origin_line = *block_line;
 		*st = KIND;
 		return 0;
 	case KIND: {

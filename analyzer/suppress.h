@@ -42,7 +42,7 @@ int ct_supp_load_text(struct ct_suppressions *s, const char *origin, const char 
 size_t ct_supp_count(const struct ct_suppressions *s);
 /* The block's name, or "leak:PATTERN" for a one-liner. */
 const char *ct_supp_name(const struct ct_suppressions *s, size_t i);
-/* Where it was read from (file name, line of its first line). */
+/* Where it was read from: the file and the line of its '{' (of the line for leak:). */
 const char *ct_supp_origin(const struct ct_suppressions *s, size_t i, unsigned *line);
 
 /*

@@ -8,10 +8,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../../analyzer/gate.h"
 #include "../../analyzer/json.h"
 #include "../../analyzer/marks.h"
 #include "../../analyzer/model.h"
 #include "../../analyzer/report.h"
+#include "../../analyzer/suppress.h"
 #include "../../analyzer/symbols.h"
 #include "dumpgen.h"
 
@@ -850,6 +852,192 @@ START_TEST(multi_dump_totals)
 }
 END_TEST
 
+/* ---- leak classes, suppressions, growth, baselines: golden reports --------------------------------- */
+
+/*
+ * A dump with a leak of every class: a user leak, the caches of libraries
+ * named like PyTorch's, cuBLAS's and NCCL's, an allocation live at a device
+ * reset on device 1, and a site that grows by 4 KiB in each of 10 steps
+ * ("step" instants); the last two have Python frames (train.py). The second
+ * dump ("now") is the same program in another run: other load addresses,
+ * stack and string ids and a line number changed, no user leak, a new leak
+ * site and a bigger cuBLAS workspace.
+ */
+static void classes_dump(struct dg *g, int now)
+{
+	dg_init(g);
+	dg_header(g);
+	dg_process(g, now ? 6262 : 5151, 1, 1000000,
+		   (const char *[]){"version=0.1.0", "host=testhost", "exe=/work/prog", "cwd=/work",
+				    "argv=prog", NULL});
+	uint64_t pb = now ? 0x560000000000 : 0x550000000000, lb = now ? 0x7f5000000000 : 0x7f0000000000;
+	dg_module(g, pb, pb, pb + 0x100000, NULL, 0, "/work/prog");
+	dg_module(g, lb, lb, lb + 0x200000, NULL, 0, "/lib/x86_64-linux-gnu/libc.so.6");
+	dg_module(g, lb + 0x1000000, lb + 0x1000000, lb + 0x1100000, NULL, 0,
+		  "/venv/lib/python3.12/site-packages/torch/lib/libtorch_cuda.so");
+	dg_module(g, lb + 0x2000000, lb + 0x2000000, lb + 0x2100000, NULL, 0,
+		  "/usr/lib/x86_64-linux-gnu/libcublas.so.13");
+	dg_module(g, lb + 0x3000000, lb + 0x3000000, lb + 0x3100000, NULL, 0, "/opt/nccl/lib/libnccl.so.2");
+	dg_module(g, lb + 0x4000000, lb + 0x4000000, lb + 0x4400000, NULL, 0, "/usr/lib/libpython3.12.so.1.0");
+	uint64_t libc = lb + 0x271ca, interp = lb + 0x4000500;
+	uint64_t s_user[3] = {pb + 0x1000, pb + 0x1500, libc};
+	uint64_t s_torch[3] = {lb + 0x1000100, interp, libc};
+	uint64_t s_cublas[3] = {lb + 0x2000100, pb + 0x2100, libc};
+	uint64_t s_nccl[3] = {lb + 0x3000100, pb + 0x2200, libc};
+	uint64_t s_reset[3] = {pb + 0x3000, pb + 0x1500, libc};
+	uint64_t s_grow[3] = {pb + 0x4000, interp, libc};
+	uint64_t s_new[3] = {pb + 0x5000, pb + 0x1500, libc};
+	uint32_t id = now ? 100 : 1; /* stack ids differ between runs */
+	dg_stack(g, id + 0, 3, s_user);
+	dg_stack(g, id + 1, 3, s_torch);
+	dg_stack(g, id + 2, 3, s_cublas);
+	dg_stack(g, id + 3, 3, s_nccl);
+	dg_stack(g, id + 4, 3, s_reset);
+	dg_stack(g, id + 5, 3, s_grow);
+	dg_stack(g, id + 6, 3, s_new);
+	/* Python frames of the torch cache and the growing site (other string ids in each run) */
+	uint32_t py = now ? 50 : 1;
+	dg_pystring(g, py + 0, "/work/train.py");
+	dg_pystring(g, py + 1, "forward");
+	dg_pystring(g, py + 2, "train_step");
+	dg_pystring(g, py + 3, "<module>");
+	struct ct_pyframe fwd[2] = {{py + 0, py + 1, now ? 31 : 30}, {py + 0, py + 3, 50}};
+	struct ct_pyframe stp[2] = {{py + 0, py + 2, 25}, {py + 0, py + 3, 52}};
+	dg_pystack(g, py + 10, 2, fwd);
+	dg_pystack(g, py + 11, 2, stp);
+	const uint64_t T = 2000000, MS = 1000000;
+	if (!now)
+		dg_alloc(g, T + 1 * MS, 0x10000000, 3 << 20, id + 0);
+	else
+		dg_alloc(g, T + 1 * MS, 0x10000000, 1 << 20, id + 6);
+	dg_alloc_py(g, T + 2 * MS, 0x20000000, 8 << 20, id + 1, py + 10);
+	dg_alloc(g, T + 3 * MS, 0x30000000, now ? 8 << 20 : 4 << 20, id + 2);
+	struct dg_ev nccl = {.ts = T + 4 * MS, .dur = 10, .ptr = 0x40000000, .size = 6 << 20, .tid = 1,
+			     .stack_id = id + 3, .api = CT_API_cuMemAlloc_v2, .op = CT_OP_ALLOC,
+			     .kind = CT_KIND_DEVICE};
+	dg_event(g, &nccl);
+	struct dg_ev dev1 = {.ts = T + 5 * MS, .dur = 10, .ptr = 0x50000000, .size = 1 << 20, .tid = 1,
+			     .stack_id = id + 4, .api = CT_API_cudaMalloc, .op = CT_OP_ALLOC,
+			     .kind = CT_KIND_DEVICE, .device = 1};
+	dg_event(g, &dev1);
+	struct dg_ev reset = {.ts = T + 6 * MS, .dur = 10, .tid = 1, .api = CT_API_cudaDeviceReset,
+			      .op = CT_OP_DEVICE_RESET, .device = 1};
+	dg_event(g, &reset);
+	for (int s = 0; s <= 10; s++) {
+		dg_mark(g, T + (10 + (uint64_t)s) * MS, 1, "step");
+		if (s < 10)
+			dg_alloc_py(g, T + (10 + (uint64_t)s) * MS + 100, 0x60000000 + (uint64_t)s * 0x10000,
+				    4096, id + 5, py + 11);
+	}
+	for (int s = 0; s < 10; s++)
+		dg_free(g, T + 30 * MS + (uint64_t)s, 0x60000000 + (uint64_t)s * 0x10000);
+	dg_end(g, T + 40 * MS);
+}
+
+static struct ct_model *load_leaks(const struct dg *g, const struct ct_report_opts *o)
+{
+	struct ct_model *m = malloc(sizeof *m);
+	ck_assert_ptr_nonnull(m);
+	ct_model_init(m);
+	ct_symtab_set_symbolize(m->syms, 0);
+	ct_report_attach(m, o);
+	ck_assert_int_ne(ct_model_load_mem(m, g->p, g->n, NULL), CT_READ_ERROR);
+	return m;
+}
+
+static char *render_opts(const struct ct_report_opts *o, struct ct_model **ms, size_t n)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	ct_report(f, o, ms, n);
+	fclose(f);
+	return buf;
+}
+
+static const char golden_supp[] = "# the NCCL buffers are expected\n"
+				  "{\n   nccl-buffers\n   cumtrace:Leak\n   match-leak-kinds: cache\n"
+				  "   obj:libnccl.so.*\n}\n"
+				  "leak:never_matches_anything\n";
+
+START_TEST(golden_leak_classes)
+{
+	struct dg g0, g1;
+	classes_dump(&g0, 0);
+	classes_dump(&g1, 1);
+	struct ct_report_opts o = {.cmd = CT_CMD_LEAKS, .format = CT_FMT_TEXT, .buckets = 20, .top = 20,
+				   .tool_version = "test"};
+	struct ct_model *base = load_leaks(&g0, &o), *now = load_leaks(&g1, &o);
+	base->path = strdup("base.dump");
+	now->path = strdup("now.dump");
+	struct ct_suppressions *supp = ct_supp_new();
+	char err[256];
+	ck_assert_int_eq(ct_supp_load_text(supp, "golden.supp", golden_supp, strlen(golden_supp), err, sizeof err), 0);
+	struct ct_model *one[1] = {base}, *two[2] = {base, now};
+	static const struct {
+		const char *name;
+		int cmd, format;
+		int supp, gen, baseline, gate; /* options */
+		int both;		       /* both dumps */
+	} cases[] = {
+		{"classes.txt", CT_CMD_LEAKS, CT_FMT_TEXT, 0, 0, 0, 0, 0},
+		{"classes.json", CT_CMD_LEAKS, CT_FMT_JSON, 0, 0, 0, 0, 0},
+		{"classes.csv", CT_CMD_LEAKS, CT_FMT_CSV, 0, 0, 0, 0, 0},
+		{"classes.junit.xml", CT_CMD_LEAKS, CT_FMT_JUNIT, 0, 0, 0, 0, 0},
+		{"classes.sarif", CT_CMD_LEAKS, CT_FMT_SARIF, 0, 0, 0, 0, 0},
+		{"classes-supp.txt", CT_CMD_LEAKS, CT_FMT_TEXT, 1, 1, 0, 0, 0},
+		{"classes-supp.junit.xml", CT_CMD_LEAKS, CT_FMT_JUNIT, 1, 0, 0, 1, 0},
+		{"classes-baseline.txt", CT_CMD_LEAKS, CT_FMT_TEXT, 0, 0, 1, 0, 0},
+		{"classes-baseline.sarif", CT_CMD_LEAKS, CT_FMT_SARIF, 1, 0, 1, 1, 0},
+		{"diff.txt", CT_CMD_DIFF, CT_FMT_TEXT, 0, 0, 0, 0, 1},
+		{"diff.json", CT_CMD_DIFF, CT_FMT_JSON, 0, 0, 0, 0, 1},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct ct_report_opts c = o;
+		c.cmd = cases[i].cmd;
+		c.format = cases[i].format;
+		c.supp = cases[i].supp ? supp : NULL;
+		c.gen_suppressions = cases[i].gen;
+		if (cases[i].baseline) {
+			/* the report of "now" with "base" as the baseline */
+			c.baseline = base;
+			one[0] = now;
+		} else {
+			one[0] = base;
+		}
+		if (cases[i].gate) {
+			c.fail_on_leak = 1;
+			c.fail_classes = CT_CLASS_ALL;
+			c.have_max_peak_bytes = c.have_max_leak_bytes = 1;
+			c.max_peak_bytes = 20 << 20;
+			c.max_leak_bytes = 64 << 20;
+		}
+		char *out = render_opts(&c, cases[i].both ? two : one, cases[i].both ? 2 : 1);
+		check_golden(cases[i].name, out);
+		free(out);
+	}
+	/* the facts behind the files: "now" against "base" */
+	one[0] = now;
+	struct ct_assessment *a = ct_assess(&o, one, 1, base);
+	ck_assert_uint_eq(a->nleak, 5);
+	ck_assert_uint_eq(a->n, 6);
+	ck_assert_uint_eq(a->cls[CT_CLASS_CACHE].sites, 3);
+	ck_assert_uint_eq(a->cls[CT_CLASS_LEAKED].sites, 1);
+	ck_assert_uint_eq(a->cls[CT_CLASS_TEARDOWN].sites, 1);
+	ck_assert_uint_eq(a->cls[CT_CLASS_GROWTH].sites, 1);
+	ck_assert_uint_eq(a->cls[CT_CLASS_GROWTH].bytes, 8 * 4096);
+	/* in the baseline: the caches whose identity did not change, teardown, growth */
+	ck_assert_uint_eq(a->baselined.sites, 5);
+	ck_assert_uint_eq(a->failing.sites, 1);
+	ct_assessment_free(a);
+	ct_supp_free(supp);
+	unload(base);
+	unload(now);
+	dg_release(&g0);
+	dg_release(&g1);
+}
+END_TEST
+
 /* ---- observers --------------------------------------------------------------------------------- */
 
 /* What an observer saw, as one string: "a<ptr>" alloc, "f<ptr>/<how>" release, "m<name>" mark, "E" finish. */
@@ -959,6 +1147,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, golden_reports);
 	tcase_add_test(tc, reports_of_truncated_and_empty);
 	tcase_add_test(tc, multi_dump_totals);
+	tcase_add_test(tc, golden_leak_classes);
 	suite_add_tcase(s, tc);
 	return s;
 }
