@@ -156,7 +156,7 @@ $(BUILD)/tests/progs/leak_classes $(BUILD)/tests/progs/growth: $(BUILD)/tests/pr
 	@mkdir -p $(@D)
 	@echo "  CC      $@"
 	$(Q)$(CC) $(PROG_CFLAGS) -o $@ $< -L$(FAKE_DIR) -L$(TLIB_DIR) -l:libcudart.so.13 -ltorch_cuda \
-		-l:libcublas.so.13 -l:libnccl.so.2 -Wl,-rpath,'$$ORIGIN/../libs' -Wl,-rpath-link,$(FAKE_DIR) -ldl -lpthread $(ALL_LDFLAGS)
+		-l:libcublas.so.13 -l:libnccl.so.2 -Wl,-rpath,'$$ORIGIN/../libs' -Xlinker -rpath-link -Xlinker $(FAKE_DIR) -ldl -lpthread $(ALL_LDFLAGS)
 
 # ---- unit tests: each tests/unit/test_NAME.c becomes build/tests/unit/test_NAME
 UNIT_SRC := $(wildcard tests/unit/test_*.c)

@@ -89,7 +89,7 @@ static struct ct_finding *collect(struct ct_model *const *ms, size_t nm, size_t 
 	return v;
 }
 
-static void tally(struct ct_tally *t, const struct ct_finding *f)
+void ct_tally_add(struct ct_tally *t, const struct ct_finding *f)
 {
 	t->sites++;
 	t->count += f->growth ? 0 : f->it.count;
@@ -125,17 +125,17 @@ struct ct_assessment *ct_assess(const struct ct_report_opts *o, struct ct_model 
 		}
 		f->in_baseline = base && bsearch(&f->identity, ids, nids, sizeof *ids, cmp_u64) != NULL;
 		f->fails = (a->fail_classes & CT_CLASS_BIT(f->cls)) && f->supp < 0 && !f->in_baseline;
-		tally(&a->cls[f->cls], f);
+		ct_tally_add(&a->cls[f->cls], f);
 		if (f->supp >= 0) {
-			tally(&a->suppressed, f);
-			tally(&a->supp_used[f->supp], f);
+			ct_tally_add(&a->suppressed, f);
+			ct_tally_add(&a->supp_used[f->supp], f);
 		} else if (f->in_baseline) {
-			tally(&a->baselined, f);
+			ct_tally_add(&a->baselined, f);
 		}
 		if (f->fails) {
-			tally(&a->failing, f);
+			ct_tally_add(&a->failing, f);
 			if (!f->growth)
-				tally(&a->failing_leaks, f);
+				ct_tally_add(&a->failing_leaks, f);
 		}
 	}
 	free(ids);
@@ -228,7 +228,7 @@ int ct_gate_check(const struct ct_report_opts *o, struct ct_model *const *ms, si
 		memset(per, 0, sizeof per);
 		for (size_t i = 0; i < a->n; i++)
 			if (a->v[i].fails)
-				tally(&per[a->v[i].cls], &a->v[i]);
+				ct_tally_add(&per[a->v[i].cls], &a->v[i]);
 		char what[256] = "";
 		for (int k = 0; k < CT_CLASS_COUNT; k++) {
 			if (!per[k].sites)

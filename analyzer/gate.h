@@ -36,6 +36,9 @@ struct ct_tally {
 	uint64_t sites, count, bytes;
 };
 
+/* Count a finding in t: a site, its allocations (none for growth sites), its bytes. */
+void ct_tally_add(struct ct_tally *t, const struct ct_finding *f);
+
 struct ct_assessment {
 	struct ct_finding *v; /* leak groups (largest first), then growth sites */
 	size_t n, nleak;

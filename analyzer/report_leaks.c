@@ -152,39 +152,27 @@ static void text_growth(FILE *f, const struct ct_report_opts *o, struct ct_model
 	}
 }
 
-static void text_supp_table(FILE *f, const struct ct_report_opts *o, struct ct_model *m,
-			    const struct ct_assessment *a)
+/* The suppressions that matched a site of this assessment (one dump's). */
+static void text_supp_table(FILE *f, const struct ct_report_opts *o, const struct ct_assessment *a)
 {
 	char b[32];
-	size_t ns = ct_supp_count(o->supp);
-	if (!ns)
+	if (!a->nsupp)
 		return;
-	struct ct_tally *used = ct_xcalloc(ns, sizeof *used);
-	int any = 0;
-	for (size_t i = 0; i < a->n; i++) {
-		const struct ct_finding *x = &a->v[i];
-		if (x->it.m != m || x->supp < 0)
-			continue;
-		used[x->supp].sites++;
-		used[x->supp].count += x->growth ? 0 : x->it.count;
-		used[x->supp].bytes += x->it.bytes;
-		any = 1;
-	}
-	if (any) {
-		fprintf(f, "suppressions used:\n  %6s %11s %12s  %s\n", "sites", "allocations", "bytes",
-			"suppression");
-		for (size_t s = 0; s < ns; s++) {
-			if (!used[s].sites)
-				continue;
-			fprintf(f, "  %6" PRIu64 " %11" PRIu64 " %12s  ", used[s].sites, used[s].count,
-				ct_fmt_bytes(used[s].bytes, b, sizeof b));
-			ct_put_safe(f, ct_supp_name(o->supp, s));
-			fputc('\n', f);
-		}
-	} else {
+	if (!a->suppressed.sites) {
 		fputs("suppressions used: none\n", f);
+		return;
 	}
-	free(used);
+	fprintf(f, "suppressions used:\n  %6s %11s %12s  %s\n", "sites", "allocations", "bytes",
+		"suppression");
+	for (size_t s = 0; s < a->nsupp; s++) {
+		const struct ct_tally *u = &a->supp_used[s];
+		if (!u->sites)
+			continue;
+		fprintf(f, "  %6" PRIu64 " %11" PRIu64 " %12s  ", u->sites, u->count,
+			ct_fmt_bytes(u->bytes, b, sizeof b));
+		ct_put_safe(f, ct_supp_name(o->supp, s));
+		fputc('\n', f);
+	}
 }
 
 static void text_leaks_of(FILE *f, const struct ct_report_opts *o, struct ct_model *m,
@@ -210,17 +198,10 @@ static void text_leaks_of(FILE *f, const struct ct_report_opts *o, struct ct_mod
 		const struct ct_finding *x = &a->v[i];
 		if (x->it.m != m)
 			continue;
-		struct ct_tally *t = x->supp >= 0 && !x->growth ? &supp : &cls[x->cls];
-		if (x->supp < 0 || !x->growth) {
-			t->sites++;
-			t->count += x->growth ? 0 : x->it.count;
-			t->bytes += x->it.bytes;
-		}
-		if (x->in_baseline && x->supp < 0 && !x->growth) {
-			base.sites++;
-			base.count += x->growth ? 0 : x->it.count;
-			base.bytes += x->it.bytes;
-		}
+		if (x->supp < 0 || !x->growth)
+			ct_tally_add(x->supp >= 0 ? &supp : &cls[x->cls], x);
+		if (x->in_baseline && x->supp < 0 && !x->growth)
+			ct_tally_add(&base, x);
 		if (i < a->nleak && x->supp < 0)
 			n++;
 	}
@@ -275,7 +256,7 @@ static void text_leaks_of(FILE *f, const struct ct_report_opts *o, struct ct_mod
 			n - k, n - k == 1 ? "" : "s", ct_fmt_bytes(rest, b1, sizeof b1), restc,
 			restc == 1 ? "" : "s");
 	text_growth(f, o, m, a, cls);
-	text_supp_table(f, o, m, a);
+	text_supp_table(f, o, a);
 }
 
 /* One dump's section (its findings are those of an assessment of it alone). */
@@ -395,6 +376,7 @@ static void json_growth(struct ct_json *j, const struct ct_report_opts *o,
 		ct_json_kv_i64(j, "depth", g->series.depth);
 		ct_json_kv_u64(j, "boundaries", g->series.boundaries);
 		ct_json_kv_u64(j, "steps", g->series.boundaries ? g->series.boundaries - 1 : 0);
+		ct_json_kv_u64(j, "untracked_boundaries", g->untracked);
 		ct_json_obj_end(j);
 	}
 	ct_json_arr_end(j);
