@@ -150,12 +150,15 @@ static void json_stack(struct ct_json *j, const struct ct_model *m, const struct
 	ct_json_arr_end(j);
 }
 
-static void json_result(struct ct_json *j, const struct ct_report_opts *o, const struct ct_finding *x,
-			int have_baseline)
+/* The result of a finding; 0 (nothing written) when it has no user frame to be its location. */
+static int json_result(struct ct_json *j, const struct ct_report_opts *o, const struct ct_finding *x,
+		       int have_baseline)
 {
 	char msg[600], id[24];
-	ct_finding_message(x, msg, sizeof msg);
 	size_t k = ct_finding_frames(x, frames);
+	if (x->user_frame < 0 || (size_t)x->user_frame >= k)
+		return 0;
+	ct_finding_message(x, msg, sizeof msg);
 	ct_json_obj(j);
 	char rid[32];
 	snprintf(rid, sizeof rid, "cumtrace/%s", ct_class_name(x->cls));
@@ -206,6 +209,7 @@ static void json_result(struct ct_json *j, const struct ct_report_opts *o, const
 	ct_json_kv_bool(j, "failsGate", x->fails);
 	ct_json_obj_end(j);
 	ct_json_obj_end(j);
+	return 1;
 }
 
 void ct_sarif_write(FILE *f, const struct ct_report_opts *o, struct ct_model *const *ms, size_t n)
@@ -273,13 +277,8 @@ void ct_sarif_write(FILE *f, const struct ct_report_opts *o, struct ct_model *co
 	size_t unplaced = 0;
 	ct_json_key(&j, "results");
 	ct_json_arr(&j);
-	for (size_t i = 0; i < a->n; i++) {
-		if (a->v[i].user_frame < 0) {
-			unplaced++;
-			continue;
-		}
-		json_result(&j, o, &a->v[i], have_baseline);
-	}
+	for (size_t i = 0; i < a->n; i++)
+		unplaced += !json_result(&j, o, &a->v[i], have_baseline);
 	ct_json_arr_end(&j);
 	ct_json_key(&j, "invocations");
 	ct_json_arr(&j);

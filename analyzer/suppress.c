@@ -124,6 +124,25 @@ static int starts(const char *s, size_t len, const char *prefix)
 	return len >= k && !memcmp(s, prefix, k);
 }
 
+/*
+ * LeakSanitizer's template as a glob (matched without '?'): a substring
+ * match unless '^' anchors the start or '$' the end; '*' is any run.
+ */
+static char *lsan_glob(const char *templ, size_t tl)
+{
+	int head = templ[0] == '^', tail = tl > (size_t)head && templ[tl - 1] == '$';
+	size_t body = tl - (size_t)head - (size_t)tail;
+	char *g = ct_xmalloc(body + 3), *w = g;
+	if (!head)
+		*w++ = '*';
+	memcpy(w, templ + head, body);
+	w += body;
+	if (!tail)
+		*w++ = '*';
+	*w = 0;
+	return g;
+}
+
 enum state { OUTSIDE, NAME, KIND, BODY, SKIP };
 
 /* One trimmed, non-empty, non-comment line. */
@@ -143,7 +162,8 @@ static int parse_line(struct parser *p, int *st, const char *l, size_t len, unsi
 			struct supp *x = supp_add(p, l, len);
 			x->lsan = 1;
 			x->classes = CT_CLASS_ALL;
-			pat_add(x, PAT_FUN, l + 5, len - 5, 0);
+			pat_add(x, PAT_FUN, NULL, 0, 0);
+			x->pats[0].glob = lsan_glob(l + 5, len - 5);
 			return 0;
 		}
 		if (memchr(l, ':', len))
@@ -368,25 +388,10 @@ static int block_match(const struct supp *x, const struct ct_frame *f, size_t n)
 	}
 }
 
-/* LeakSanitizer's template match: a substring, '*' any run, '^' and '$' anchor. */
-static int lsan_match(const char *templ, const char *s)
+/* A LeakSanitizer match of a non-empty string: the glob lsan_glob made. */
+static int lsan_match(const char *glob, const char *s)
 {
-	if (!s || !*s)
-		return 0;
-	size_t tl = strlen(templ);
-	int head = templ[0] == '^', tail = tl > (size_t)head && templ[tl - 1] == '$';
-	size_t body = tl - (size_t)head - (size_t)tail;
-	char *g = ct_xmalloc(body + 3), *w = g;
-	if (!head)
-		*w++ = '*';
-	memcpy(w, templ + head, body);
-	w += body;
-	if (!tail)
-		*w++ = '*';
-	*w = 0;
-	int r = ct_glob(g, s, 0);
-	free(g);
-	return r;
+	return s && *s && ct_glob(glob, s, 0);
 }
 
 static int lsan_frames(const struct supp *x, const struct ct_frame *f, size_t n)

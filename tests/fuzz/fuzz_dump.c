@@ -62,7 +62,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				o.format = fmt;
 				o.top = fmt == CT_FMT_JSON ? 0 : 20;
 				/* every other rendering with suppressions, generated blocks, a baseline */
-				if (fmt & 1) {
+				if ((cmd + fmt) & 1) {
 					o.supp = supp;
 					o.gen_suppressions = 1;
 					o.baseline = m;
