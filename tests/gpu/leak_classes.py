@@ -21,13 +21,7 @@ import json
 import os
 import sys
 
-
-def pin_forever(*objs):
-    incref = ctypes.pythonapi.Py_IncRef
-    incref.argtypes = [ctypes.py_object]
-    incref.restype = None
-    for o in objs:
-        incref(o)
+from cupy_jax import pin_forever  # beside this file (tests/gpu, gpu-kit/src)
 
 
 def marker():

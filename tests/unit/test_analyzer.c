@@ -16,22 +16,16 @@
 #include "../../analyzer/suppress.h"
 #include "../../analyzer/symbols.h"
 #include "dumpgen.h"
+#include "modelload.h"
 
 static struct ct_model *load(const struct dg *g)
 {
-	struct ct_model *m = malloc(sizeof *m);
-	ck_assert_ptr_nonnull(m);
-	ct_model_init(m);
-	ct_symtab_set_symbolize(m->syms, 0);
-	int st = ct_model_load_mem(m, g->p, g->n, NULL);
-	ck_assert_msg(st != CT_READ_ERROR, "read error: %s", m->read.error);
-	return m;
+	return tm_load(g, NULL, NULL);
 }
 
 static void unload(struct ct_model *m)
 {
-	ct_model_free(m);
-	free(m);
+	tm_unload(m);
 }
 
 static void ev(struct dg *g, uint64_t ts, uint8_t op, uint8_t kind, uint16_t api, uint64_t ptr,
@@ -934,17 +928,6 @@ static void classes_dump(struct dg *g, int now)
 	dg_end(g, T + 40 * MS);
 }
 
-static struct ct_model *load_leaks(const struct dg *g, const struct ct_report_opts *o)
-{
-	struct ct_model *m = malloc(sizeof *m);
-	ck_assert_ptr_nonnull(m);
-	ct_model_init(m);
-	ct_symtab_set_symbolize(m->syms, 0);
-	ct_report_attach(m, o);
-	ck_assert_int_ne(ct_model_load_mem(m, g->p, g->n, NULL), CT_READ_ERROR);
-	return m;
-}
-
 static char *render_opts(const struct ct_report_opts *o, struct ct_model **ms, size_t n)
 {
 	char *buf = NULL;
@@ -967,7 +950,7 @@ START_TEST(golden_leak_classes)
 	classes_dump(&g1, 1);
 	struct ct_report_opts o = {.cmd = CT_CMD_LEAKS, .format = CT_FMT_TEXT, .buckets = 20, .top = 20,
 				   .tool_version = "test"};
-	struct ct_model *base = load_leaks(&g0, &o), *now = load_leaks(&g1, &o);
+	struct ct_model *base = tm_load(&g0, ct_report_attach, &o), *now = tm_load(&g1, ct_report_attach, &o);
 	base->path = strdup("base.dump");
 	now->path = strdup("now.dump");
 	struct ct_suppressions *supp = ct_supp_new();

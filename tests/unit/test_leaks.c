@@ -16,6 +16,7 @@
 #include "../../analyzer/report.h"
 #include "../../analyzer/suppress.h"
 #include "dumpgen.h"
+#include "modelload.h"
 
 /* ---- frames ------------------------------------------------------------------------------------- */
 
@@ -518,18 +519,12 @@ END_TEST
 
 static struct ct_model *load_with(const struct dg *g, const struct ct_report_opts *o)
 {
-	struct ct_model *m = malloc(sizeof *m);
-	ct_model_init(m);
-	ct_symtab_set_symbolize(m->syms, 0);
-	ct_growth_attach(m, o);
-	ck_assert_int_ne(ct_model_load_mem(m, g->p, g->n, NULL), CT_READ_ERROR);
-	return m;
+	return tm_load(g, ct_growth_attach, o);
 }
 
 static void unload(struct ct_model *m)
 {
-	ct_model_free(m);
-	free(m);
+	tm_unload(m);
 }
 
 static void alloc_ev(struct dg *g, uint64_t ts, uint64_t ptr, uint64_t size, uint32_t stack)
