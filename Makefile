@@ -140,6 +140,35 @@ $(BUILD)/tests/progs/paths_static: tests/e2e/progs/paths_static.c $(FAKE_CUDA)
 	@echo "  CC      $@"
 	$(Q)$(CC) $(PROG_CFLAGS) -o $@ $< -ldl -lpthread $(ALL_LDFLAGS)
 
+# ---- stand-ins for allocator libraries (tests only): named like PyTorch's,
+# cuBLAS's and NCCL's, so that leak classes are tested end to end
+# (tests/e2e/libs/). leak_classes and growth link them, found through rpath.
+TLIB_DIR := $(BUILD)/tests/libs
+TLIBS := $(TLIB_DIR)/libtorch_cuda.so $(TLIB_DIR)/libcublas.so.13 $(TLIB_DIR)/libnccl.so.2
+TLIB_FLAGS := -O0 -g -fPIC -shared -fno-omit-frame-pointer -I$(CUDA_INC) $(SAN_FLAGS)
+
+$(TLIB_DIR)/libtorch_cuda.so: tests/e2e/libs/torch_cuda.cc $(FAKE_CUDART)
+	@mkdir -p $(@D)
+	@echo "  CXX     $@"
+	$(Q)$(CXX) $(TLIB_FLAGS) -Wl,-soname,libtorch_cuda.so -o $@ $< -L$(FAKE_DIR) -l:libcudart.so.13 $(ALL_LDFLAGS)
+
+$(TLIB_DIR)/libcublas.so.13: tests/e2e/libs/cublas.c $(FAKE_CUDART)
+	@mkdir -p $(@D)
+	@echo "  CC      $@"
+	$(Q)$(CC) $(TLIB_FLAGS) -Wl,-soname,libcublas.so.13 -o $@ $< -L$(FAKE_DIR) -l:libcudart.so.13 $(ALL_LDFLAGS)
+
+$(TLIB_DIR)/libnccl.so.2: tests/e2e/libs/nccl.c $(FAKE_CUDA)
+	@mkdir -p $(@D)
+	@echo "  CC      $@"
+	$(Q)$(CC) $(TLIB_FLAGS) -Wl,-soname,libnccl.so.2 -o $@ $< -L$(FAKE_DIR) -l:libcuda.so.1 $(ALL_LDFLAGS)
+
+$(BUILD)/tests/progs/leak_classes $(BUILD)/tests/progs/growth: $(BUILD)/tests/progs/%: \
+		tests/e2e/progs/%.c $(FAKE_CUDART) $(FAKE_CUDA) $(TLIBS)
+	@mkdir -p $(@D)
+	@echo "  CC      $@"
+	$(Q)$(CC) $(PROG_CFLAGS) -o $@ $< -L$(FAKE_DIR) -L$(TLIB_DIR) -l:libcudart.so.13 -ltorch_cuda \
+		-l:libcublas.so.13 -l:libnccl.so.2 -Wl,-rpath,'$$ORIGIN/../libs' -Xlinker -rpath-link -Xlinker $(FAKE_DIR) -ldl -lpthread $(ALL_LDFLAGS)
+
 # ---- unit tests: each tests/unit/test_NAME.c becomes build/tests/unit/test_NAME
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNITS := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/unit/%)
@@ -188,7 +217,7 @@ fuzz: $(FUZZ_BIN)
 # ---- targets ---------------------------------------------------------------
 all: $(SHIM) $(REPORT)
 
-tests: all $(FAKE_CUDART) $(FAKE_CUDA) $(FAKE_CUPTI) $(PROGS) $(UNITS)
+tests: all $(FAKE_CUDART) $(FAKE_CUDA) $(FAKE_CUPTI) $(TLIBS) $(PROGS) $(UNITS)
 
 check: tests
 	$(Q)BUILD=$(BUILD) SANITIZE=$(SANITIZE) sh tests/run.sh

@@ -13,10 +13,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "classify.h"
+#include "gate.h"
+#include "growth.h"
 #include "model.h"
 #include "pystack.h"
 #include "report.h"
 #include "symbolize.h"
+#include "suppress.h"
 #include "util.h"
 
 #ifndef CUMTRACE_VERSION
@@ -40,11 +44,9 @@ static void usage(FILE *f)
 	}
 	fputs("\n"
 	      "options:\n"
-	      "  --format FMT       text (default), json, csv, folded, speedscope, pickle\n"
-	      "                     (what the command writes; exporters have their own default)\n"
+	      "  --format FMT       text (default), json, csv, junit, sarif, folded, speedscope,\n"
+	      "                     pickle (what the command writes; exporters have their own default)\n"
 	      "  -o, --output FILE  write the report to FILE instead of standard output\n"
-	      "  --fail-on-leak     exit with the error exit code when leaks were found\n"
-	      "  --error-exitcode N exit code for --fail-on-leak (1..255 except 2; default 1)\n"
 	      "  --buckets N        timeline buckets (1..4096; default 60)\n"
 	      "  --top N            sites shown per list (default 20; 0 = all)\n"
 	      "  --no-symbols       do not read debug info: show module+offset only\n"
@@ -58,9 +60,23 @@ static void usage(FILE *f)
 	      "  -h, --help         show this help and exit\n"
 	      "  -V, --version      show the version and exit\n"
 	      "\n"
-	      "exit status: 0 ok; 1 (or --error-exitcode) leaks found with --fail-on-leak;\n"
-	      "2 usage error or an unreadable or corrupt dump. A truncated dump (crashed\n"
-	      "process) is reported with a warning, not an error.\n",
+	      "leaks and the gate (any command):\n"
+	      "  --fail-on-leak     exit with the error exit code when a leak site fails\n"
+	      "  --fail-on CLASSES  classes that fail: leaked (default), cache, teardown,\n"
+	      "                     growth, all; comma-separated; implies --fail-on-leak\n"
+	      "  --max-leak-bytes N fail when failing leak sites hold more than N bytes\n"
+	      "  --max-peak-bytes N fail when a dump's peak device memory exceeds N bytes\n"
+	      "                     (N: bytes, or with K, M, G, T (1024-based), KB, MB, GB)\n"
+	      "  --error-exitcode N exit code of a failed gate (1..255 except 2, 77, 99; default 1)\n"
+	      "  --suppressions FILE  suppressions (valgrind blocks, leak:PATTERN); repeatable\n"
+	      "  --gen-suppressions print a ready suppression block for each site (text, json)\n"
+	      "  --baseline DUMP    only leak sites not in DUMP fail the gate\n"
+	      "  --growth K/N       growth: grew in at least K of the last N steps (default 6/8)\n"
+	      "  --steps NAME       growth: the marks or ranges named NAME are the steps\n"
+	      "\n"
+	      "exit status: 0 ok; 1 (or --error-exitcode) the gate failed (one line on\n"
+	      "stderr says why); 2 usage error or an unreadable or corrupt dump. A truncated\n"
+	      "dump (crashed process) is reported with a warning, not an error.\n",
 	      f);
 }
 
@@ -83,6 +99,31 @@ static long parse_num(const char *opt, const char *s, long lo, long hi)
 	if (!*s || *end || errno || v < lo || v > hi)
 		usage_error("%s: invalid value '%s' (expected an integer in %ld..%ld)", opt, s, lo, hi);
 	return v;
+}
+
+/* A byte count: digits, optionally K, M, G, T (powers of 1024), KB/KiB, MB/MiB, ... */
+static uint64_t parse_bytes(const char *opt, const char *s)
+{
+	static const char units[] = "KMGT";
+	char *end;
+	errno = 0;
+	if (*s < '0' || *s > '9')
+		usage_error("%s: invalid size '%s' (bytes, or a number with K, M, G or T)", opt, s);
+	unsigned long long v = strtoull(s, &end, 10);
+	const char *u = end;
+	unsigned shift = 0;
+	if (*u) {
+		const char *p = strchr(units, *u >= 'a' ? *u - 32 : *u);
+		if (!p || !*p)
+			usage_error("%s: invalid size '%s' (bytes, or a number with K, M, G or T)", opt, s);
+		shift = 10 * (unsigned)(p - units + 1);
+		u++;
+		if (!strcmp(u, "iB") || !strcmp(u, "B") || !strcmp(u, "b"))
+			u += strlen(u);
+	}
+	if (errno || *u || (shift && v > (UINT64_MAX >> shift)))
+		usage_error("%s: invalid size '%s' (bytes, or a number with K, M, G or T)", opt, s);
+	return (uint64_t)v << shift;
 }
 
 /* "--opt=value" or "--opt value": the value, advancing *i as needed. */
@@ -113,8 +154,9 @@ int main(int argc, char **argv)
 				   .top = 20,
 				   .tool_version = CUMTRACE_VERSION,
 				   .counter_us = CT_PERFETTO_COUNTER_US};
-	const char *output = NULL;
-	int fail_on_leak = 0, error_exitcode = 1, symbols = 1;
+	const char *output = NULL, *baseline = NULL;
+	int error_exitcode = 1, symbols = 1;
+	struct ct_suppressions *supp = NULL;
 	char **dumps = ct_xcalloc((size_t)argc, sizeof *dumps);
 	size_t ndumps = 0;
 	int positional_only = 0;
@@ -154,12 +196,60 @@ int main(int argc, char **argv)
 		} else if (is_opt(a, "--output")) {
 			output = opt_value(argc, argv, &i, "--output");
 		} else if (!strcmp(a, "--fail-on-leak")) {
-			fail_on_leak = 1;
+			o.fail_on_leak = 1;
+		} else if (is_opt(a, "--fail-on")) {
+			const char *v = opt_value(argc, argv, &i, "--fail-on");
+			char bad[80];
+			if (ct_class_parse_list(v, &o.fail_classes, bad, sizeof bad))
+				usage_error("--fail-on: unknown class '%s' (leaked, cache, teardown, growth, all)",
+					    bad);
+			o.fail_on_leak = 1;
+		} else if (is_opt(a, "--max-leak-bytes")) {
+			o.max_leak_bytes = parse_bytes("--max-leak-bytes",
+						       opt_value(argc, argv, &i, "--max-leak-bytes"));
+			o.have_max_leak_bytes = 1;
+		} else if (is_opt(a, "--max-peak-bytes")) {
+			o.max_peak_bytes = parse_bytes("--max-peak-bytes",
+						       opt_value(argc, argv, &i, "--max-peak-bytes"));
+			o.have_max_peak_bytes = 1;
 		} else if (is_opt(a, "--error-exitcode")) {
 			const char *v = opt_value(argc, argv, &i, "--error-exitcode");
 			error_exitcode = (int)parse_num("--error-exitcode", v, 1, 255);
-			if (error_exitcode == 2)
-				usage_error("--error-exitcode: 2 is reserved for errors");
+			if (error_exitcode == 2 || error_exitcode == 77 || error_exitcode == 99)
+				usage_error("--error-exitcode: %d is reserved (2: errors, 77: skipped test, "
+					    "99: hard error)",
+					    error_exitcode);
+		} else if (is_opt(a, "--suppressions")) {
+			const char *v = opt_value(argc, argv, &i, "--suppressions");
+			char err[512];
+			if (!supp)
+				supp = ct_supp_new();
+			if (ct_supp_load_file(supp, v, err, sizeof err)) {
+				fprintf(stderr, PROG ": %s\n", err);
+				ct_supp_free(supp);
+				free(dumps);
+				return 2;
+			}
+		} else if (!strcmp(a, "--gen-suppressions")) {
+			o.gen_suppressions = 1;
+		} else if (is_opt(a, "--baseline")) {
+			baseline = opt_value(argc, argv, &i, "--baseline");
+		} else if (is_opt(a, "--growth")) {
+			const char *v = opt_value(argc, argv, &i, "--growth");
+			char *end;
+			errno = 0;
+			unsigned long k = strtoul(v, &end, 10), w = 0;
+			if (*end == '/' && end != v && end[1] >= '0' && end[1] <= '9')
+				w = strtoul(end + 1, &end, 10);
+			if (errno || *end || !k || !w || k > w || w > CT_GROWTH_WINDOW_MAX)
+				usage_error("--growth: invalid value '%s' (K/N with 1 <= K <= N <= %d)", v,
+					    CT_GROWTH_WINDOW_MAX);
+			o.growth_min = (unsigned)k;
+			o.growth_window = (unsigned)w;
+		} else if (is_opt(a, "--steps")) {
+			o.growth_steps = opt_value(argc, argv, &i, "--steps");
+			if (!*o.growth_steps)
+				usage_error("--steps: empty name");
 		} else if (is_opt(a, "--buckets")) {
 			o.buckets = (size_t)parse_num("--buckets", opt_value(argc, argv, &i, "--buckets"),
 						      1, CT_TL_FINE);
@@ -211,6 +301,29 @@ int main(int argc, char **argv)
 	}
 	if (output && !*output)
 		usage_error("-o: empty file name");
+	if (o.gen_suppressions && o.format != CT_FMT_TEXT && o.format != CT_FMT_JSON)
+		usage_error("--gen-suppressions: only with --format text or json");
+	if (baseline && cmd->baseline_first)
+		usage_error("--baseline: %s takes its baseline from its first dump", cmd->name);
+	o.supp = supp;
+
+	struct ct_model *base = NULL;
+	if (baseline) {
+		base = ct_xmalloc(sizeof *base);
+		ct_model_init(base);
+		ct_symtab_set_symbolize(base->syms, symbols);
+		ct_report_attach(base, &o);
+		ct_gate_attach(base, &o);
+		if (ct_model_load(base, baseline, NULL) == CT_READ_ERROR) {
+			fprintf(stderr, PROG ": %s: %s\n", baseline, base->read.error);
+			ct_model_free(base);
+			free(base);
+			ct_supp_free(supp);
+			free(dumps);
+			return 2;
+		}
+		o.baseline = base;
+	}
 
 	struct ct_model **models = ct_xcalloc(ndumps, sizeof *models);
 	int rc = 0;
@@ -220,6 +333,7 @@ int main(int argc, char **argv)
 		ct_model_init(m);
 		ct_symtab_set_symbolize(m->syms, symbols);
 		ct_report_attach(m, &o);
+		ct_gate_attach(m, &o);
 		models[loaded++] = m;
 		int st = ct_model_load(m, dumps[d], NULL);
 		if (st == CT_READ_ERROR) {
@@ -253,8 +367,11 @@ int main(int argc, char **argv)
 				rc = 2;
 			}
 		}
-		if (!rc && fail_on_leak && ct_report_leak_count(models, loaded))
+		char reason[1024];
+		if (!rc && ct_gate_check(&o, models, loaded, reason, sizeof reason)) {
+			fprintf(stderr, PROG ": gate failed: %s\n", reason);
 			rc = error_exitcode;
+		}
 	}
 
 	for (size_t d = 0; d < loaded; d++) {
@@ -262,6 +379,11 @@ int main(int argc, char **argv)
 		free(models[d]);
 	}
 	free(models);
+	if (base) {
+		ct_model_free(base);
+		free(base);
+	}
+	ct_supp_free(supp);
 	free(dumps);
 	return rc;
 }

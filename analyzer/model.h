@@ -158,6 +158,7 @@ enum ct_ext {
 	CT_EXT_STREAMS, /* report_streams.c */
 	CT_EXT_PERFETTO, /* export_perfetto.c */
 	CT_EXT_MEMVIZ,	 /* export_memviz.c */
+	CT_EXT_GROWTH, /* growth.c */
 	CT_EXT_COUNT
 };
 

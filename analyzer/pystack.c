@@ -165,13 +165,19 @@ static size_t py_frames(const struct ct_pytab *t, uint32_t py_id, struct ct_fram
 
 size_t ct_frames_resolve(struct ct_model *m, uint32_t id, struct ct_frame *out, size_t max)
 {
+	return ct_frames_resolve_mode(m, id, ct_frames_mode_, out, max);
+}
+
+size_t ct_frames_resolve_mode(struct ct_model *m, uint32_t id, int mode, struct ct_frame *out,
+			      size_t max)
+{
 	const struct ct_combo *c = combo_of(m->py, id);
 	if (!c)
 		return ct_symtab_resolve(m->syms, id, out, max);
-	if (ct_frames_mode_ == CT_FRAMES_PYTHON)
+	if (mode == CT_FRAMES_PYTHON)
 		return py_frames(m->py, c->py_id, out, max);
 	size_t n = c->native_id ? ct_symtab_resolve(m->syms, c->native_id, out, max) : 0;
-	if (ct_frames_mode_ == CT_FRAMES_NATIVE)
+	if (mode == CT_FRAMES_NATIVE)
 		return n;
 	/* Replace the run from the innermost to the outermost interpreter frame. */
 	size_t first = n, last = n;

@@ -39,5 +39,8 @@ void ct_frames_set_mode(int mode);
 int ct_frames_has(struct ct_model *m, uint32_t id);
 /* Frames of stack id, innermost first; Python frames have python = 1. */
 size_t ct_frames_resolve(struct ct_model *m, uint32_t id, struct ct_frame *out, size_t max);
+/* The same in a given enum ct_frames_mode, whatever the display mode (classification, identity). */
+size_t ct_frames_resolve_mode(struct ct_model *m, uint32_t id, int mode, struct ct_frame *out,
+			      size_t max);
 
 #endif

@@ -402,8 +402,14 @@ void ct_csv_stack(FILE *f, struct ct_model *m, uint32_t stack_id)
 
 void ct_json_item(struct ct_json *j, const struct ct_item *it)
 {
-	char reason[64];
 	ct_json_obj(j);
+	ct_json_item_fields(j, it);
+	ct_json_obj_end(j);
+}
+
+void ct_json_item_fields(struct ct_json *j, const struct ct_item *it)
+{
+	char reason[64];
 	ct_json_kv_u64(j, "pid", it->m->pid);
 	ct_json_kv_u64(j, "count", it->count);
 	ct_json_kv_u64(j, "bytes", it->bytes);
@@ -416,7 +422,6 @@ void ct_json_item(struct ct_json *j, const struct ct_item *it)
 	ct_json_kv_u64(j, "stack_id", it->stack_id);
 	ct_json_key(j, "stack");
 	ct_json_stack(j, it->m, it->stack_id);
-	ct_json_obj_end(j);
 }
 
 

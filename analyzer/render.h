@@ -90,6 +90,8 @@ void ct_json_items(struct ct_json *j, const struct ct_report_opts *o, const stru
 		   size_t n);
 /* A leak group or peak site as a JSON object (pid, count, bytes, kind, api, stack...). */
 void ct_json_item(struct ct_json *j, const struct ct_item *it);
+/* Its fields alone, to add more to the object (the caller opens and closes it). */
+void ct_json_item_fields(struct ct_json *j, const struct ct_item *it);
 
 /*
  * Render a command in o->format: the JSON document (ct_json_report), csv over

@@ -14,7 +14,7 @@
 #include "util.h"
 
 extern const struct ct_command ct_cmd_summary, ct_cmd_leaks, ct_cmd_peak, ct_cmd_timeline,
-	ct_cmd_oom, ct_cmd_frag, ct_cmd_streams, ct_cmd_perfetto, ct_cmd_flamegraph, ct_cmd_memviz;
+	ct_cmd_oom, ct_cmd_frag, ct_cmd_streams, ct_cmd_perfetto, ct_cmd_flamegraph, ct_cmd_memviz, ct_cmd_diff;
 
 /* Indexed by enum ct_cmd. */
 static const struct ct_command *const commands[CT_CMD_COUNT] = {
@@ -28,6 +28,7 @@ static const struct ct_command *const commands[CT_CMD_COUNT] = {
 	[CT_CMD_PERFETTO] = &ct_cmd_perfetto,
 	[CT_CMD_FLAMEGRAPH] = &ct_cmd_flamegraph,
 	[CT_CMD_MEMVIZ] = &ct_cmd_memviz,
+	[CT_CMD_DIFF] = &ct_cmd_diff,
 };
 
 static const char *const fmt_names[CT_FMT_COUNT] = {
@@ -37,6 +38,8 @@ static const char *const fmt_names[CT_FMT_COUNT] = {
 	[CT_FMT_FOLDED] = "folded",
 	[CT_FMT_SPEEDSCOPE] = "speedscope",
 	[CT_FMT_PICKLE] = "pickle",
+	[CT_FMT_JUNIT] = "junit",
+	[CT_FMT_SARIF] = "sarif",
 };
 
 const struct ct_command *ct_command_get(int cmd)

@@ -25,6 +25,7 @@ enum ct_cmd {
 	CT_CMD_PERFETTO,
 	CT_CMD_FLAMEGRAPH,
 	CT_CMD_MEMVIZ,
+	CT_CMD_DIFF,
 	CT_CMD_COUNT
 };
 /* Output formats; a command says which it supports. */
@@ -35,11 +36,15 @@ enum ct_fmt {
 	CT_FMT_FOLDED,	   /* flamegraph.pl input: "frame;frame value" lines */
 	CT_FMT_SPEEDSCOPE, /* speedscope's JSON file format */
 	CT_FMT_PICKLE,	   /* a Python pickle (memviz) */
+	CT_FMT_JUNIT,	   /* JUnit XML (leaks) */
+	CT_FMT_SARIF,	   /* SARIF 2.1.0 (leaks) */
 	CT_FMT_COUNT
 };
 
 /* What a flame graph weighs (--of). */
 enum ct_flame_of { CT_FLAME_LEAKS, CT_FLAME_PEAK, CT_FLAME_ALLOCS };
+
+struct ct_suppressions;
 
 #define CT_REPORT_FORMAT_VERSION 1
 
@@ -54,6 +59,17 @@ struct ct_report_opts {
 	uint64_t counter_us;  /* perfetto: counter samples at most one per track per N us; 0 = every change */
 	size_t max_slices;    /* perfetto: allocation slices kept, the largest; 0 = CT_PERFETTO_SLICES */
 	size_t max_entries;   /* memviz: trace entries kept, the latest; 0 = CT_MEMVIZ_ENTRIES */
+
+	/* leak classes, suppressions, baselines and the gate (gate.h); zero = defaults */
+	unsigned fail_classes; /* CT_CLASS_BIT set that fails the gate; 0 = leaked only */
+	int fail_on_leak;      /* --fail-on-leak / --fail-on */
+	int have_max_leak_bytes, have_max_peak_bytes;
+	uint64_t max_leak_bytes, max_peak_bytes;
+	const struct ct_suppressions *supp; /* --suppressions, NULL = none */
+	struct ct_model *baseline;	    /* --baseline, NULL = none */
+	int gen_suppressions;		    /* --gen-suppressions */
+	unsigned growth_min, growth_window; /* --growth K/N; 0 = defaults (growth.h) */
+	const char *growth_steps;	    /* --steps NAME, NULL = automatic */
 };
 
 #define CT_PERFETTO_COUNTER_US 1000 /* --counter-us default (main.c) */
@@ -79,6 +95,7 @@ struct ct_command {
 	void (*json_section)(struct ct_json *j, const struct ct_report_opts *o,
 			     struct ct_model *const *ms, size_t n);
 	int json_always; /* 1: its section is in every command's JSON document */
+	int baseline_first; /* 1: the first dump is the baseline of the others (gate) */
 };
 
 /* The command with number cmd (enum ct_cmd), NULL when out of range. */

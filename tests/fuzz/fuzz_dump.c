@@ -2,10 +2,12 @@
  * libFuzzer harness: the input bytes are a dump. Each input is read by the
  * in-memory loader (the same streaming reader as files, with a small chunk so
  * refills and records straddling chunks are exercised), then every report
- * (every command of the table in report.c) is rendered in every format (text, json,
- * csv) to /dev/null for the model alone, and two of them for two models (the
- * multi-dump paths). Symbols come from the dump's CT_REC_SYMBOLS records only:
- * module paths in a fuzzed dump must not make the harness open arbitrary
+ * (every command of the table in report.c) is rendered in every format it
+ * writes to /dev/null for the model alone, and some for two models (the
+ * multi-dump paths); every other rendering uses suppressions, generated
+ * suppression blocks and the model as its own baseline, and the gate is
+ * evaluated with every option. Symbols come from the dump's CT_REC_SYMBOLS
+ * records only: module paths in a fuzzed dump must not make the harness open arbitrary
  * files.
  *
  * Built and run by `make fuzz` (see the Makefile); crashes, leaks, timeouts
@@ -16,18 +18,28 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "gate.h"
 #include "model.h"
 #include "report.h"
+#include "suppress.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static FILE *devnull;
+static struct ct_suppressions *supp;
+
+/* Suppressions of every kind, matched against every fuzzed stack. */
+static const char supp_text[] = "leak:^lib*.so$\nleak:main\n"
+				"{\n s\n cumtrace:Leak\n match-leak-kinds: cache\n ...\n obj:*/lib?*\n}\n"
+				"{\n g\n cumtrace:Growth\n fun:*\n src:*.c:1\n ...\n fun:???\n}\n";
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (!devnull) {
 		devnull = fopen("/dev/null", "w");
-		if (!devnull)
+		char err[256];
+		supp = ct_supp_new();
+		if (!devnull || ct_supp_load_text(supp, "fuzz", supp_text, sizeof supp_text - 1, err, sizeof err))
 			abort();
 	}
 	struct ct_model *m = malloc(sizeof *m);
@@ -50,6 +62,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				o.cmd = cmd;
 				o.format = fmt;
 				o.top = fmt == CT_FMT_JSON ? 0 : 20;
+				/* every other rendering with suppressions, generated blocks, a baseline */
+				if ((cmd + fmt) & 1) {
+					o.supp = supp;
+					o.gen_suppressions = 1;
+					o.baseline = m;
+				}
 				if (c->min_dumps <= 1)
 					ct_report(devnull, &o, two, 1);
 				if ((c->min_dumps == 2 || (cmd == CT_CMD_SUMMARY && fmt == CT_FMT_JSON) ||
@@ -59,6 +77,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			}
 		}
 		(void)ct_report_leak_count(two, 2);
+		char reason[512];
+		struct ct_report_opts g = base;
+		g.cmd = CT_CMD_DIFF;
+		g.fail_on_leak = g.have_max_leak_bytes = g.have_max_peak_bytes = 1;
+		g.fail_classes = CT_CLASS_ALL;
+		g.supp = supp;
+		(void)ct_gate_check(&g, two, 2, reason, sizeof reason);
 		fflush(devnull);
 	}
 	ct_model_free(m);

@@ -258,13 +258,61 @@ static inline void dg_end(struct dg *g, uint64_t ts)
 	dg_record(g, &e, sizeof e, NULL, 0, 0);
 }
 
-static inline void dg_mark(struct dg *g, uint64_t ts, uint32_t tid, const char *name)
+/* A Python frame string (file name or function) with id >= 1. */
+static inline void dg_pystring(struct dg *g, uint32_t id, const char *s)
+{
+	struct ct_rec_pystring r;
+	memset(&r, 0, sizeof r);
+	r.rec.type = CT_REC_PYSTRING;
+	r.string_id = id;
+	r.len = (uint32_t)(strlen(s) + 1);
+	dg_record(g, &r, sizeof r, s, r.len, 0);
+}
+
+/* A Python stack of depth frames, innermost first. */
+static inline void dg_pystack(struct dg *g, uint32_t id, uint16_t depth, const struct ct_pyframe *f)
+{
+	struct ct_rec_pystack r;
+	memset(&r, 0, sizeof r);
+	r.rec.type = CT_REC_PYSTACK;
+	r.pystack_id = id;
+	r.depth = depth;
+	dg_record(g, &r, sizeof r, f, (size_t)depth * sizeof *f, 0);
+}
+
+/* cudaMalloc (as dg_alloc) made with the Python stack pystack_id. */
+static inline void dg_alloc_py(struct dg *g, uint64_t ts, uint64_t ptr, uint64_t size,
+			       uint32_t stack_id, uint32_t pystack_id)
+{
+	struct ct_rec_event ev;
+	memset(&ev, 0, sizeof ev);
+	ev.rec.type = CT_REC_EVENT;
+	ev.rec.flags = CT_EVENT_F_PYSTACK;
+	ev.ts_ns = ts;
+	ev.dur_ns = 100;
+	ev.ptr = ptr;
+	ev.size = size;
+	ev.tid = 1;
+	ev.stack_id = stack_id;
+	ev.api = CT_API_cudaMalloc;
+	ev.op = CT_OP_ALLOC;
+	ev.kind = CT_KIND_DEVICE;
+	ev.layer = ct_api_layer(CT_API_cudaMalloc);
+	struct ct_rec_event_py py = {.pystack_id = pystack_id};
+	dg_record(g, &ev, sizeof ev, &py, sizeof py, 0);
+}
+
+/* A mark of any kind (enum ct_mark_kind); aux: the range id of start/end. */
+static inline void dg_mark_kind(struct dg *g, uint64_t ts, uint32_t tid, unsigned kind, uint64_t aux,
+				const char *name)
 {
 	struct ct_rec_mark m;
 	memset(&m, 0, sizeof m);
 	m.rec.type = CT_REC_MARK;
 	m.ts_ns = ts;
 	m.tid = tid;
+	m.kind = (uint16_t)kind;
+	m.aux = aux;
 	m.name_len = (uint16_t)(strlen(name) + 1);
 	dg_record(g, &m, sizeof m, name, m.name_len, 0);
 }
@@ -294,21 +342,6 @@ static inline void dg_symbols(struct dg *g, uint32_t naddrs, const struct ct_sym
 	free(tail);
 }
 
-/* A mark of any kind (enum ct_mark_kind); aux = range id for start/stop. */
-static inline void dg_mark_ex(struct dg *g, uint64_t ts, uint32_t tid, uint16_t kind, uint64_t aux,
-			      const char *name)
-{
-	struct ct_rec_mark m;
-	memset(&m, 0, sizeof m);
-	m.rec.type = CT_REC_MARK;
-	m.ts_ns = ts;
-	m.tid = tid;
-	m.kind = kind;
-	m.aux = aux;
-	m.name_len = (uint16_t)(strlen(name) + 1);
-	dg_record(g, &m, sizeof m, name, m.name_len, 0);
-}
-
 /* Free/total after a failed allocation of tid whose call began at call_ts. */
 static inline void dg_meminfo(struct dg *g, uint64_t ts, uint64_t call_ts, uint32_t tid,
 			      int16_t device, uint64_t free_bytes, uint64_t total)
@@ -323,6 +356,12 @@ static inline void dg_meminfo(struct dg *g, uint64_t ts, uint64_t call_ts, uint3
 	mi.free_bytes = free_bytes;
 	mi.total_bytes = total;
 	dg_record(g, &mi, sizeof mi, NULL, 0, 0);
+}
+
+/* An instant (cumtrace_mark). */
+static inline void dg_mark(struct dg *g, uint64_t ts, uint32_t tid, const char *name)
+{
+	dg_mark_kind(g, ts, tid, CT_MARK_INSTANT, 0, name);
 }
 
 /* Write the dump to path; 0 on success. */

@@ -8,29 +8,25 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../../analyzer/gate.h"
 #include "../../analyzer/json.h"
 #include "../../analyzer/marks.h"
 #include "../../analyzer/model.h"
 #include "../../analyzer/report.h"
 #include "../../analyzer/symbolize.h"
+#include "../../analyzer/suppress.h"
 #include "../../analyzer/symbols.h"
 #include "dumpgen.h"
+#include "modelload.h"
 
 static struct ct_model *load(const struct dg *g)
 {
-	struct ct_model *m = malloc(sizeof *m);
-	ck_assert_ptr_nonnull(m);
-	ct_model_init(m);
-	ct_symtab_set_symbolize(m->syms, 0);
-	int st = ct_model_load_mem(m, g->p, g->n, NULL);
-	ck_assert_msg(st != CT_READ_ERROR, "read error: %s", m->read.error);
-	return m;
+	return tm_load(g, NULL, NULL);
 }
 
 static void unload(struct ct_model *m)
 {
-	ct_model_free(m);
-	free(m);
+	tm_unload(m);
 }
 
 static void ev(struct dg *g, uint64_t ts, uint8_t op, uint8_t kind, uint16_t api, uint64_t ptr,
@@ -740,7 +736,7 @@ START_TEST(embedded_symbols)
 		out = render(m, CT_CMD_LEAKS, CT_FMT_CSV, 20);
 		ck_assert_ptr_nonnull(strstr(out, ",inner_fn (inner.h:11) in libx.so [inlined];"
 						  "outer_fn(int) (outer.c:22) in libx.so;main (main.c:33) in "
-						  "libx.so;? in libx.so+0x301;? 0x300000\n"));
+						  "libx.so;? in libx.so+0x301;? 0x300000,"));
 		free(out);
 		out = render(m, CT_CMD_LEAKS, CT_FMT_JSON, 20);
 		ck_assert_ptr_nonnull(strstr(out, "\"function\": \"inner_fn\",\n"));
@@ -1353,6 +1349,181 @@ START_TEST(multi_dump_totals)
 }
 END_TEST
 
+/* ---- leak classes, suppressions, growth, baselines: golden reports --------------------------------- */
+
+/*
+ * A dump with a leak of every class: a user leak, the caches of libraries
+ * named like PyTorch's, cuBLAS's and NCCL's, an allocation live at a device
+ * reset on device 1, and a site that grows by 4 KiB in each of 10 steps
+ * ("step" instants); the last two have Python frames (train.py). The second
+ * dump ("now") is the same program in another run: other load addresses,
+ * stack and string ids and a line number changed, no user leak, a new leak
+ * site and a bigger cuBLAS workspace.
+ */
+static void classes_dump(struct dg *g, int now)
+{
+	dg_init(g);
+	dg_header(g);
+	dg_process(g, now ? 6262 : 5151, 1, 1000000,
+		   (const char *[]){"version=0.1.0", "host=testhost", "exe=/work/prog", "cwd=/work",
+				    "argv=prog", NULL});
+	uint64_t pb = now ? 0x560000000000 : 0x550000000000, lb = now ? 0x7f5000000000 : 0x7f0000000000;
+	dg_module(g, pb, pb, pb + 0x100000, NULL, 0, "/work/prog");
+	dg_module(g, lb, lb, lb + 0x200000, NULL, 0, "/lib/x86_64-linux-gnu/libc.so.6");
+	dg_module(g, lb + 0x1000000, lb + 0x1000000, lb + 0x1100000, NULL, 0,
+		  "/venv/lib/python3.12/site-packages/torch/lib/libtorch_cuda.so");
+	dg_module(g, lb + 0x2000000, lb + 0x2000000, lb + 0x2100000, NULL, 0,
+		  "/usr/lib/x86_64-linux-gnu/libcublas.so.13");
+	dg_module(g, lb + 0x3000000, lb + 0x3000000, lb + 0x3100000, NULL, 0, "/opt/nccl/lib/libnccl.so.2");
+	dg_module(g, lb + 0x4000000, lb + 0x4000000, lb + 0x4400000, NULL, 0, "/usr/lib/libpython3.12.so.1.0");
+	uint64_t libc = lb + 0x271ca, interp = lb + 0x4000500;
+	uint64_t s_user[3] = {pb + 0x1000, pb + 0x1500, libc};
+	uint64_t s_torch[3] = {lb + 0x1000100, interp, libc};
+	uint64_t s_cublas[3] = {lb + 0x2000100, pb + 0x2100, libc};
+	uint64_t s_nccl[3] = {lb + 0x3000100, pb + 0x2200, libc};
+	uint64_t s_reset[3] = {pb + 0x3000, pb + 0x1500, libc};
+	uint64_t s_grow[3] = {pb + 0x4000, interp, libc};
+	uint64_t s_new[3] = {pb + 0x5000, pb + 0x1500, libc};
+	uint32_t id = now ? 100 : 1; /* stack ids differ between runs */
+	dg_stack(g, id + 0, 3, s_user);
+	dg_stack(g, id + 1, 3, s_torch);
+	dg_stack(g, id + 2, 3, s_cublas);
+	dg_stack(g, id + 3, 3, s_nccl);
+	dg_stack(g, id + 4, 3, s_reset);
+	dg_stack(g, id + 5, 3, s_grow);
+	dg_stack(g, id + 6, 3, s_new);
+	/* Python frames of the torch cache and the growing site (other string ids in each run) */
+	uint32_t py = now ? 50 : 1;
+	dg_pystring(g, py + 0, "/work/train.py");
+	dg_pystring(g, py + 1, "forward");
+	dg_pystring(g, py + 2, "train_step");
+	dg_pystring(g, py + 3, "<module>");
+	struct ct_pyframe fwd[2] = {{py + 0, py + 1, now ? 31 : 30}, {py + 0, py + 3, 50}};
+	struct ct_pyframe stp[2] = {{py + 0, py + 2, 25}, {py + 0, py + 3, 52}};
+	dg_pystack(g, py + 10, 2, fwd);
+	dg_pystack(g, py + 11, 2, stp);
+	const uint64_t T = 2000000, MS = 1000000;
+	if (!now)
+		dg_alloc(g, T + 1 * MS, 0x10000000, 3 << 20, id + 0);
+	else
+		dg_alloc(g, T + 1 * MS, 0x10000000, 1 << 20, id + 6);
+	dg_alloc_py(g, T + 2 * MS, 0x20000000, 8 << 20, id + 1, py + 10);
+	dg_alloc(g, T + 3 * MS, 0x30000000, now ? 8 << 20 : 4 << 20, id + 2);
+	struct dg_ev nccl = {.ts = T + 4 * MS, .dur = 10, .ptr = 0x40000000, .size = 6 << 20, .tid = 1,
+			     .stack_id = id + 3, .api = CT_API_cuMemAlloc_v2, .op = CT_OP_ALLOC,
+			     .kind = CT_KIND_DEVICE};
+	dg_event(g, &nccl);
+	struct dg_ev dev1 = {.ts = T + 5 * MS, .dur = 10, .ptr = 0x50000000, .size = 1 << 20, .tid = 1,
+			     .stack_id = id + 4, .api = CT_API_cudaMalloc, .op = CT_OP_ALLOC,
+			     .kind = CT_KIND_DEVICE, .device = 1};
+	dg_event(g, &dev1);
+	struct dg_ev reset = {.ts = T + 6 * MS, .dur = 10, .tid = 1, .api = CT_API_cudaDeviceReset,
+			      .op = CT_OP_DEVICE_RESET, .device = 1};
+	dg_event(g, &reset);
+	for (int s = 0; s <= 10; s++) {
+		dg_mark(g, T + (10 + (uint64_t)s) * MS, 1, "step");
+		if (s < 10)
+			dg_alloc_py(g, T + (10 + (uint64_t)s) * MS + 100, 0x60000000 + (uint64_t)s * 0x10000,
+				    4096, id + 5, py + 11);
+	}
+	for (int s = 0; s < 10; s++)
+		dg_free(g, T + 30 * MS + (uint64_t)s, 0x60000000 + (uint64_t)s * 0x10000);
+	dg_end(g, T + 40 * MS);
+}
+
+static char *render_opts(const struct ct_report_opts *o, struct ct_model **ms, size_t n)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	ct_report(f, o, ms, n);
+	fclose(f);
+	return buf;
+}
+
+static const char golden_supp[] = "# the NCCL buffers are expected\n"
+				  "{\n   nccl-buffers\n   cumtrace:Leak\n   match-leak-kinds: cache\n"
+				  "   obj:libnccl.so.*\n}\n"
+				  "leak:never_matches_anything\n";
+
+START_TEST(golden_leak_classes)
+{
+	struct dg g0, g1;
+	classes_dump(&g0, 0);
+	classes_dump(&g1, 1);
+	struct ct_report_opts o = {.cmd = CT_CMD_LEAKS, .format = CT_FMT_TEXT, .buckets = 20, .top = 20,
+				   .tool_version = "test"};
+	struct ct_model *base = tm_load(&g0, ct_report_attach, &o), *now = tm_load(&g1, ct_report_attach, &o);
+	base->path = strdup("base.dump");
+	now->path = strdup("now.dump");
+	struct ct_suppressions *supp = ct_supp_new();
+	char err[256];
+	ck_assert_int_eq(ct_supp_load_text(supp, "golden.supp", golden_supp, strlen(golden_supp), err, sizeof err), 0);
+	struct ct_model *one[1] = {base}, *two[2] = {base, now};
+	static const struct {
+		const char *name;
+		int cmd, format;
+		int supp, gen, baseline, gate; /* options */
+		int both;		       /* both dumps */
+	} cases[] = {
+		{"classes.txt", CT_CMD_LEAKS, CT_FMT_TEXT, 0, 0, 0, 0, 0},
+		{"classes.json", CT_CMD_LEAKS, CT_FMT_JSON, 0, 0, 0, 0, 0},
+		{"classes.csv", CT_CMD_LEAKS, CT_FMT_CSV, 0, 0, 0, 0, 0},
+		{"classes.junit.xml", CT_CMD_LEAKS, CT_FMT_JUNIT, 0, 0, 0, 0, 0},
+		{"classes.sarif", CT_CMD_LEAKS, CT_FMT_SARIF, 0, 0, 0, 0, 0},
+		{"classes-supp.txt", CT_CMD_LEAKS, CT_FMT_TEXT, 1, 1, 0, 0, 0},
+		{"classes-supp.junit.xml", CT_CMD_LEAKS, CT_FMT_JUNIT, 1, 0, 0, 1, 0},
+		{"classes-baseline.txt", CT_CMD_LEAKS, CT_FMT_TEXT, 0, 0, 1, 0, 0},
+		{"classes-baseline.sarif", CT_CMD_LEAKS, CT_FMT_SARIF, 1, 0, 1, 1, 0},
+		{"diff.txt", CT_CMD_DIFF, CT_FMT_TEXT, 0, 0, 0, 0, 1},
+		{"diff.json", CT_CMD_DIFF, CT_FMT_JSON, 0, 0, 0, 0, 1},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct ct_report_opts c = o;
+		c.cmd = cases[i].cmd;
+		c.format = cases[i].format;
+		c.supp = cases[i].supp ? supp : NULL;
+		c.gen_suppressions = cases[i].gen;
+		if (cases[i].baseline) {
+			/* the report of "now" with "base" as the baseline */
+			c.baseline = base;
+			one[0] = now;
+		} else {
+			one[0] = base;
+		}
+		if (cases[i].gate) {
+			c.fail_on_leak = 1;
+			c.fail_classes = CT_CLASS_ALL;
+			c.have_max_peak_bytes = c.have_max_leak_bytes = 1;
+			c.max_peak_bytes = 20 << 20;
+			c.max_leak_bytes = 64 << 20;
+		}
+		char *out = render_opts(&c, cases[i].both ? two : one, cases[i].both ? 2 : 1);
+		check_golden(cases[i].name, out);
+		free(out);
+	}
+	/* the facts behind the files: "now" against "base" */
+	one[0] = now;
+	struct ct_assessment *a = ct_assess(&o, one, 1, base);
+	ck_assert_uint_eq(a->nleak, 5);
+	ck_assert_uint_eq(a->n, 6);
+	ck_assert_uint_eq(a->cls[CT_CLASS_CACHE].sites, 3);
+	ck_assert_uint_eq(a->cls[CT_CLASS_LEAKED].sites, 1);
+	ck_assert_uint_eq(a->cls[CT_CLASS_TEARDOWN].sites, 1);
+	ck_assert_uint_eq(a->cls[CT_CLASS_GROWTH].sites, 1);
+	ck_assert_uint_eq(a->cls[CT_CLASS_GROWTH].bytes, 8 * 4096);
+	/* in the baseline: the caches whose identity did not change, teardown, growth */
+	ck_assert_uint_eq(a->baselined.sites, 5);
+	ck_assert_uint_eq(a->failing.sites, 1);
+	ct_assessment_free(a);
+	ct_supp_free(supp);
+	unload(base);
+	unload(now);
+	dg_release(&g0);
+	dg_release(&g1);
+}
+END_TEST
+
 /* ---- observers --------------------------------------------------------------------------------- */
 
 /* What an observer saw, as one string: "a<ptr>" alloc, "f<ptr>/<how>" release, "m<name>" mark, "E" finish. */
@@ -1501,23 +1672,23 @@ static void devices_phases_dump(struct dg *g)
 {
 	const uint64_t T = 1000000, MS = 1000000;
 	report_prologue(g);
-	dg_mark_ex(g, T + MS / 2, 1, CT_MARK_INSTANT, 0, "init");
+	dg_mark_kind(g, T + MS / 2, 1, CT_MARK_INSTANT, 0, "init");
 	ev(g, T + 1 * MS, CT_OP_ALLOC, CT_KIND_DEVICE, CT_API_cudaMalloc, 0x1000000, 4 * MiB, 1, 1, 0, 0);
-	dg_mark_ex(g, T + 2 * MS, 1, CT_MARK_PUSH, 0, "fwd");
+	dg_mark_kind(g, T + 2 * MS, 1, CT_MARK_PUSH, 0, "fwd");
 	ev(g, T + 3 * MS, CT_OP_ALLOC, CT_KIND_DEVICE, CT_API_cudaMalloc, 0x8000000, 2 * MiB, 1, 2, 1, 0);
 	ev(g, T + 4 * MS, CT_OP_ALLOC, CT_KIND_DEVICE, CT_API_cudaMalloc, 0x2000000, 6 * MiB, 1, 2, 0, 0);
-	dg_mark_ex(g, T + 5 * MS, 1, CT_MARK_POP, 0, "");
+	dg_mark_kind(g, T + 5 * MS, 1, CT_MARK_POP, 0, "");
 	ev(g, T + 6 * MS, CT_OP_FREE, CT_KIND_DEVICE, CT_API_cudaFree, 0x2000000, 0, 1, 0, 0, 0);
-	dg_mark_ex(g, T + 7 * MS, 1, CT_MARK_INSTANT, 0, "step");
+	dg_mark_kind(g, T + 7 * MS, 1, CT_MARK_INSTANT, 0, "step");
 	ev(g, T + 8 * MS, CT_OP_ALLOC, CT_KIND_DEVICE, CT_API_cudaMalloc, 0x9000000, 3 * MiB, 1, 1, 1, 0);
-	dg_mark_ex(g, T + 9 * MS, 1, CT_MARK_PUSH, 0, "fwd");
+	dg_mark_kind(g, T + 9 * MS, 1, CT_MARK_PUSH, 0, "fwd");
 	ev(g, T + 10 * MS, CT_OP_ALLOC, CT_KIND_DEVICE, CT_API_cudaMalloc, 0x3000000, 1 * MiB, 1, 1, 0, 0);
-	dg_mark_ex(g, T + 11 * MS, 1, CT_MARK_POP, 0, "");
-	dg_mark_ex(g, T + 12 * MS, 2, CT_MARK_START, 7, "io");
+	dg_mark_kind(g, T + 11 * MS, 1, CT_MARK_POP, 0, "");
+	dg_mark_kind(g, T + 12 * MS, 2, CT_MARK_START, 7, "io");
 	ev(g, T + 13 * MS, CT_OP_FREE, CT_KIND_DEVICE, CT_API_cudaFree, 0x1000000, 0, 1, 0, 0, 0);
 	ev(g, T + 14 * MS, CT_OP_PHYS_CREATE, CT_KIND_VMM_PHYSICAL, CT_API_cuMemCreate, 0x5000, 4 * MiB, 1, 3, 1, 0);
-	dg_mark_ex(g, T + 15 * MS, 1, CT_MARK_STOP, 7, "");
-	dg_mark_ex(g, T + 16 * MS, 1, CT_MARK_INSTANT, 0, "step");
+	dg_mark_kind(g, T + 15 * MS, 1, CT_MARK_STOP, 7, "");
+	dg_mark_kind(g, T + 16 * MS, 1, CT_MARK_INSTANT, 0, "step");
 	ev(g, T + 17 * MS, CT_OP_ALLOC, CT_KIND_DEVICE, CT_API_cudaMalloc, 0x4000000, 512 * KiB, 1, 1, 0, 0);
 	dg_end(g, T + 18 * MS);
 }
@@ -1944,9 +2115,9 @@ START_TEST(phases_random_against_naive)
 				snprintf(x->name, sizeof x->name, "p%zu", nph);
 				x->kind = 2;
 				x->by_push = 1;
-				dg_mark_ex(&g, mts, tid, CT_MARK_PUSH, 0, x->name);
+				dg_mark_kind(&g, mts, tid, CT_MARK_PUSH, 0, x->name);
 			} else if (r == 7) { /* pop: the newest push of that thread */
-				dg_mark_ex(&g, mts, tid, CT_MARK_POP, 0, "");
+				dg_mark_kind(&g, mts, tid, CT_MARK_POP, 0, "");
 				for (size_t i = nph; i-- > 0;)
 					if (!ph[i].closed && ph[i].by_push && ph[i].tid == tid && ph[i].kind == 2) {
 						ph[i].closed = 1;
@@ -1956,7 +2127,7 @@ START_TEST(phases_random_against_naive)
 			} else if (r == 8 && nph < MAXPH) { /* start, or end of a random open one */
 				size_t i = (size_t)rand() % (nph + 1);
 				if (i < nph && !ph[i].closed && ph[i].kind == 2 && !ph[i].by_push) {
-					dg_mark_ex(&g, mts, tid, CT_MARK_STOP, ph[i].id, "");
+					dg_mark_kind(&g, mts, tid, CT_MARK_STOP, ph[i].id, "");
 					ph[i].closed = 1;
 					ph[i].close_ts = mts;
 				} else {
@@ -1965,7 +2136,7 @@ START_TEST(phases_random_against_naive)
 					snprintf(x->name, sizeof x->name, "s%zu", nph);
 					x->kind = 2;
 					x->id = next_id++;
-					dg_mark_ex(&g, mts, tid, CT_MARK_START, x->id, x->name);
+					dg_mark_kind(&g, mts, tid, CT_MARK_START, x->id, x->name);
 				}
 			} else if (r == 9 && nph < MAXPH) { /* instant: ends the previous one */
 				for (size_t i = 0; i < nph; i++)
@@ -1977,7 +2148,7 @@ START_TEST(phases_random_against_naive)
 				memset(x, 0, sizeof *x);
 				snprintf(x->name, sizeof x->name, "i%zu", nph);
 				x->kind = 1;
-				dg_mark_ex(&g, mts, tid, CT_MARK_INSTANT, 0, x->name);
+				dg_mark_kind(&g, mts, tid, CT_MARK_INSTANT, 0, x->name);
 				nmarks++;
 			}
 			if (x) {
@@ -2086,11 +2257,11 @@ static void export_dump(struct dg *g)
 	dg_record(g, &ps, sizeof ps, NULL, 0, 0);
 	const uint64_t T = 1000000, US = 1000;
 	dg_batch(g, T, 0);
-	dg_mark_ex(g, T + 500 * US, 1, CT_MARK_PUSH, 0, "epoch");
-	dg_mark_ex(g, T + 1500 * US, 2, CT_MARK_INSTANT, 0, "checkpoint");
-	dg_mark_ex(g, T + 1600 * US, 2, CT_MARK_START, 7, "load \"data\"");
-	dg_mark_ex(g, T + 1700 * US, 3, CT_MARK_POP, 0, "");
-	dg_mark_ex(g, T + 1800 * US, 3, CT_MARK_STOP, 99, "");
+	dg_mark_kind(g, T + 500 * US, 1, CT_MARK_PUSH, 0, "epoch");
+	dg_mark_kind(g, T + 1500 * US, 2, CT_MARK_INSTANT, 0, "checkpoint");
+	dg_mark_kind(g, T + 1600 * US, 2, CT_MARK_START, 7, "load \"data\"");
+	dg_mark_kind(g, T + 1700 * US, 3, CT_MARK_POP, 0, "");
+	dg_mark_kind(g, T + 1800 * US, 3, CT_MARK_STOP, 99, "");
 	ev(g, T + 1000 * US, CT_OP_ALLOC, CT_KIND_DEVICE, CT_API_cudaMalloc, 0x10000, 8 * MiB, 1, 1, 0, 0);
 	ev(g, T + 1200 * US, CT_OP_ALLOC, CT_KIND_DEVICE, CT_API_cudaMalloc, 0x20000, 4 * MiB, 1, 2, 0, 0);
 	ev(g, T + 1300 * US, CT_OP_ALLOC, CT_KIND_DEVICE, CT_API_cudaMalloc, 0, 1 << 30, 1, 3, 0, 2);
@@ -2098,9 +2269,9 @@ static void export_dump(struct dg *g)
 	   1, 2, 0, 0);
 	alloc_py(g, T + 2500 * US, 0x30000, 2 * MiB, 2, 3, 1);
 	dg_batch(g, T + 2600 * US, 1);
-	dg_mark_ex(g, T + 3100 * US, 1, CT_MARK_STOP, 7, "");
-	dg_mark_ex(g, T + 4500 * US, 1, CT_MARK_POP, 0, "");
-	dg_mark_ex(g, T + 4600 * US, 2, CT_MARK_PUSH, 0, "tail");
+	dg_mark_kind(g, T + 3100 * US, 1, CT_MARK_STOP, 7, "");
+	dg_mark_kind(g, T + 4500 * US, 1, CT_MARK_POP, 0, "");
+	dg_mark_kind(g, T + 4600 * US, 2, CT_MARK_PUSH, 0, "tail");
 	ev(g, T + 3000 * US, CT_OP_FREE, CT_KIND_DEVICE, CT_API_cudaFree, 0x20000, 0, 1, 0, 0, 0);
 	ev(g, T + 3500 * US, CT_OP_ALLOC, CT_KIND_DEVICE, CT_API_cudaMalloc, 0x40000, 1 * MiB, 2, 1, 1, 0);
 	ev(g, T + 3600 * US, CT_OP_ALLOC, CT_KIND_DEVICE, CT_API_cudaMalloc, 0x50000, 512 << 10, 2, 77, 1,
@@ -2396,7 +2567,7 @@ START_TEST(perfetto_spool_moves_to_a_file)
 	char name[64];
 	for (int i = 0; i < 40000; i++) {
 		snprintf(name, sizeof name, "mark %05d", i);
-		dg_mark_ex(&g, 2000 + (uint64_t)i, 1, CT_MARK_INSTANT, 0, name);
+		dg_mark_kind(&g, 2000 + (uint64_t)i, 1, CT_MARK_INSTANT, 0, name);
 	}
 	dg_alloc(&g, 50000, 0x1000, 10, 1);
 	dg_end(&g, 60000);
@@ -2495,6 +2666,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, new_reports_of_two_dumps);
 	tcase_add_test(tc, frag_random_against_naive);
 	tcase_add_test(tc, phases_random_against_naive);
+	tcase_add_test(tc, golden_leak_classes);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("exports");
 	tcase_set_timeout(tc, 60);

@@ -1,0 +1,117 @@
+# CI outputs of leaks: JUnit XML (Jenkins, GitLab) and SARIF 2.1.0 (GitHub
+# code scanning), checked by tests/ci_formats.py against what those consumers
+# require, on traced programs and on the golden files; the checker itself
+# must refuse broken documents.
+. tests/e2e/lib.sh
+command -v python3 >/dev/null || { echo "python3 not found"; exit 77; }
+CHECK="python3 $ROOT/tests/ci_formats.py"
+code() { set +e; "$@" >/dev/null 2>"$T/err.txt"; echo $?; set -e; }
+(cd "$T" && traced lc "$PROGS/leak_classes" >/dev/null) # from outside the repository
+NVTX_INJECTION64_PATH=$SHIM traced gr "$PROGS/growth" nvtx
+dump=$(dump_of lc)
+user_line=$(grep -n 'CHECK(cudaMalloc(&p, n));' tests/e2e/progs/leak_classes.c | head -n 1 | cut -d: -f1)
+main_cublas=$(grep -n 'fake_cublasCreate(4 \* MiB)' tests/e2e/progs/leak_classes.c | cut -d: -f1)
+reset_line=$(grep -n 'CHECK(cudaMalloc(&p, 1 \* MiB)); /\* live at the reset' tests/e2e/progs/leak_classes.c | cut -d: -f1)
+torch_line=$(grep -n 'void \*t = fake_torch_empty(2 \* MiB);' tests/e2e/progs/leak_classes.c | cut -d: -f1)
+
+# JUnit: one testcase per site; only the user leak fails by default.
+"$REPORT" leaks --format junit -o "$T/l.xml" "$dump"
+$CHECK junit "$T/l.xml" >"$T/l.sum" || fail "junit check: $(cat "$T/l.sum")"
+expect_eq junit_counts "$(head -n 1 "$T/l.sum")" "tests 5 failures 1 errors 0 skipped 0"
+expect_eq junit_cases "$(tail -n +2 "$T/l.sum" | cut -d'|' -f1,3 | sort | tr '\n' ' ')" \
+	"cumtrace.cache|passed cumtrace.cache|passed cumtrace.cache|passed cumtrace.leaked|failed cumtrace.teardown|passed "
+grep -q '<testcase classname="cumtrace.leaked" name="user_leak \[' "$T/l.xml" || fail "no user_leak testcase"
+grep -q '<failure message="leaked: 3.0 MiB in 1 allocation (device, cudaMalloc, live at exit)" type="cumtrace.leaked">' "$T/l.xml" ||
+	fail "no failure message"
+# Every class fails, one is suppressed (skipped), and the byte budgets are testcases.
+printf 'leak:libnccl\n' >"$T/n.supp"
+expect_eq junit_all_exit "$(code "$REPORT" leaks --format junit --fail-on=all --suppressions "$T/n.supp" \
+	--max-peak-bytes 15M --max-leak-bytes 1G -o "$T/all.xml" "$dump")" 1
+$CHECK junit "$T/all.xml" >"$T/all.sum" || fail "junit check: $(cat "$T/all.sum")"
+expect_eq junit_all_counts "$(head -n 1 "$T/all.sum")" "tests 7 failures 5 errors 0 skipped 1"
+expect_eq junit_gate_cases "$(grep '^cumtrace.gate' "$T/all.sum" | tr '\n' ' ')" \
+	"cumtrace.gate|max-peak-bytes|failed cumtrace.gate|max-leak-bytes|passed "
+# Two dumps: one suite each, names stay unique.
+"$REPORT" leaks --format junit -o "$T/two.xml" "$dump" "$dump"
+$CHECK junit "$T/two.xml" >"$T/two.sum" || fail "junit check of two dumps: $(cat "$T/err.txt")"
+expect_eq junit_two "$(head -n 1 "$T/two.sum")" "tests 10 failures 2 errors 0 skipped 0"
+expect_eq junit_two_suites "$(grep -c '<testsuite ' "$T/two.xml")" 2
+# Growth sites are testcases too.
+expect_eq junit_growth_exit "$(code "$REPORT" leaks --format junit --fail-on=growth -o "$T/g.xml" "$(dump_of gr)")" 1
+$CHECK junit "$T/g.xml" >"$T/g.sum" || fail "junit check: $(cat "$T/err.txt")"
+expect_eq junit_growth "$(grep '^cumtrace.growth' "$T/g.sum" | cut -d'|' -f1,3)" "cumtrace.growth|failed"
+
+# SARIF: a result per site that has a frame of the program's own code, at that frame's file and line.
+"$REPORT" leaks --format sarif -o "$T/l.sarif" "$dump"
+$CHECK sarif "$T/l.sarif" >"$T/s.sum" || fail "sarif check: $(cat "$T/err.txt")"
+# (debug info names the file relative to the compilation directory: so does the URI)
+src=tests/e2e/progs/leak_classes.c
+expect_eq sarif_results "$(sort "$T/s.sum" | tr '\n' ' ')" \
+	"$(printf '%s\n' "cumtrace/cache|note|$src:$main_cublas|-" "cumtrace/cache|note|$src:$main_cublas|-" \
+		"cumtrace/cache|note|$src:$torch_line|-" "cumtrace/leaked|error|$src:$user_line|-" \
+		"cumtrace/teardown|note|$src:$reset_line|-" "results 5" | sort | tr '\n' ' ')"
+# Python files are absolute: relative to the traced process's cwd when below it, else file:// URIs.
+script=$ROOT/tests/e2e/py_growth.py
+py_line=$(grep -n 'GROWTH-LINE' "$script" | cut -d: -f1)
+traced pyin python3 "$script" "$FAKE" "$ROOT/$BUILD/tests/libs"
+(cd "$T" && traced pyout python3 "$script" "$FAKE" "$ROOT/$BUILD/tests/libs")
+for w in pyin pyout; do
+	expect_eq "sarif_${w}_exit" "$(code "$REPORT" leaks --format sarif --fail-on=growth -o "$T/$w.sarif" "$(dump_of $w)")" 1
+	$CHECK sarif "$T/$w.sarif" >"$T/$w.sum" || fail "sarif check: $(cat "$T/err.txt")"
+done
+expect_eq sarif_python_relative "$(grep '^cumtrace/growth' "$T/pyin.sum")" "cumtrace/growth|error|tests/e2e/py_growth.py:$py_line|-"
+expect_eq sarif_python_absolute "$(grep '^cumtrace/growth' "$T/pyout.sum")" "cumtrace/growth|error|file://$script:$py_line|-"
+# Run from the repository root, with every class failing and a suppression.
+(cd "$ROOT" && LD_LIBRARY_PATH=$FAKE LD_PRELOAD=$PRELOAD CUMTRACE_OUTPUT="$T/rel.%p.dump" "$PROGS/leak_classes")
+expect_eq sarif_all_exit "$(code "$REPORT" leaks --format sarif --fail-on=all --suppressions "$T/n.supp" \
+	-o "$T/rel.sarif" "$(dump_of rel)")" 1
+$CHECK sarif "$T/rel.sarif" >"$T/rel.sum" || fail "sarif check: $(cat "$T/err.txt")"
+expect_eq sarif_relative "$(grep '^cumtrace/leaked' "$T/rel.sum")" \
+	"cumtrace/leaked|error|tests/e2e/progs/leak_classes.c:$user_line|-"
+expect_eq sarif_suppressed "$(grep -c '|suppressed$' "$T/rel.sum")" 1
+expect_eq sarif_levels "$(grep -c '|error|' "$T/rel.sum")" 4
+expect_eq sarif_rules "$(jget "$T/rel.sarif" '[r["id"] for r in j["runs"][0]["tool"]["driver"]["rules"]]')" \
+	"['cumtrace/leaked', 'cumtrace/cache', 'cumtrace/teardown', 'cumtrace/growth']"
+expect_eq sarif_fingerprint "$(jget "$T/rel.sarif" 'len(set(r["partialFingerprints"]["cumtraceSite/v1"] for r in j["runs"][0]["results"]))')" 5
+# A site without any frame of the user's code is not a result (GitHub would refuse the file): a notification counts it.
+"$REPORT" leaks --format sarif --no-symbols -o "$T/ns.sarif" "$dump"
+$CHECK sarif "$T/ns.sarif" >"$T/ns.sum" || fail "sarif check: $(cat "$T/err.txt")"
+expect_eq sarif_no_symbols "$(head -n 1 "$T/ns.sum")" "results 0"
+expect_eq sarif_notification "$(jget "$T/ns.sarif" 'j["runs"][0]["invocations"][0]["toolExecutionNotifications"][0]["message"]["text"]')" \
+	"5 of 5 sites have no frame of the program's own code with a file and a line and are not results here (cumtrace-report leaks lists them)"
+expect_eq sarif_growth_exit "$(code "$REPORT" leaks --format sarif --fail-on=growth -o "$T/g.sarif" "$(dump_of gr)")" 1
+$CHECK sarif "$T/g.sarif" >"$T/gs.sum" || fail "sarif check: $(cat "$T/err.txt")"
+expect_eq sarif_growth "$(grep '^cumtrace/growth' "$T/gs.sum" | cut -d'|' -f1,2)" "cumtrace/growth|error"
+
+# The golden files pass too.
+for f in tests/golden/*.junit.xml; do $CHECK junit "$f" >/dev/null || fail "golden $f"; done
+for f in tests/golden/*.sarif; do $CHECK sarif "$f" >/dev/null || fail "golden $f"; done
+echo "ok: golden files"
+
+# The checker refuses what the consumers refuse.
+mutate() { # FILE PYTHON-STATEMENT-ON-d OUT (JSON documents)
+	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); exec(sys.argv[2]); json.dump(d, open(sys.argv[3], "w"))' "$1" "$2" "$3"
+}
+r0='d["runs"][0]["results"][0]'
+for m in 'd["version"]="2.0.0"' 'del d["$schema"]' 'del d["runs"][0]["tool"]["driver"]["name"]' \
+	"del $r0[\"ruleId\"]" "$r0[\"message\"]={}" "$r0[\"locations\"]=[]" "del $r0[\"locations\"]" \
+	"$r0[\"locations\"][0][\"physicalLocation\"][\"region\"][\"startLine\"]=0" \
+	"del $r0[\"locations\"][0][\"physicalLocation\"][\"artifactLocation\"]" \
+	"$r0[\"ruleId\"]=\"cumtrace/other\"" "$r0[\"ruleIndex\"]=2"; do
+	mutate "$T/rel.sarif" "$m" "$T/bad.sarif"
+	expect_eq "checker refuses: $m" "$(code $CHECK sarif "$T/bad.sarif")" 1
+done
+sed 's/classname="cumtrace.leaked"//' "$T/l.xml" >"$T/bad.xml"
+expect_eq "checker refuses: no classname" "$(code $CHECK junit "$T/bad.xml")" 1
+sed 's/<failure message="[^"]*"/<failure/' "$T/l.xml" >"$T/bad.xml"
+expect_eq "checker refuses: failure without message" "$(code $CHECK junit "$T/bad.xml")" 1
+sed 's/ tests="5"/ tests="4"/' "$T/l.xml" >"$T/bad.xml"
+expect_eq "checker refuses: wrong count" "$(code $CHECK junit "$T/bad.xml")" 1
+python3 -c '
+import sys, xml.etree.ElementTree as ET
+t = ET.parse(sys.argv[1]); c = t.getroot().findall(".//testcase")
+c[1].set("classname", c[0].get("classname")); c[1].set("name", c[0].get("name"))
+t.write(sys.argv[2])' "$T/l.xml" "$T/bad.xml"
+expect_eq "checker refuses: duplicate testcase" "$(code $CHECK junit "$T/bad.xml")" 1
+head -c 200 "$T/l.xml" >"$T/bad.xml"
+expect_eq "checker refuses: broken XML" "$(code $CHECK junit "$T/bad.xml")" 1
