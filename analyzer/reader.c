@@ -9,6 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <zstd.h>
+
 #include "util.h"
 
 #define DEFAULT_CHUNK (1u << 20)
@@ -44,6 +46,11 @@ struct rd {
 	int released_any;
 	const struct ct_reader_cb *cb;
 	struct ct_read_result *res;
+	/* CT_REC_ZSTD: made at the first one, CT_ZSTD_RAW_MAX bytes */
+	ZSTD_DCtx *dctx;
+	unsigned char *zbuf;
+	int in_zstd;	   /* dispatching the records of a CT_REC_ZSTD */
+	uint64_t zstd_pos; /* ... this one, at this offset of its decompressed run */
 };
 
 uint32_t ct_rec_fixed_size(unsigned type)
@@ -71,6 +78,8 @@ uint32_t ct_rec_fixed_size(unsigned type)
 		return sizeof(struct ct_rec_pystack);
 	case CT_REC_PYSTRING:
 		return sizeof(struct ct_rec_pystring);
+	case CT_REC_ZSTD:
+		return sizeof(struct ct_rec_zstd);
 	default:
 		return 0;
 	}
@@ -78,8 +87,9 @@ uint32_t ct_rec_fixed_size(unsigned type)
 
 static const char *rec_type_name(unsigned type)
 {
-	static const char *const names[] = {"pad",   "process", "event", "stack", "module",
-					    "drops", "batch",	"end",	 "mark"};
+	static const char *const names[] = {"pad",   "process", "event", "stack", "module", "drops",
+					    "batch", "end",	"mark",	 "zstd",  "symbols", "pystack",
+					    "pystring"};
 	return type < sizeof names / sizeof names[0] ? names[type] : "unknown";
 }
 
@@ -92,6 +102,28 @@ __attribute__((format(printf, 3, 4))) static void set_error(struct rd *r, uint64
 	va_end(ap);
 	r->res->status = CT_READ_ERROR;
 	r->res->error_offset = off;
+}
+
+/*
+ * A corrupt record at file offset off: "corrupt record at offset OFF: ...",
+ * or, for a record inside a CT_REC_ZSTD (off is then the CT_REC_ZSTD's),
+ * "corrupt record at offset OFF (decompressed byte POS): ...".
+ */
+__attribute__((format(printf, 3, 4))) static void corrupt(struct rd *r, uint64_t off,
+							   const char *fmt, ...)
+{
+	char what[400];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof what, fmt, ap);
+	va_end(ap);
+	if (r->in_zstd)
+		set_error(r, off, "corrupt record at offset %llu (decompressed byte %llu): %s",
+			  (unsigned long long)off, (unsigned long long)r->zstd_pos, what);
+	else
+		set_error(r, off, "corrupt record at offset %llu: %s", (unsigned long long)off, what);
+	r->res->error_in_zstd = r->in_zstd;
+	r->res->error_zstd_pos = r->in_zstd ? r->zstd_pos : 0;
 }
 
 static ssize_t src_read(struct src *s, void *buf, size_t n)
@@ -284,15 +316,12 @@ static int dispatch(struct rd *r, const unsigned char *p, unsigned type, uint32_
 		uint64_t ips[CT_STACK_MAX];
 		memcpy(&st, p, sizeof st);
 		if (st.depth > CT_STACK_MAX) {
-			set_error(r, off, "corrupt record at offset %llu: stack depth %u above maximum %u",
-				  (unsigned long long)off, st.depth, CT_STACK_MAX);
+			corrupt(r, off, "stack depth %u above maximum %u", st.depth, CT_STACK_MAX);
 			return -1;
 		}
 		uint32_t need = (uint32_t)sizeof st + 8u * st.depth;
 		if (need > size) {
-			set_error(r, off,
-				  "corrupt record at offset %llu: stack of depth %u needs %u bytes, record has %u",
-				  (unsigned long long)off, st.depth, need, size);
+			corrupt(r, off, "stack of depth %u needs %u bytes, record has %u", st.depth, need, size);
 			return -1;
 		}
 		memcpy(ips, p + sizeof st, 8u * st.depth);
@@ -305,9 +334,7 @@ static int dispatch(struct rd *r, const unsigned char *p, unsigned type, uint32_
 		memcpy(&m, p, sizeof m);
 		uint64_t need = (uint64_t)sizeof m + m.build_id_len + m.path_len;
 		if (need > size) {
-			set_error(r, off,
-				  "corrupt record at offset %llu: module build id (%u bytes) and path (%u bytes) overflow a record of %u bytes",
-				  (unsigned long long)off, m.build_id_len, m.path_len, size);
+			corrupt(r, off, "module build id (%u bytes) and path (%u bytes) overflow a record of %u bytes", m.build_id_len, m.path_len, size);
 			return -1;
 		}
 		if (cb->module)
@@ -354,9 +381,7 @@ static int dispatch(struct rd *r, const unsigned char *p, unsigned type, uint32_
 		struct ct_rec_mark mk;
 		memcpy(&mk, p, sizeof mk);
 		if ((uint64_t)sizeof mk + mk.name_len > size) {
-			set_error(r, off,
-				  "corrupt record at offset %llu: mark name (%u bytes) overflows a record of %u bytes",
-				  (unsigned long long)off, mk.name_len, size);
+			corrupt(r, off, "mark name (%u bytes) overflows a record of %u bytes", mk.name_len, size);
 			return -1;
 		}
 		if (cb->mark)
@@ -367,9 +392,7 @@ static int dispatch(struct rd *r, const unsigned char *p, unsigned type, uint32_
 		struct ct_rec_pystring ps;
 		memcpy(&ps, p, sizeof ps);
 		if ((uint64_t)sizeof ps + ps.len > size) {
-			set_error(r, off,
-				  "corrupt record at offset %llu: Python string (%u bytes) overflows a record of %u bytes",
-				  (unsigned long long)off, ps.len, size);
+			corrupt(r, off, "Python string (%u bytes) overflows a record of %u bytes", ps.len, size);
 			return -1;
 		}
 		if (cb->pystring)
@@ -382,9 +405,7 @@ static int dispatch(struct rd *r, const unsigned char *p, unsigned type, uint32_
 		memcpy(&st, p, sizeof st);
 		uint64_t need = (uint64_t)sizeof st + (uint64_t)st.depth * sizeof pf[0];
 		if (st.depth > CT_PYSTACK_MAX || need > size) {
-			set_error(r, off,
-				  "corrupt record at offset %llu: Python stack of depth %u does not fit a record of %u bytes",
-				  (unsigned long long)off, st.depth, size);
+			corrupt(r, off, "Python stack of depth %u does not fit a record of %u bytes", st.depth, size);
 			return -1;
 		}
 		memcpy(pf, p + sizeof st, st.depth * sizeof pf[0]);
@@ -394,8 +415,6 @@ static int dispatch(struct rd *r, const unsigned char *p, unsigned type, uint32_
 	}
 	default:
 		r->res->unknown_records++;
-		if (type == CT_REC_ZSTD)
-			r->res->zstd_records++;
 		if (cb->unknown)
 			cb->unknown(cb->ctx, type, off, size);
 		return 0;
@@ -445,6 +464,102 @@ static int read_header(struct rd *r)
 	return 0;
 }
 
+/* The checks every record header gets, in the file or inside a CT_REC_ZSTD. */
+static int check_header(struct rd *r, const struct ct_rec *h, uint64_t off)
+{
+	if (h->size < sizeof *h) {
+		corrupt(r, off, "size %u below minimum %zu", h->size, sizeof *h);
+		return -1;
+	}
+	if (h->size % 8) {
+		corrupt(r, off, "size %u is not a multiple of 8", h->size);
+		return -1;
+	}
+	if (h->size > CT_REC_MAX) {
+		corrupt(r, off, "size %u above maximum %u", h->size, CT_REC_MAX);
+		return -1;
+	}
+	uint32_t fixed = ct_rec_fixed_size(h->type);
+	if (h->size < fixed) {
+		corrupt(r, off, "%s record of %u bytes is shorter than its fixed part (%u bytes)",
+			rec_type_name(h->type), h->size, fixed);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * A CT_REC_ZSTD at off: check the frame, decompress it into the one buffer
+ * and dispatch the records it holds as if they stood in the file here.
+ */
+static int read_zstd(struct rd *r, const unsigned char *p, uint32_t size, uint64_t off)
+{
+	struct ct_rec_zstd z;
+	memcpy(&z, p, sizeof z);
+	r->res->zstd_records++;
+	if (z.frame_size > size - sizeof z) {
+		corrupt(r, off, "zstd frame of %u bytes overflows a record of %u bytes", z.frame_size,
+			size);
+		return -1;
+	}
+	if (z.raw_size < sizeof(struct ct_rec) || z.raw_size % 8 || z.raw_size > CT_ZSTD_RAW_MAX) {
+		corrupt(r, off, "zstd record of %u decompressed bytes (want a multiple of 8, 8 to %u)",
+			z.raw_size, CT_ZSTD_RAW_MAX);
+		return -1;
+	}
+	const unsigned char *frame = p + sizeof z;
+	size_t fsize = ZSTD_findFrameCompressedSize(frame, z.frame_size);
+	if (ZSTD_isError(fsize) || fsize != z.frame_size) {
+		corrupt(r, off, "zstd record does not hold exactly one zstd frame of %u bytes",
+			z.frame_size);
+		return -1;
+	}
+	unsigned long long content = ZSTD_getFrameContentSize(frame, z.frame_size);
+	if (content != z.raw_size) {
+		corrupt(r, off, "zstd frame does not declare the record's %u decompressed bytes",
+			z.raw_size);
+		return -1;
+	}
+	if (!r->zbuf) {
+		r->zbuf = ct_xmalloc(CT_ZSTD_RAW_MAX);
+		r->dctx = ZSTD_createDCtx();
+		if (!r->dctx) {
+			set_error(r, off, "out of memory for zstd decompression at offset %llu",
+				  (unsigned long long)off);
+			return -1;
+		}
+	}
+	size_t got = ZSTD_decompressDCtx(r->dctx, r->zbuf, z.raw_size, frame, z.frame_size);
+	if (ZSTD_isError(got) || got != z.raw_size) {
+		corrupt(r, off, "zstd frame does not decompress: %s",
+			ZSTD_isError(got) ? ZSTD_getErrorName(got) : "short output");
+		return -1;
+	}
+	r->in_zstd = 1;
+	for (size_t pos = 0; pos < z.raw_size;) {
+		struct ct_rec h;
+		r->zstd_pos = pos;
+		memcpy(&h, r->zbuf + pos, sizeof h);
+		if (check_header(r, &h, off) < 0)
+			return -1;
+		if (h.size > z.raw_size - pos) {
+			corrupt(r, off, "%s record of %u bytes overruns the decompressed run (%zu bytes left)",
+				rec_type_name(h.type), h.size, z.raw_size - pos);
+			return -1;
+		}
+		if (h.type == CT_REC_ZSTD) {
+			corrupt(r, off, "zstd record inside a zstd record");
+			return -1;
+		}
+		if (dispatch(r, r->zbuf + pos, h.type, h.size, off) < 0)
+			return -1;
+		r->res->records++;
+		pos += h.size;
+	}
+	r->in_zstd = 0;
+	return 0;
+}
+
 static int run(struct rd *r)
 {
 	r->res->status = CT_READ_OK;
@@ -466,28 +581,8 @@ static int run(struct rd *r)
 		}
 		struct ct_rec h;
 		memcpy(&h, r->buf + r->start, sizeof h);
-		if (h.size < sizeof h) {
-			set_error(r, off, "corrupt record at offset %llu: size %u below minimum %zu",
-				  (unsigned long long)off, h.size, sizeof h);
+		if (check_header(r, &h, off) < 0)
 			goto out;
-		}
-		if (h.size % 8) {
-			set_error(r, off, "corrupt record at offset %llu: size %u is not a multiple of 8",
-				  (unsigned long long)off, h.size);
-			goto out;
-		}
-		if (h.size > CT_REC_MAX) {
-			set_error(r, off, "corrupt record at offset %llu: size %u above maximum %u",
-				  (unsigned long long)off, h.size, CT_REC_MAX);
-			goto out;
-		}
-		uint32_t fixed = ct_rec_fixed_size(h.type);
-		if (h.size < fixed) {
-			set_error(r, off,
-				  "corrupt record at offset %llu: %s record of %u bytes is shorter than its fixed part (%u bytes)",
-				  (unsigned long long)off, rec_type_name(h.type), h.size, fixed);
-			goto out;
-		}
 		if (fill(r, h.size) < 0)
 			goto out;
 		if (r->end - r->start < h.size) {
@@ -495,17 +590,26 @@ static int run(struct rd *r)
 			r->res->truncated_offset = off;
 			break;
 		}
-		if (dispatch(r, r->buf + r->start, h.type, h.size, off) < 0)
-			goto out;
+		if (h.type == CT_REC_ZSTD) {
+			if (read_zstd(r, r->buf + r->start, h.size, off) < 0)
+				goto out;
+		} else {
+			if (dispatch(r, r->buf + r->start, h.type, h.size, off) < 0)
+				goto out;
+			r->res->records++;
+		}
 		r->start += h.size;
-		r->res->records++;
 	}
 	release_all(r);
 out:
 	free(r->buf);
 	free(r->heap);
+	free(r->zbuf);
+	ZSTD_freeDCtx(r->dctx);
 	r->buf = NULL;
 	r->heap = NULL;
+	r->zbuf = NULL;
+	r->dctx = NULL;
 	return r->res->status;
 }
 

@@ -33,13 +33,19 @@ enum ct_option {
 	CT_OPT_MANIFEST,    /* CUMTRACE_MANIFEST: file that lists every dump made */
 	CT_OPT_QUIET,	    /* CUMTRACE_QUIET: 1 = no notice on stderr */
 	CT_OPT_BACKEND,	    /* CUMTRACE_BACKEND: "interpose" (default) or "cupti" */
+	CT_OPT_COMPRESS,    /* CUMTRACE_COMPRESS: 1 = zstd-compress writer rounds (default) */
+	CT_OPT_CLOCK,	    /* CUMTRACE_CLOCK: "monotonic" = never read the CPU's counter */
 	CT_OPT_COUNT
 };
 
 /* Read every option from the environment once; later calls do nothing. */
 CT_HIDDEN void ct_options_init(void);
-/* Integer value of an option (after ct_options_init). */
-CT_HIDDEN long ct_option(enum ct_option opt);
+extern long ct_option_values[CT_OPT_COUNT] CT_HIDDEN;
+/* Integer value of an option (after ct_options_init; 0 before). */
+static inline long ct_option(enum ct_option opt)
+{
+	return ct_option_values[opt];
+}
 /* String value of an option, or NULL when unset. */
 CT_HIDDEN const char *ct_option_str(enum ct_option opt);
 /* Name of the environment variable behind an option. */
@@ -56,8 +62,9 @@ CT_HIDDEN int ct_expand_template(const char *tmpl, char *out, size_t cap);
 CT_HIDDEN void ct_warn_once(_Atomic int *key, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
-/* ---- time and threads ------------------------------------------------------ */
+/* ---- time (clock.c) ----------------------------------------------------------- */
 
+/* CLOCK_MONOTONIC now, in ns: what the dump's timestamps are. */
 static inline uint64_t ct_now_ns(void)
 {
 	struct timespec ts;
@@ -65,30 +72,128 @@ static inline uint64_t ct_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/*
+ * Records made on the hot path are stamped in raw ticks: the CPU's constant
+ * counter (x86-64 TSC, aarch64 CNTVCT_EL0) when ct_clock_tsc, else
+ * CLOCK_MONOTONIC ns. The writer turns ticks into CLOCK_MONOTONIC ns as it
+ * writes the records (ct_rec_finish): ring records (EVENT, MARK) carry ticks,
+ * every record the writer makes itself carries ns.
+ */
+extern int ct_clock_tsc CT_HIDDEN;
+
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
+
+/* Ticks now; no ordering with the instructions around it. */
+static inline uint64_t ct_ticks(void)
+{
+#if defined(__x86_64__)
+	if (CT_LIKELY(ct_clock_tsc))
+		return __rdtsc();
+#elif defined(__aarch64__)
+	if (CT_LIKELY(ct_clock_tsc)) {
+		uint64_t v;
+		__asm__ __volatile__("mrs %0, cntvct_el0" : "=r"(v));
+		return v;
+	}
+#endif
+	return ct_now_ns();
+}
+
+/*
+ * Ticks now, read only after every earlier instruction has completed (its
+ * loads included): the stamp of a call's return, which must not be earlier
+ * than what the call observed (format.h: a free sorts before the reuse).
+ */
+static inline uint64_t ct_ticks_ordered(void)
+{
+#if defined(__x86_64__)
+	if (CT_LIKELY(ct_clock_tsc)) {
+		_mm_lfence();
+		return __rdtsc();
+	}
+#elif defined(__aarch64__)
+	if (CT_LIKELY(ct_clock_tsc)) {
+		uint64_t v;
+		__asm__ __volatile__("isb\n\tmrs %0, cntvct_el0" : "=r"(v) : : "memory");
+		return v;
+	}
+#endif
+	return ct_now_ns();
+}
+
+/*
+ * Pick the clock (CUMTRACE_CLOCK, /proc/cpuinfo) and take the first
+ * calibration points. At tracing start, before any ticks are read; again in
+ * a fork child.
+ */
+CT_HIDDEN void ct_clock_init(void);
+/* "tsc" or "monotonic" (setting.clock). */
+CT_HIDDEN const char *ct_clock_name(void);
+/*
+ * Add a calibration point (ticks and CLOCK_MONOTONIC read together). The
+ * caller excludes every ct_clock_to_ns (the writer: at the start of a round,
+ * holding both the round lock and the direct-write lock).
+ */
+CT_HIDDEN void ct_clock_knot(void);
+/* Add the calibration point (t, ns) (ct_clock_knot's work; tests). */
+CT_HIDDEN void ct_clock_add_knot(uint64_t t, uint64_t ns);
+/* Forget the calibration and use the counter (tests) or not. */
+CT_HIDDEN void ct_clock_reset(int tsc);
+/*
+ * Ticks to CLOCK_MONOTONIC ns: continuous, non-decreasing, piecewise linear
+ * through the calibration points; past the newest one it extrapolates the
+ * newest segment, and a later calibration point never changes a value already
+ * handed out. Identity when the clock is CLOCK_MONOTONIC itself.
+ */
+CT_HIDDEN uint64_t ct_clock_to_ns(uint64_t ticks);
+
+/* Does an event of op carry a stack (it creates something worth a call site)? */
+static inline int ct_op_wants_stack(unsigned op)
+{
+	return op == CT_OP_ALLOC || op == CT_OP_VA_RESERVE || op == CT_OP_PHYS_CREATE ||
+	       op == CT_OP_MAP || op == CT_OP_POOL_CREATE;
+}
+
+/* Is op's event stamped when its call returned (what it creates exists from then on)? */
+static inline int ct_op_at_return(unsigned op)
+{
+	return ct_op_wants_stack(op) || op == CT_OP_STREAM_CREATE;
+}
+
+/*
+ * Finish a record made on the hot path for the file: an EVENT holds the
+ * call's entry and return ticks in ts_ns and dur_ns and gets its final
+ * ts_ns / dur_ns (format.h); a MARK's ts_ns is converted. Other types are
+ * left alone.
+ */
+CT_HIDDEN void ct_rec_finish(struct ct_rec *rec);
+
 /* ---- rings (ring.c) ---------------------------------------------------------- */
 
 /*
  * A single-producer single-consumer byte ring. The owning thread appends
  * whole records; the writer thread copies out [tail, head). Records never
- * straddle the end: a CT_REC_PAD fills the gap before a wrap.
+ * straddle the end: a CT_REC_PAD fills the gap before a wrap. The producer's
+ * fields share one cache line, the writer's tail has its own.
  */
 struct ct_ring {
 	_Atomic uint64_t head; /* bytes ever committed (producer) */
-	char pad0[56];
-	_Atomic uint64_t tail; /* bytes ever consumed (writer) */
-	char pad1[56];
-	uint64_t cached_tail; /* producer's last look at tail */
-	uint64_t pending;     /* producer: bytes reserved, not yet committed */
-	uint64_t cap;	      /* power of two */
-	_Atomic uint64_t dropped;
+	uint64_t cached_tail;  /* producer's last look at tail */
+	uint64_t nudge_at;     /* producer: wake the writer when head passes this */
+	uint64_t pending;      /* producer: bytes reserved, not yet committed */
 	uint64_t events; /* recorded through this ring: the producer's count, read at exit */
+	uint64_t cap;	 /* power of two */
+	unsigned char *data;
+	int shared; /* the overflow ring: producers take lock */
+	_Alignas(64) _Atomic uint64_t tail; /* bytes ever consumed (writer) */
+	_Alignas(64) _Atomic uint64_t dropped;
 	uint64_t dropped_reported; /* writer's last CT_REC_DROPS total */
 	uint32_t tid;
 	_Atomic int state;    /* enum ct_ring_state */
-	int shared;	      /* the overflow ring: producers take lock */
 	atomic_flag lock;     /* for shared rings only */
 	struct ct_ring *next; /* registry list: pushed at the head, never removed */
-	unsigned char *data;
 	size_t map_size;
 };
 
@@ -105,14 +210,30 @@ enum ct_ring_state {
 CT_HIDDEN struct ct_ring *ct_ring_create(uint64_t cap);
 CT_HIDDEN void ct_ring_destroy(struct ct_ring *ring);
 
+/* Out of room at the end or in all: ct_ring_reserve's slow half. */
+CT_HIDDEN void *ct_ring_reserve_slow(struct ct_ring *ring, uint32_t len);
+
 /*
  * Reserve len bytes (a multiple of 8, <= cap/2) for one record. Returns a
  * pointer to contiguous space, or NULL when the ring is full. Must be followed
  * by ct_ring_commit before the next reserve.
  */
-CT_HIDDEN void *ct_ring_reserve(struct ct_ring *ring, uint32_t len);
+static inline void *ct_ring_reserve(struct ct_ring *ring, uint32_t len)
+{
+	uint64_t head = atomic_load_explicit(&ring->head, memory_order_relaxed);
+	uint64_t pos = head & (ring->cap - 1);
+	if (CT_UNLIKELY(pos + len > ring->cap || head + len - ring->cached_tail > ring->cap))
+		return ct_ring_reserve_slow(ring, len);
+	ring->pending = len;
+	return ring->data + pos;
+}
+
 /* Publish what the last reserve handed out. */
-CT_HIDDEN void ct_ring_commit(struct ct_ring *ring);
+static inline void ct_ring_commit(struct ct_ring *ring)
+{
+	uint64_t head = atomic_load_explicit(&ring->head, memory_order_relaxed);
+	atomic_store_explicit(&ring->head, head + ring->pending, memory_order_release);
+}
 
 /*
  * Writer side: the committed bytes not yet consumed as at most two spans.
@@ -188,7 +309,7 @@ extern __thread struct ct_thread ct_tls __attribute__((tls_model("initial-exec")
 
 /* What a hook fills in; ct_call_end turns it into a CT_REC_EVENT. */
 struct ct_call {
-	uint64_t t0;
+	uint64_t t0; /* ticks at entry */
 	uint64_t ptr, size, stream, aux;
 	int32_t result;
 	uint32_t flags;
@@ -196,16 +317,22 @@ struct ct_call {
 	uint8_t op, kind;
 	uint8_t layer;
 	int16_t device;
-	int active;
 };
 
+/* ct_call_begin's slow half: tracing not running yet, off, or recorded by CUPTI. */
+CT_HIDDEN int ct_call_begin_slow(struct ct_call *call);
+
 /*
- * Start a traced call: returns 1 when this call is to be recorded (the caller
- * then must call ct_call_end), 0 when it is nested inside another traced call
- * or tracing is off (then the caller just forwards the call).
+ * Start a traced call (ct_call_begin, at the end of this file): returns 1
+ * when this call is to be recorded (the caller then must call ct_call_end), 0
+ * when it is nested inside another traced call or tracing is off (then the
+ * caller just forwards the call).
  */
-CT_HIDDEN int ct_call_begin(struct ct_call *call);
-/* Finish a traced call: timestamps, stack, ring. Preserves errno. */
+static inline int ct_call_begin(struct ct_call *call);
+/*
+ * Finish a traced call: timestamp, stack, ring. May change errno: the caller
+ * restores the value the real call left.
+ */
 CT_HIDDEN void ct_call_end(struct ct_call *call);
 
 /* Kernel thread id of the calling thread (cached). */
@@ -248,7 +375,8 @@ CT_HIDDEN int ct_ensure_started(void);
 CT_HIDDEN struct ct_ring *ct_thread_ring(void);
 /* Wake the writer now (a ring is full or a flush is wanted). */
 CT_HIDDEN void ct_writer_kick(void);
-/* Write one record straight to the file (FINISHED state), under a lock. */
+/* Write one record straight to the file (FINISHED state), under a lock; events
+ * and marks are finished (ticks to ns) on the way. */
 CT_HIDDEN void ct_write_direct(const void *rec, uint32_t len);
 /* Flush every ring to the file and wait until it is written (exec, exit). */
 CT_HIDDEN void ct_flush_sync(void);
@@ -259,6 +387,23 @@ CT_HIDDEN void ct_count_lost(void);
 
 /* Events written outside any ring (after exit); ring events are counted per ring. */
 extern _Atomic uint64_t ct_events_recorded CT_HIDDEN;
+
+/* ---- compression (compress.c) ---------------------------------------------- */
+
+/*
+ * Load libzstd.so.1 with dlopen (the shim does not link it) and make a
+ * compressor at level. Returns 0, or -1 when libzstd is absent or unusable:
+ * records are then written as they are. Only the first call does anything;
+ * later ones return its result.
+ */
+CT_HIDDEN int ct_zstd_init(int level);
+/*
+ * Pack n bytes of whole records (n <= CT_ZSTD_RAW_MAX) into one CT_REC_ZSTD
+ * record at out (cap bytes). Returns the record's size, or 0 when that would
+ * not be smaller than the records themselves or not fit in cap or
+ * CT_REC_MAX: the caller then writes the records as they are.
+ */
+CT_HIDDEN size_t ct_zstd_pack(const void *raw, size_t n, void *out, size_t cap);
 
 /* ---- the CUPTI backend (cupti.c) --------------------------------------------- */
 
@@ -281,5 +426,23 @@ CT_HIDDEN const char *ct_backend_name(void);
  * also drops the leading frames inside libcupti, libcuda and libcudart.
  */
 CT_HIDDEN int ct_cupti_stack_capture(uint64_t *ips, int max);
+
+/* ---- the hot path's inline half ----------------------------------------------- */
+
+static inline int ct_call_begin(struct ct_call *call)
+{
+	struct ct_thread *t = &ct_tls;
+	if (t->in_hook)
+		return 0;
+	if (CT_UNLIKELY(atomic_load_explicit(&ct_state, memory_order_acquire) != CT_STATE_RUNNING ||
+			atomic_load_explicit(&ct_backend_cupti, memory_order_relaxed)))
+		return ct_call_begin_slow(call);
+	t->in_hook = 1;
+	call->ptr = call->size = call->stream = call->aux = 0;
+	call->flags = 0;
+	call->device = t->device;
+	call->t0 = ct_ticks();
+	return 1;
+}
 
 #endif /* CT_PRELOAD_H */

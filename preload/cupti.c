@@ -298,7 +298,6 @@ static __thread struct ct_cupti_open ct_cupti_tls;
 static int ct_call_begin_cupti(struct ct_call *call)
 {
 	struct ct_thread *t = &ct_tls;
-	call->active = 0;
 	if (t->in_hook)
 		return 0;
 	int state = atomic_load_explicit(&ct_state, memory_order_acquire);
@@ -307,8 +306,7 @@ static int ct_call_begin_cupti(struct ct_call *call)
 	if (state != CT_STATE_RUNNING && state != CT_STATE_FINISHED)
 		return 0;
 	t->in_hook = 1;
-	call->active = 1;
-	call->t0 = ct_now_ns();
+	call->t0 = ct_ticks();
 	call->ptr = call->size = call->stream = call->aux = 0;
 	call->flags = 0;
 	call->result = 0;
@@ -334,7 +332,7 @@ static void CUPTIAPI ct_cupti_callback(void *userdata, CUpti_CallbackDomain doma
 			o->domain = (uint8_t)domain;
 			o->cbid = (uint16_t)cbid;
 			o->corr = cb->correlationId;
-			o->t0 = ct_now_ns();
+			o->t0 = ct_ticks();
 		}
 	} else if (cb->callbackSite == CUPTI_API_EXIT) {
 		if (o->open && o->domain == (uint8_t)domain && o->cbid == (uint16_t)cbid &&

@@ -27,7 +27,12 @@ extern const size_t ct_hooks_driver_count CT_HIDDEN;
  * The real function behind a wrapper: the cached pointer, else the next
  * definition after libcumtrace (dlsym(RTLD_NEXT)). NULL if there is none.
  */
-CT_HIDDEN void *ct_real_symbol(void *_Atomic *cache, const char *name);
+CT_HIDDEN void *ct_real_symbol_slow(void *_Atomic *cache, const char *name);
+static inline void *ct_real_symbol(void *_Atomic *cache, const char *name)
+{
+	void *fn = atomic_load_explicit(cache, memory_order_acquire);
+	return CT_LIKELY(fn != NULL) ? fn : ct_real_symbol_slow(cache, name);
+}
 
 /* dlsym(RTLD_NEXT, name) through the real dlsym, errno kept. */
 CT_HIDDEN void *ct_dlsym_next(const char *name);
@@ -43,7 +48,8 @@ CT_HIDDEN int ct_is_own_address(const void *p);
 /*
  * One wrapper: forwards to the real function, passes its return value and
  * errno back unchanged, and records the call unless it is nested inside
- * another traced call or tracing is off. ret_t is the API's status type, ok
+ * another traced call or tracing is off. A nested call (the runtime's own
+ * driver call through an interposed export) costs a TLS load and a tail call. ret_t is the API's status type, ok
  * its success value, missing what to return when no real function exists.
  */
 #define CT_WRAP(ret_t, ok, missing, layer_, name, op_, kind_, params, args, in, out)            \

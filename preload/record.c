@@ -29,12 +29,9 @@ uint32_t ct_current_tid(void)
 	return ct_thread_tid(&ct_tls);
 }
 
-int ct_call_begin(struct ct_call *call)
+int ct_call_begin_slow(struct ct_call *call)
 {
 	struct ct_thread *t = &ct_tls;
-	call->active = 0;
-	if (t->in_hook)
-		return 0;
 	int state = atomic_load_explicit(&ct_state, memory_order_acquire);
 	if (CT_UNLIKELY(state != CT_STATE_RUNNING && state != CT_STATE_FINISHED)) {
 		if (state == CT_STATE_DISABLED)
@@ -46,18 +43,11 @@ int ct_call_begin(struct ct_call *call)
 	if (CT_UNLIKELY(atomic_load_explicit(&ct_backend_cupti, memory_order_relaxed)))
 		return 0; /* CUPTI callbacks record this call (cupti.c) */
 	t->in_hook = 1;
-	call->active = 1;
-	call->t0 = ct_now_ns();
 	call->ptr = call->size = call->stream = call->aux = 0;
 	call->flags = 0;
 	call->device = t->device;
+	call->t0 = ct_ticks();
 	return 1;
-}
-
-static int ct_op_wants_stack(unsigned op)
-{
-	return op == CT_OP_ALLOC || op == CT_OP_VA_RESERVE || op == CT_OP_PHYS_CREATE ||
-	       op == CT_OP_MAP || op == CT_OP_POOL_CREATE;
 }
 
 /* The overflow ring is shared by the threads past the memory budget. */
@@ -74,15 +64,23 @@ static void ct_ring_unlock(struct ct_ring *ring)
 		atomic_flag_clear_explicit(&ring->lock, memory_order_release);
 }
 
-/* Wake the writer early when a ring passes half full. */
-static void ct_ring_nudge(struct ct_ring *ring)
+/*
+ * Wake the writer early when a ring passes half full: checked against
+ * nudge_at, a position the producer keeps, so the common case reads no
+ * shared line. Past it, the writer is kicked at most once per cap/16 bytes.
+ */
+static inline void ct_ring_nudge(struct ct_ring *ring)
 {
 	uint64_t head = atomic_load_explicit(&ring->head, memory_order_relaxed);
-	if (CT_LIKELY(head - ring->cached_tail <= ring->cap / 2))
+	if (CT_LIKELY(head < ring->nudge_at))
 		return;
 	ring->cached_tail = atomic_load_explicit(&ring->tail, memory_order_acquire);
-	if (head - ring->cached_tail > ring->cap / 2)
+	if (head - ring->cached_tail > ring->cap / 2) {
 		ct_writer_kick();
+		ring->nudge_at = head + ring->cap / 16;
+	} else {
+		ring->nudge_at = ring->cached_tail + ring->cap / 2;
+	}
 }
 
 /*
@@ -112,17 +110,19 @@ static void *ct_reserve_or_wait(struct ct_ring *ring, uint32_t len)
 	}
 }
 
-static void ct_fill_event(struct ct_rec_event *ev, const struct ct_call *call, uint64_t t1,
-			  uint32_t tid, uint32_t stack_id)
+/*
+ * The event of a finished call as the hot path writes it: ts_ns holds the
+ * entry ticks and dur_ns the return ticks until the writer finishes it
+ * (ct_rec_finish).
+ */
+static inline void ct_fill_event(struct ct_rec_event *ev, const struct ct_call *call, uint64_t t1,
+				 uint32_t tid, uint32_t stack_id)
 {
 	ev->rec.type = CT_REC_EVENT;
 	ev->rec.flags = 0;
 	ev->rec.size = sizeof *ev;
-	/* What a call creates exists from its return on; everything else is
-	 * stamped at entry (format.h: a free sorts before the reuse). */
-	int creates = ct_op_wants_stack(call->op) || call->op == CT_OP_STREAM_CREATE;
-	ev->ts_ns = creates ? t1 : call->t0;
-	ev->dur_ns = t1 - call->t0;
+	ev->ts_ns = call->t0;
+	ev->dur_ns = t1;
 	ev->ptr = call->ptr;
 	ev->size = call->size;
 	ev->stream = call->stream;
@@ -207,13 +207,10 @@ static int ct_py_emit(void *ctx, const void *rec, uint32_t len)
 	return p != NULL;
 }
 
-void ct_call_end(struct ct_call *call)
+/* Everything but the common case: stacks, Python frames, the shared ring, a full ring, the file. */
+static void ct_call_end_full(struct ct_call *call, uint64_t t1)
 {
-	if (!call->active)
-		return;
-	int saved_errno = errno;
 	struct ct_thread *t = &ct_tls;
-	uint64_t t1 = ct_now_ns();
 	uint32_t tid = ct_thread_tid(t);
 	uint64_t ips[CT_STACK_MAX];
 	int depth = 0;
@@ -228,14 +225,14 @@ void ct_call_end(struct ct_call *call)
 	if (CT_UNLIKELY(atomic_load_explicit(&ct_state, memory_order_acquire) ==
 			CT_STATE_FINISHED)) {
 		ct_call_end_direct(call, t1, tid, depth, ips, py_id);
-		goto out;
+		return;
 	}
 	struct ct_ring *ring = t->ring;
 	if (CT_UNLIKELY(!ring)) {
 		ring = ct_thread_ring();
 		if (!ring) {
 			ct_count_lost();
-			goto out;
+			return;
 		}
 	}
 
@@ -271,9 +268,33 @@ void ct_call_end(struct ct_call *call)
 	}
 	ct_ring_nudge(ring); /* under the lock: cached_tail is the producer's */
 	ct_ring_unlock(ring);
-out:
+}
+
+/*
+ * The common case is inline here: no stack wanted, the thread's own ring has
+ * room, tracing running. One 80-byte record, no atomic read-modify-write.
+ */
+void ct_call_end(struct ct_call *call)
+{
+	struct ct_thread *t = &ct_tls;
+	unsigned op = call->op;
+	uint64_t t1 = ct_op_at_return(op) ? ct_ticks_ordered() : ct_ticks();
+	struct ct_ring *ring = t->ring;
+	struct ct_rec_event *ev;
+	if (CT_UNLIKELY(!ring || ring->shared ||
+			(ct_option(CT_OPT_STACK_DEPTH) > 0 && ct_op_wants_stack(op)) ||
+			atomic_load_explicit(&ct_state, memory_order_acquire) ==
+				CT_STATE_FINISHED ||
+			(ev = ct_ring_reserve(ring, sizeof *ev)) == NULL)) {
+		ct_call_end_full(call, t1);
+		t->in_hook = 0;
+		return;
+	}
+	ct_fill_event(ev, call, t1, ct_thread_tid(t), 0);
+	ct_ring_commit(ring);
+	ring->events++;
+	ct_ring_nudge(ring);
 	t->in_hook = 0;
-	errno = saved_errno;
 }
 
 void ct_record_raw(const void *rec, uint32_t len)

@@ -81,7 +81,7 @@ enum ct_rec_type {
 	CT_REC_BATCH = 6,    /* struct ct_rec_batch: start of a writer round */
 	CT_REC_END = 7,	     /* struct ct_rec_end: clean shutdown */
 	CT_REC_MARK = 8,     /* struct ct_rec_mark: user marker or NVTX range */
-	CT_REC_ZSTD = 9,     /* reserved: zstd-compressed run of records */
+	CT_REC_ZSTD = 9,     /* struct ct_rec_zstd: a zstd-compressed run of records */
 	CT_REC_SYMBOLS = 10, /* reserved: embedded symbols (cumtrace-report symbolize) */
 	CT_REC_PYSTACK = 11, /* struct ct_rec_pystack: an interned Python stack */
 	CT_REC_PYSTRING = 12, /* struct ct_rec_pystring: an interned Python string */
@@ -390,6 +390,30 @@ struct ct_rec_mark {
 	/* char name[name_len]; */
 };
 
+/*
+ * CT_REC_ZSTD: a run of ordinary records, compressed. The fixed part is
+ * followed by frame_size bytes holding exactly one complete zstd frame (its
+ * header declares the content size), then zero padding to the record size.
+ * The frame decompresses to exactly raw_size bytes: whole records, laid out
+ * and read as if they stood in the file at this point, none of them a
+ * CT_REC_ZSTD. raw_size is a multiple of 8, at least 8 and at most
+ * CT_ZSTD_RAW_MAX, so a reader needs one buffer of that size; a record inside
+ * that does not fit the run exactly, or a frame that does not decompress to
+ * raw_size bytes (checksum included when the frame has one), is corruption.
+ * The shim writes one per writer buffer (CUMTRACE_COMPRESS, on by default,
+ * when libzstd.so.1 can be loaded) and writes the records as they are when
+ * compression would not shrink them; the file header and CT_REC_PROCESS are
+ * never compressed.
+ */
+#define CT_ZSTD_RAW_MAX (4u << 20)
+
+struct ct_rec_zstd {
+	struct ct_rec rec;
+	uint32_t raw_size;   /* bytes of records the frame holds */
+	uint32_t frame_size; /* bytes of the zstd frame after this header */
+	/* uint8_t frame[frame_size]; zero padding to rec.size */
+};
+
 /* Round a record's payload size up to the 8-byte record granularity. */
 #define CT_REC_ALIGN(n) (((n) + 7u) & ~7u)
 
@@ -442,5 +466,6 @@ _Static_assert(sizeof(struct ct_rec_event_py) == 8, "event trailer layout");
 _Static_assert(sizeof(struct ct_rec_pystring) == 16, "pystring layout");
 _Static_assert(sizeof(struct ct_pyframe) == 12, "pyframe layout");
 _Static_assert(sizeof(struct ct_rec_pystack) == 16, "pystack layout");
+_Static_assert(sizeof(struct ct_rec_zstd) == 16, "zstd record layout");
 
 #endif /* CUMTRACE_FORMAT_H */
