@@ -129,6 +129,15 @@ $(BUILD)/tests/progs/paths_static: tests/e2e/progs/paths_static.c $(FAKE_CUDA)
 	@echo "  CC      $@"
 	$(Q)$(CC) $(PROG_CFLAGS) -o $@ $< -ldl -lpthread $(ALL_LDFLAGS)
 
+# ---- the synthetic dump generator (scripts/gendump.c, the analyzer benchmark)
+# It packs records with the shim's own compressor, preload/compress.c.
+GENDUMP := $(BUILD)/gendump
+
+$(GENDUMP): scripts/gendump.c preload/compress.c preload/ct.h include/cumtrace/format.h
+	@mkdir -p $(@D)
+	@echo "  CC      $@"
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ scripts/gendump.c preload/compress.c $(ALL_LDFLAGS) -ldl
+
 # ---- unit tests: each tests/unit/test_NAME.c becomes build/tests/unit/test_NAME
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNITS := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/unit/%)
@@ -177,12 +186,12 @@ fuzz: $(FUZZ_BIN)
 # ---- targets ---------------------------------------------------------------
 all: $(SHIM) $(REPORT)
 
-tests: all $(FAKE_CUDART) $(FAKE_CUDA) $(FAKE_CUPTI) $(PROGS) $(UNITS)
+tests: all $(FAKE_CUDART) $(FAKE_CUDA) $(FAKE_CUPTI) $(PROGS) $(UNITS) $(GENDUMP)
 
 check: tests
 	$(Q)BUILD=$(BUILD) SANITIZE=$(SANITIZE) sh tests/run.sh
 
-bench: all $(FAKE_CUDART) $(FAKE_CUDA) $(PROGS)
+bench: all $(FAKE_CUDART) $(FAKE_CUDA) $(PROGS) $(GENDUMP)
 	$(Q)BUILD=$(BUILD) sh scripts/bench.sh
 
 demo: all $(FAKE_CUDART) $(FAKE_CUDA) $(PROGS)

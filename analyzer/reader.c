@@ -37,8 +37,16 @@ struct rd {
 	int eof;
 	size_t chunk, max_pending;
 	int explicit_pending; /* max_pending given by the caller */
-	struct pending *heap;
+	/* The reorder window (see "the reorder window" below). */
+	struct tq *tq;	    /* one queue per thread id, at most MAX_QUEUES */
+	size_t ntq, tq_cap, last_tq;
+	uint32_t *tq_map;   /* open addressing: tid -> queue index + 1 */
+	size_t tq_map_cap;  /* a power of two, or 0 */
+	uint32_t *mheap;    /* the non-empty queues, a min-heap by their first event */
+	size_t mheap_n, mheap_cap;
+	struct pending *heap; /* events out of their thread's order: a min-heap */
 	size_t heap_n, heap_cap;
+	size_t pending_n; /* events held in all */
 	uint64_t seq;
 	uint64_t prev_snapshot;
 	int have_prev;
@@ -173,7 +181,29 @@ static int fill(struct rd *r, size_t need)
 	return 0;
 }
 
-/* ---- the reorder heap ------------------------------------------------------ */
+/*
+ * ---- the reorder window ------------------------------------------------------
+ *
+ * Events wait here until they are released in (ts_ns, tid, file order)
+ * order. One thread's events come in that order already (each call is
+ * stamped after the thread's previous one), so each thread id has a FIFO
+ * queue and a small heap over the queues' first events merges them: a
+ * release costs O(log threads). An event that would break its queue's order
+ * (a corrupt dump, a counter that stepped back), and the events of thread ids
+ * past MAX_QUEUES, wait in a heap of their own; a release takes the smaller of
+ * the two minima, so the order is exactly that of one heap over all events.
+ */
+#define MAX_QUEUES 65536
+/* An emptied queue keeps an array up to this many events while there are
+ * at most this many queues: ids that come and go hold little memory. */
+#define KEEP_QUEUE 1024
+
+struct tq {
+	uint32_t tid;
+	struct pending *q;   /* ring: item i at q[(head + i) & (cap - 1)] */
+	size_t head, n, cap; /* cap a power of two, or 0 */
+	size_t pos;	     /* index in mheap while non-empty */
+};
 
 static int pend_less(const struct pending *a, const struct pending *b)
 {
@@ -196,8 +226,6 @@ static void heap_push(struct rd *r, const struct pending *p)
 		i = parent;
 	}
 	r->heap[i] = *p;
-	if (r->heap_n > r->res->max_pending_seen)
-		r->res->max_pending_seen = r->heap_n;
 }
 
 static void heap_pop(struct rd *r, struct pending *out)
@@ -220,31 +248,198 @@ static void heap_pop(struct rd *r, struct pending *out)
 		r->heap[i] = last;
 }
 
+static const struct pending *tq_first(const struct rd *r, const struct tq *t)
+{
+	(void)r;
+	return &t->q[t->head];
+}
+
+static int mheap_less(const struct rd *r, size_t a, size_t b)
+{
+	return pend_less(tq_first(r, &r->tq[r->mheap[a]]), tq_first(r, &r->tq[r->mheap[b]]));
+}
+
+static void mheap_swap(struct rd *r, size_t a, size_t b)
+{
+	uint32_t x = r->mheap[a];
+	r->mheap[a] = r->mheap[b];
+	r->mheap[b] = x;
+	r->tq[r->mheap[a]].pos = a;
+	r->tq[r->mheap[b]].pos = b;
+}
+
+static void mheap_up(struct rd *r, size_t i)
+{
+	while (i && mheap_less(r, i, (i - 1) / 2)) {
+		mheap_swap(r, i, (i - 1) / 2);
+		i = (i - 1) / 2;
+	}
+}
+
+static void mheap_down(struct rd *r, size_t i)
+{
+	for (;;) {
+		size_t c = 2 * i + 1;
+		if (c >= r->mheap_n)
+			return;
+		if (c + 1 < r->mheap_n && mheap_less(r, c + 1, c))
+			c++;
+		if (!mheap_less(r, c, i))
+			return;
+		mheap_swap(r, i, c);
+		i = c;
+	}
+}
+
+/* The queue of thread tid, made on first sight; NULL past MAX_QUEUES. */
+static struct tq *tq_of(struct rd *r, uint32_t tid)
+{
+	if (r->ntq && r->tq[r->last_tq].tid == tid) /* a thread's events come in runs */
+		return &r->tq[r->last_tq];
+	if (r->ntq * 2 >= r->tq_map_cap) {
+		if (r->ntq == MAX_QUEUES)
+			goto lookup_only;
+		size_t cap = r->tq_map_cap ? r->tq_map_cap * 2 : 64;
+		uint32_t *map = ct_xcalloc(cap, sizeof *map);
+		for (size_t i = 0; i < r->ntq; i++) {
+			size_t h = ct_mix64(r->tq[i].tid) & (cap - 1);
+			while (map[h])
+				h = (h + 1) & (cap - 1);
+			map[h] = (uint32_t)i + 1;
+		}
+		free(r->tq_map);
+		r->tq_map = map;
+		r->tq_map_cap = cap;
+	}
+lookup_only:;
+	size_t h = ct_mix64(tid) & (r->tq_map_cap - 1);
+	for (; r->tq_map[h]; h = (h + 1) & (r->tq_map_cap - 1))
+		if (r->tq[r->tq_map[h] - 1].tid == tid) {
+			r->last_tq = r->tq_map[h] - 1;
+			return &r->tq[r->last_tq];
+		}
+	if (r->ntq == MAX_QUEUES)
+		return NULL;
+	r->tq = ct_xgrow(r->tq, &r->tq_cap, r->ntq + 1, sizeof *r->tq);
+	r->mheap = ct_xgrow(r->mheap, &r->mheap_cap, r->ntq + 1, sizeof *r->mheap);
+	struct tq *t = &r->tq[r->ntq];
+	memset(t, 0, sizeof *t);
+	t->tid = tid;
+	r->last_tq = r->ntq;
+	r->tq_map[h] = (uint32_t)++r->ntq;
+	return t;
+}
+
+static void pending_push(struct rd *r, const struct pending *p)
+{
+	struct tq *t = tq_of(r, p->ev.tid);
+	if (t && (t->n == 0 || !pend_less(p, &t->q[(t->head + t->n - 1) & (t->cap - 1)]))) {
+		if (t->n == t->cap) {
+			size_t cap = t->cap ? t->cap * 2 : 64;
+			struct pending *q = ct_xmalloc(cap * sizeof *q);
+			for (size_t i = 0; i < t->n; i++)
+				q[i] = t->q[(t->head + i) & (t->cap - 1)];
+			free(t->q);
+			t->q = q;
+			t->cap = cap;
+			t->head = 0;
+		}
+		t->q[(t->head + t->n) & (t->cap - 1)] = *p;
+		if (t->n++ == 0) {
+			t->pos = r->mheap_n;
+			r->mheap[r->mheap_n++] = (uint32_t)(t - r->tq);
+			mheap_up(r, t->pos);
+		}
+	} else {
+		heap_push(r, p);
+	}
+	r->pending_n++;
+	if (r->pending_n > r->res->max_pending_seen)
+		r->res->max_pending_seen = r->pending_n;
+}
+
+/* The smallest held event: from a queue (*from_queue = 1) or the heap. */
+static const struct pending *pending_min(const struct rd *r, int *from_queue)
+{
+	const struct pending *a = r->mheap_n ? tq_first(r, &r->tq[r->mheap[0]]) : NULL;
+	const struct pending *b = r->heap_n ? &r->heap[0] : NULL;
+	*from_queue = a && (!b || pend_less(a, b));
+	return *from_queue ? a : b;
+}
+
+/*
+ * Take the smallest held event out of the window: a pointer to it, valid
+ * until the next push (*tmp holds it when it has no other home).
+ */
+static struct pending *pending_take(struct rd *r, struct pending *tmp)
+{
+	int from_queue;
+	pending_min(r, &from_queue);
+	r->pending_n--;
+	if (!from_queue) {
+		heap_pop(r, tmp);
+		return tmp;
+	}
+	struct tq *t = &r->tq[r->mheap[0]];
+	struct pending *p = &t->q[t->head];
+	t->head = (t->head + 1) & (t->cap - 1);
+	if (--t->n == 0) {
+		if (t->cap > KEEP_QUEUE || r->ntq > KEEP_QUEUE) {
+			*tmp = *p;
+			p = tmp;
+			free(t->q);
+			t->q = NULL;
+			t->cap = 0;
+		}
+		t->head = 0;
+		r->mheap[0] = r->mheap[--r->mheap_n];
+		r->tq[r->mheap[0]].pos = 0;
+	}
+	if (r->mheap_n > 1)
+		mheap_down(r, 0);
+	return p;
+}
+
 /* How far behind the newest writer round the reorder window reaches. */
 #define CT_REORDER_SLACK_NS (100u * 1000u * 1000u)
 
 static void release_one(struct rd *r)
 {
-	struct pending p;
-	heap_pop(r, &p);
-	r->last_released_ts = p.ev.ts_ns;
+	struct pending tmp;
+	struct pending *p = pending_take(r, &tmp);
+	r->last_released_ts = p->ev.ts_ns;
 	r->released_any = 1;
-	if (p.pystack_id && r->cb->pycombine)
-		p.ev.stack_id = r->cb->pycombine(r->cb->ctx, p.ev.stack_id, p.pystack_id);
+	if (p->pystack_id && r->cb->pycombine)
+		p->ev.stack_id = r->cb->pycombine(r->cb->ctx, p->ev.stack_id, p->pystack_id);
 	if (r->cb->event)
-		r->cb->event(r->cb->ctx, &p.ev);
+		r->cb->event(r->cb->ctx, &p->ev);
 }
 
 static void release_upto(struct rd *r, uint64_t ts)
 {
-	while (r->heap_n && r->heap[0].ev.ts_ns <= ts)
+	int from_queue;
+	while (r->pending_n && pending_min(r, &from_queue)->ev.ts_ns <= ts)
 		release_one(r);
 }
 
 static void release_all(struct rd *r)
 {
-	while (r->heap_n)
+	while (r->pending_n)
 		release_one(r);
+}
+
+static void pending_free(struct rd *r)
+{
+	for (size_t i = 0; i < r->ntq; i++)
+		free(r->tq[i].q);
+	free(r->tq);
+	free(r->tq_map);
+	free(r->mheap);
+	free(r->heap);
+	r->tq = NULL;
+	r->tq_map = NULL;
+	r->mheap = NULL;
+	r->heap = NULL;
 }
 
 /* ---- records ------------------------------------------------------------------ */
@@ -304,8 +499,8 @@ static int dispatch(struct rd *r, const unsigned char *p, unsigned type, uint32_
 		r->res->events++;
 		if (r->released_any && pe.ev.ts_ns < r->last_released_ts)
 			r->res->late_events++;
-		heap_push(r, &pe);
-		if (r->heap_n > r->max_pending) {
+		pending_push(r, &pe);
+		if (r->pending_n > r->max_pending) {
 			r->res->forced_releases++;
 			release_one(r);
 		}
@@ -603,11 +798,10 @@ static int run(struct rd *r)
 	release_all(r);
 out:
 	free(r->buf);
-	free(r->heap);
+	pending_free(r);
 	free(r->zbuf);
 	ZSTD_freeDCtx(r->dctx);
 	r->buf = NULL;
-	r->heap = NULL;
 	r->zbuf = NULL;
 	r->dctx = NULL;
 	return r->res->status;

@@ -175,26 +175,31 @@ CT_HIDDEN void ct_rec_finish(struct ct_rec *rec);
 /*
  * A single-producer single-consumer byte ring. The owning thread appends
  * whole records; the writer thread copies out [tail, head). Records never
- * straddle the end: a CT_REC_PAD fills the gap before a wrap. The producer's
- * fields share one cache line, the writer's tail has its own.
+ * straddle the end: a CT_REC_PAD fills the gap before a wrap. What the
+ * producer writes on every record shares one cache line, which the writer
+ * reads once per round (head); read-only and writer-side fields have lines of
+ * their own.
  */
 struct ct_ring {
-	_Atomic uint64_t head; /* bytes ever committed (producer) */
+	/* written by the producer on every record */
+	_Atomic uint64_t head; /* bytes ever committed */
 	uint64_t cached_tail;  /* producer's last look at tail */
-	uint64_t nudge_at;     /* producer: wake the writer when head passes this */
-	uint64_t pending;      /* producer: bytes reserved, not yet committed */
+	uint64_t nudge_at;     /* wake the writer when head passes this */
+	uint64_t pending;      /* bytes reserved, not yet committed */
 	uint64_t events; /* recorded through this ring: the producer's count, read at exit */
-	uint64_t cap;	 /* power of two */
+	/* set before the ring is shared, then only read */
+	_Alignas(64) uint64_t cap; /* power of two */
 	unsigned char *data;
-	int shared; /* the overflow ring: producers take lock */
-	_Alignas(64) _Atomic uint64_t tail; /* bytes ever consumed (writer) */
-	_Alignas(64) _Atomic uint64_t dropped;
-	uint64_t dropped_reported; /* writer's last CT_REC_DROPS total */
-	uint32_t tid;
-	_Atomic int state;    /* enum ct_ring_state */
-	atomic_flag lock;     /* for shared rings only */
 	struct ct_ring *next; /* registry list: pushed at the head, never removed */
 	size_t map_size;
+	int shared;	  /* the overflow ring: producers take lock */
+	atomic_flag lock; /* for shared rings only */
+	/* written by the writer */
+	_Alignas(64) _Atomic uint64_t tail; /* bytes ever consumed */
+	uint64_t dropped_reported;	    /* last CT_REC_DROPS total */
+	_Atomic int state;		    /* enum ct_ring_state */
+	uint32_t tid;			    /* the owner, set when a thread takes the ring */
+	_Alignas(64) _Atomic uint64_t dropped; /* events the producer dropped */
 };
 
 enum ct_ring_state {
