@@ -1,74 +1,182 @@
 #!/bin/sh
-# Capture cost per event against the fake CUDA runtime, measured in one run:
-# the same program untraced and traced, stacks off and at depth 22.
-# Each figure is the median of REPS runs; the cost per event is
-# (traced - untraced) / 2 per pair (a pair is one alloc and one free event).
+# `make bench`: every overhead figure of cumtrace in one table, each measured
+# in this run (docs/bench.md says what each row means).
+#
+#   capture  tests/e2e/progs/bench_alloc: PAIRS allocation/free pairs 22 frames
+#            deep on the fake CUDA runtime, untraced and traced; heaptrack
+#            traces the same number of malloc/free pairs at the same depth.
+#            Cost per pair = traced - untraced (wall time); per event = half.
+#            Python rows: tests/e2e/py_bench.py (ctypes, 10 Python frames).
+#   scaling  1, 2, 4, 8 threads at once, stacks off: CPU time (every thread of
+#            the process, the writer's included) per event, traced - untraced;
+#            on fewer cores than threads wall time would measure the queueing.
+#   analyzer cumtrace-report summary on a synthetic dump (build/gendump) of
+#            BENCH_EVENTS events and of 10 times as many (skipped with
+#            BENCH_BIG=0), against `cat DUMP >/dev/null` of the same file,
+#            page-cached; peak RSS; dump bytes per event.
+# Each capture figure is the median of REPS runs.
 set -eu
 BUILD=${BUILD:-build}
 root=$(cd "$(dirname "$0")/.." && pwd)
 prog=$root/$BUILD/tests/progs/bench_alloc
 fake=$root/$BUILD/tests/fake
 shim=$root/$BUILD/libcumtrace.so
+report=$root/$BUILD/cumtrace-report
+gendump=$root/$BUILD/gendump
 pairs=${PAIRS:-200000}
 reps=${REPS:-5}
-tmp=$(mktemp -d)
+events=${BENCH_EVENTS:-10000000}
+big=${BENCH_BIG:-1}
+heaptrack=${HEAPTRACK:-/usr/bin/heaptrack}
+tmp=$(mktemp -d "${BENCH_TMP:-/tmp}/cumtrace-bench.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 
 median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+# calc EXPR: awk arithmetic, one decimal
+calc() { awk "BEGIN { printf \"%.1f\", $1 }"; }
+calc2() { awk "BEGIN { printf \"%.2f\", $1 }"; }
+# met VALUE GOAL: yes when VALUE <= GOAL
+met() { awk -v v="$1" -v g="$2" 'BEGIN { print (v + 0 <= g + 0) ? "yes" : "NO" }'; }
+row() { printf '%-52s %12s %10s %5s\n' "$1" "$2" "${3:-}" "${4:-}"; }
 
-# measure DEPTH THREADS [ENV...]: median ns per pair
-measure() {
-	d=$1
-	th=$2
-	shift 2
+# alloc MODE DEPTH THREADS [ENV...]: median wall and CPU ns per pair ("W C")
+alloc() {
+	mode=$1 d=$2 th=$3
+	shift 3
+	: >"$tmp/w"
+	: >"$tmp/c"
 	i=0
 	while [ $i -lt "$reps" ]; do
-		env LD_LIBRARY_PATH="$fake" CUMTRACE_OUTPUT="$tmp/b.%p.dump" CUMTRACE_QUIET=1 "$@" \
-			"$prog" "$pairs" "$d" "$th"
-		rm -f "$tmp"/b.*.dump
+		out=$(cd "$tmp" && env LD_LIBRARY_PATH="$fake" CUMTRACE_OUTPUT="$tmp/b.%p.dump" \
+			CUMTRACE_QUIET=1 "$@" "$prog" "$pairs" "$d" "$th" "$mode" 2>/dev/null |
+			sed -n 's/^bench_alloc wall=\([0-9.]*\) cpu=\([0-9.]*\)$/\1 \2/p')
+		[ -n "$out" ] || { echo "bench: bench_alloc $mode $d $th $* failed" >&2; exit 1; }
+		echo "${out% *}" >>"$tmp/w"
+		echo "${out#* }" >>"$tmp/c"
 		i=$((i + 1))
-	done | median
+	done
+	echo "$(median <"$tmp/w") $(median <"$tmp/c")"
 }
+wall() { echo "${1% *}"; }
+cpu() { echo "${1#* }"; }
+# keep_dump NAME: move the last traced run's dump aside (for bytes per event)
+keep_dump() { for f in "$tmp"/b.*.dump; do [ -f "$f" ] && mv "$f" "$tmp/$1.dump"; done; rm -f "$tmp"/b.*.dump; }
 
-echo "cumtrace capture benchmark ($(date -u +%Y-%m-%d), $(nproc) cores, fake CUDA runtime)"
-echo "pairs per run: $pairs x threads, median of $reps runs"
-printf '%-34s %12s %12s\n' "configuration" "ns/pair" "ns/event"
-base22=$(measure 22 1)
-printf '%-34s %12s %12s\n' "untraced, depth 22" "$base22" "-"
-for cfg in "0:stacks off" "22:stack depth 22"; do
-	depth=${cfg%%:*}
-	label=${cfg#*:}
-	t=$(measure 22 1 LD_PRELOAD="$shim" CUMTRACE_STACK_DEPTH="$depth")
-	per=$(echo "$t $base22" | awk '{ printf "%.1f", ($1 - $2) / 2 }')
-	printf '%-34s %12s %12s\n' "traced, $label" "$t" "$per"
-done
-for th in 1 2 4 8; do
-	b=$(measure 22 "$th")
-	t=$(measure 22 "$th" LD_PRELOAD="$shim" CUMTRACE_STACK_DEPTH=0)
-	per=$(echo "$t $b" | awk '{ printf "%.1f", ($1 - $2) / 2 }')
-	printf '%-34s %12s %12s\n' "traced, stacks off, $th threads" "$t" "$per"
-done
-# Python: the same pairs from CPython through ctypes, 10 frames deep
-# (tests/e2e/py_bench.py measures inside the interpreter).
+cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
+echo "cumtrace benchmark, $(date -u +%Y-%m-%d), $(nproc) cores ($cpu_model), fake CUDA runtime"
+echo "PAIRS=$pairs REPS=$reps BENCH_EVENTS=$events BENCH_BIG=$big; medians of REPS runs"
+row "figure" "value" "goal" "met"
+
+# ---- capture at depth 22: cumtrace against heaptrack -----------------------------------
+base=$(alloc cuda 22 1)
+d22=$(alloc cuda 22 1 LD_PRELOAD="$shim" CUMTRACE_STACK_DEPTH=22)
+keep_dump d22
+ct22=$(calc "$(wall "$d22") - $(wall "$base")")
+clock=$(tr '\0' '\n' <"$tmp/d22.dump" | sed -n 's/^setting.clock=//p' | head -n 1)
+compress=$(tr '\0' '\n' <"$tmp/d22.dump" | sed -n 's/^setting.compress=//p' | head -n 1)
+row "capture d22: untraced cudaMalloc+cudaFree, ns/pair" "$(wall "$base")"
+row "capture d22: cumtrace ns/pair (clock $clock, $compress)" "$ct22"
+if [ -x "$heaptrack" ]; then
+	mbase=$(alloc malloc 22 1)
+	ht=$(alloc malloc 22 1 "$heaptrack" -o "$tmp/ht")
+	rm -f "$tmp"/ht*
+	htc=$(calc "$(wall "$ht") - $(wall "$mbase")")
+	row "capture d22: untraced malloc+free, ns/pair" "$(wall "$mbase")"
+	row "capture d22: heaptrack ns/pair (malloc+free)" "$htc"
+	r=$(calc2 "$ct22 / $htc")
+	row "capture d22: cumtrace / heaptrack" "${r}x" "<= 0.5x" "$(met "$r" 0.5)"
+else
+	row "capture d22: heaptrack" "not installed" "" ""
+fi
+
+# ---- stacks off and Python frames ---------------------------------------------------------
+off=$(alloc cuda 22 1 LD_PRELOAD="$shim" CUMTRACE_STACK_DEPTH=0)
+keep_dump off
+e=$(calc "($(wall "$off") - $(wall "$base")) / 2")
+row "capture, stacks off: ns/event (wall)" "$e" "<= 50" "$(met "$e" 50)"
+row "capture, stacks off: CPU ns/event (all threads)" "$(calc "($(cpu "$off") - $(cpu "$base")) / 2")"
 if command -v python3 >/dev/null 2>&1; then
 	pyb=$root/tests/e2e/py_bench.py
 	pypairs=${PY_PAIRS:-100000}
 	pymeasure() {
 		i=0
 		while [ $i -lt "$reps" ]; do
-			env LD_LIBRARY_PATH="$fake" CUMTRACE_OUTPUT="$tmp/p.%p.dump" CUMTRACE_QUIET=1 "$@" \
-				python3 "$pyb" "$fake" "$pypairs"
+			(cd "$tmp" && env LD_LIBRARY_PATH="$fake" CUMTRACE_OUTPUT="$tmp/p.%p.dump" \
+				CUMTRACE_QUIET=1 "$@" python3 "$pyb" "$fake" "$pypairs")
 			rm -f "$tmp"/p.*.dump
 			i=$((i + 1))
 		done | median
 	}
 	pb=$(pymeasure)
-	printf '%-34s %12s %12s\n' "python, untraced" "$pb" "-"
-	for cfg in "0:Python frames off" "1:Python frames on"; do
-		on=${cfg%%:*}
-		label=${cfg#*:}
-		t=$(pymeasure LD_PRELOAD="$shim" CUMTRACE_STACK_DEPTH=22 CUMTRACE_PYTHON="$on")
-		per=$(echo "$t $pb" | awk '{ printf "%.1f", ($1 - $2) / 2 }')
-		printf '%-34s %12s %12s\n' "traced, $label" "$t" "$per"
-	done
+	pf0=$(pymeasure LD_PRELOAD="$shim" CUMTRACE_STACK_DEPTH=22 CUMTRACE_PYTHON=0)
+	pf1=$(pymeasure LD_PRELOAD="$shim" CUMTRACE_STACK_DEPTH=22 CUMTRACE_PYTHON=1)
+	row "capture, python3 d22, Python frames off: ns/event" "$(calc "($pf0 - $pb) / 2")"
+	row "capture, python3 d22, Python frames on: ns/event" "$(calc "($pf1 - $pb) / 2")"
 fi
+
+# ---- scaling: CPU time per event -------------------------------------------------------------
+one=
+for th in 1 2 4 8; do
+	b=$(alloc cuda 22 "$th")
+	t=$(alloc cuda 22 "$th" LD_PRELOAD="$shim" CUMTRACE_STACK_DEPTH=0)
+	c=$(calc "($(cpu "$t") - $(cpu "$b")) / 2")
+	[ -n "$one" ] || one=$c
+	row "scaling, stacks off, $th threads: CPU ns/event" "$c"
+done
+r=$(calc2 "$c / $one")
+row "scaling: 8 threads / 1 thread, CPU per event" "${r}x" "<= 2x" "$(met "$r" 2)"
+
+# ---- the analyzer ----------------------------------------------------------------------------
+# secs CMD...: wall seconds CMD takes (ns clock); its output goes to /dev/null
+secs() {
+	s0=$(date +%s%N)
+	"$@" >/dev/null
+	s1=$(date +%s%N)
+	calc2_3 "($s1 - $s0) / 1e9"
+}
+calc2_3() { awk "BEGIN { printf \"%.3f\", $1 }"; }
+# analyze N: "SECONDS CAT_SECONDS RSS_KIB BYTES" for a synthetic dump of N events
+analyze() {
+	dump=$tmp/g.dump
+	"$gendump" -n "$1" "$dump" >/dev/null
+	bytes=$(wc -c <"$dump")
+	cat "$dump" >/dev/null
+	best_cat=
+	for i in 1 2 3; do
+		s=$(secs cat "$dump")
+		best_cat=$(awk -v a="$s" -v b="${best_cat:-$s}" 'BEGIN { print (a < b) ? a : b }')
+	done
+	s=$(secs /usr/bin/time -f '%M' -o "$tmp/t" "$report" summary "$dump")
+	rm -f "$dump"
+	echo "$s $best_cat $(cat "$tmp/t") $bytes"
+}
+a=$(analyze "$events")
+set -- $a
+row "analyzer, $events events: seconds (cat: $2 s)" "$1"
+r=$(calc "$1 / $2")
+row "analyzer, $events events: time / cat" "${r}x" "<= 3x" "$(met "$r" 3)"
+row "analyzer, $events events: peak RSS, MiB" "$(calc "$3 / 1024")"
+row "dump bytes/event, synthetic $events events" "$(calc2 "$4 / $events")" "<= 12" \
+	"$(met "$(calc2 "$4 / $events")" 12)"
+rss1=$3
+if [ "$big" = 1 ]; then
+	n=$((events * 10))
+	a=$(analyze "$n")
+	set -- $a
+	row "analyzer, $n events: seconds (cat: $2 s)" "$1"
+	r=$(calc "$1 / $2")
+	row "analyzer, $n events: time / cat" "${r}x" "<= 3x" "$(met "$r" 3)"
+	row "analyzer, $n events: peak RSS, MiB" "$(calc "$3 / 1024")"
+	r=$(calc2 "$3 / $rss1")
+	row "analyzer: peak RSS $n / $events events" "${r}x" "<= 2x" "$(met "$r" 2)"
+	row "dump bytes/event, synthetic $n events" "$(calc2 "$4 / $n")" "<= 12" \
+		"$(met "$(calc2 "$4 / $n")" 12)"
+fi
+# What the capture runs above wrote (one stack, one address: compresses best).
+for d in off d22; do
+	nev=$("$report" summary --format json "$tmp/$d.dump" 2>/dev/null |
+		python3 -c 'import json,sys; print(json.load(sys.stdin)["dumps"][0]["events"])' 2>/dev/null || echo 0)
+	[ "$nev" -gt 0 ] 2>/dev/null &&
+		row "dump bytes/event, bench_alloc ($d)" "$(calc2 "$(wc -c <"$tmp/$d.dump") / $nev")"
+done
+exit 0

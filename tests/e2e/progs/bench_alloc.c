@@ -1,21 +1,36 @@
 /*
- * Benchmark driver: PAIRS cudaMalloc/cudaFree pairs made DEPTH frames deep
- * from THREADS threads at once; prints the wall time per pair in ns.
- * usage: bench_alloc PAIRS DEPTH THREADS
+ * Benchmark driver: PAIRS allocation/free pairs made DEPTH frames deep from
+ * THREADS threads at once, with cudaMalloc/cudaFree (MODE cuda, the default)
+ * or malloc/free (MODE malloc: what a heap profiler such as heaptrack traces).
+ * Prints "bench_alloc wall=W cpu=C" in ns per pair: W the wall time, C the
+ * process's CPU time (every thread, a tracer's own included), both from the
+ * start of the first thread to the end of the last.
+ * usage: bench_alloc PAIRS DEPTH THREADS [cuda|malloc]
  */
 #include <pthread.h>
+#include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "common.h"
 
 static long pairs;
 static int depth;
+static int use_malloc;
 
 NOINLINE static long run_at_depth(int d)
 {
 	if (d > 0)
 		return run_at_depth(d - 1) + 1; /* not a tail call: keeps the frame */
 	void *p;
+	if (use_malloc) {
+		for (long i = 0; i < pairs; i++) {
+			p = malloc(256);
+			__asm__ __volatile__("" : : "r"(p) : "memory"); /* keep the pair */
+			free(p);
+		}
+		return 0;
+	}
 	for (long i = 0; i < pairs; i++) {
 		CHECK(cudaMalloc(&p, 256));
 		CHECK(cudaFree(p));
@@ -29,6 +44,14 @@ static void *worker(void *arg)
 	return arg;
 }
 
+static double cpu_ns(void)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	return ((double)ru.ru_utime.tv_sec + (double)ru.ru_stime.tv_sec) * 1e9 +
+	       ((double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_usec) * 1e3;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 4)
@@ -36,10 +59,12 @@ int main(int argc, char **argv)
 	pairs = atol(argv[1]);
 	depth = atoi(argv[2]);
 	int threads = atoi(argv[3]);
+	use_malloc = argc > 4 && strcmp(argv[4], "malloc") == 0;
 	void *warm;
 	CHECK(cudaMalloc(&warm, 256)); /* runtime and tracer start-up out of the timing */
 	CHECK(cudaFree(warm));
 	struct timespec a, b;
+	double c0 = cpu_ns();
 	clock_gettime(CLOCK_MONOTONIC, &a);
 	pthread_t t[64];
 	for (int i = 0; i < threads && i < 64; i++)
@@ -47,7 +72,9 @@ int main(int argc, char **argv)
 	for (int i = 0; i < threads && i < 64; i++)
 		pthread_join(t[i], NULL);
 	clock_gettime(CLOCK_MONOTONIC, &b);
+	double c1 = cpu_ns();
 	double ns = (double)(b.tv_sec - a.tv_sec) * 1e9 + (double)(b.tv_nsec - a.tv_nsec);
-	printf("%.1f\n", ns / (double)(pairs * threads));
+	double n = (double)pairs * threads;
+	printf("bench_alloc wall=%.1f cpu=%.1f\n", ns / n, (c1 - c0) / n);
 	return 0;
 }
