@@ -335,8 +335,8 @@ CT_HIDDEN int ct_call_begin_slow(struct ct_call *call);
  */
 static inline int ct_call_begin(struct ct_call *call);
 /*
- * Finish a traced call: timestamp, stack, ring. May change errno: the caller
- * restores the value the real call left.
+ * Finish a traced call: timestamp, stack, ring. Preserves errno (the common
+ * case never touches it; the others save and restore it).
  */
 CT_HIDDEN void ct_call_end(struct ct_call *call);
 

@@ -48,18 +48,18 @@ CT_HIDDEN int ct_is_own_address(const void *p);
 /*
  * One wrapper: forwards to the real function, passes its return value and
  * errno back unchanged, and records the call unless it is nested inside
- * another traced call or tracing is off. A nested call (the runtime's own
- * driver call through an interposed export) costs a TLS load and a tail call. ret_t is the API's status type, ok
+ * another traced call or tracing is off. ret_t is the API's status type, ok
  * its success value, missing what to return when no real function exists.
+ * The exported function only decides: a nested call (the runtime's own driver
+ * call through an interposed export) is a TLS load and a tail call to the real
+ * function; a call to record is a tail call to ct_traced_NAME.
  */
 #define CT_WRAP(ret_t, ok, missing, layer_, name, op_, kind_, params, args, in, out)            \
 	static void *_Atomic ct_real_##name;                                                  \
-	CT_EXPORT ret_t name params;                                                          \
-	ret_t name params                                                                     \
+	static __attribute__((noinline)) ret_t ct_traced_##name params                        \
 	{                                                                                     \
-		ret_t(*fn) params = (ret_t(*) params)ct_real_symbol(&ct_real_##name, #name);  \
-		if (CT_UNLIKELY(!fn))                                                         \
-			return missing;                                                       \
+		ret_t(*fn) params = (ret_t(*) params)atomic_load_explicit(                    \
+			&ct_real_##name, memory_order_relaxed);                               \
 		struct ct_call c;                                                             \
 		if (!ct_call_begin(&c))                                                       \
 			return fn args;                                                       \
@@ -69,14 +69,22 @@ CT_HIDDEN int ct_is_own_address(const void *p);
 		c.layer = layer_;                                                             \
 		in;                                                                           \
 		ret_t rc = fn args;                                                           \
-		int saved_errno = errno;                                                      \
 		c.result = (int32_t)rc;                                                       \
 		if (rc == ok) {                                                               \
 			out;                                                                  \
 		}                                                                             \
 		ct_call_end(&c);                                                              \
-		errno = saved_errno;                                                          \
 		return rc;                                                                    \
+	}                                                                                     \
+	CT_EXPORT ret_t name params;                                                          \
+	ret_t name params                                                                     \
+	{                                                                                     \
+		ret_t(*fn) params = (ret_t(*) params)ct_real_symbol(&ct_real_##name, #name);  \
+		if (CT_UNLIKELY(!fn))                                                         \
+			return missing;                                                       \
+		if (ct_tls.in_hook)                                                           \
+			return fn args;                                                       \
+		return ct_traced_##name args;                                                 \
 	}
 
 #endif

@@ -76,7 +76,9 @@ static inline void ct_ring_nudge(struct ct_ring *ring)
 		return;
 	ring->cached_tail = atomic_load_explicit(&ring->tail, memory_order_acquire);
 	if (head - ring->cached_tail > ring->cap / 2) {
+		int saved_errno = errno;
 		ct_writer_kick();
+		errno = saved_errno;
 		ring->nudge_at = head + ring->cap / 16;
 	} else {
 		ring->nudge_at = ring->cached_tail + ring->cap / 2;
@@ -286,8 +288,10 @@ void ct_call_end(struct ct_call *call)
 			atomic_load_explicit(&ct_state, memory_order_acquire) ==
 				CT_STATE_FINISHED ||
 			(ev = ct_ring_reserve(ring, sizeof *ev)) == NULL)) {
+		int saved_errno = errno;
 		ct_call_end_full(call, t1);
 		t->in_hook = 0;
+		errno = saved_errno;
 		return;
 	}
 	ct_fill_event(ev, call, t1, ct_thread_tid(t), 0);

@@ -22,16 +22,23 @@
  * shim only runs on x86-64 and aarch64 Linux, both little-endian).
  *
  * Ordering: records from one thread appear in the order that thread made
- * them. Records of different threads interleave in chunks: the background
- * writer copies each thread's ring in turn. Before each round of copying the
- * writer emits a CT_REC_BATCH whose snapshot time is taken before any ring is
- * read, so every event whose record was complete at that instant is in this
- * batch or an earlier one. A reader that wants global time order keeps the
- * events of the current batch in a heap and, on the next CT_REC_BATCH, releases
- * those with ts_ns <= the previous batch's snapshot time.
+ * them, and so do its events' timestamps (each call is stamped after the
+ * thread's previous one). Records of different threads interleave in chunks:
+ * the background writer copies each thread's ring in turn. Before each round
+ * of copying the writer emits a CT_REC_BATCH whose snapshot time is taken
+ * before any ring is read, so every event whose record was complete at that
+ * instant is in this batch or an earlier one. A reader that wants global time
+ * order keeps the events of the current batch in a heap and, on the next
+ * CT_REC_BATCH, releases those with ts_ns <= the previous batch's snapshot
+ * time. Records inside a CT_REC_ZSTD count as standing where it stands.
  *
  * Timestamps are CLOCK_MONOTONIC nanoseconds. CT_REC_PROCESS gives the
- * monotonic and realtime clocks read together at start, to convert.
+ * monotonic and realtime clocks read together at start, to convert. (The
+ * shim may stamp events with the CPU's constant-rate counter and convert to
+ * CLOCK_MONOTONIC as it writes them, through calibration points it takes
+ * every round; the conversion is one non-decreasing function for every
+ * thread, so the rules here hold for what is in the file. setting.clock in
+ * CT_REC_PROCESS says which clock was read.)
  *
  * An allocation's ts_ns is the moment its call returned, a free's the moment
  * its call was entered: a block is live from ts_ns of its allocation to ts_ns
@@ -42,7 +49,9 @@
  * accepted survives kill -9 of the process (the kernel owns the page cache),
  * so after a crash the file ends at a record boundary of the last completed
  * write or, if the process died inside write(2), in the middle of a record:
- * a reader reports a truncated tail and keeps what came before it.
+ * a reader reports a truncated tail and keeps what came before it. A
+ * CT_REC_ZSTD is written whole by one write(2), so the same holds for it: a
+ * compressed record cut short is a truncated tail, never a corrupt one.
  */
 #ifndef CUMTRACE_FORMAT_H
 #define CUMTRACE_FORMAT_H
@@ -93,8 +102,9 @@ enum ct_rec_type {
  * record size, by NUL-terminated "key=value" strings (split at the first '=').
  * Keys: "version" (cumtrace version), "host", "exe", "cwd", "argv" (repeated,
  * in order), "output" (the expanded path), and "setting.NAME" for every
- * setting in force (stack_depth, buffer_mb, drop, flush_ms). Unknown keys are
- * ignored. Padding NULs may follow the last string.
+ * setting in force (stack_depth, buffer_mb, drop, flush_ms, backend, compress:
+ * "zstd" or "off", clock: "tsc" or "monotonic"). Unknown keys are ignored.
+ * Padding NULs may follow the last string.
  */
 struct ct_rec_process {
 	struct ct_rec rec;
