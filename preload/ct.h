@@ -20,6 +20,7 @@
 #define CT_EXPORT __attribute__((visibility("default")))
 #define CT_LIKELY(x) __builtin_expect(!!(x), 1)
 #define CT_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define CT_ALWAYS_INLINE __attribute__((always_inline))
 
 /* ---- options (config.c) ---------------------------------------------------- */
 
@@ -215,6 +216,8 @@ enum ct_ring_state {
 CT_HIDDEN struct ct_ring *ct_ring_create(uint64_t cap);
 CT_HIDDEN void ct_ring_destroy(struct ct_ring *ring);
 
+/* Past nudge_at: wake the writer if the ring is over half full, move nudge_at. */
+CT_HIDDEN void ct_ring_nudge_slow(struct ct_ring *ring, uint64_t head);
 /* Out of room at the end or in all: ct_ring_reserve's slow half. */
 CT_HIDDEN void *ct_ring_reserve_slow(struct ct_ring *ring, uint32_t len);
 
@@ -333,12 +336,15 @@ CT_HIDDEN int ct_call_begin_slow(struct ct_call *call);
  * when it is nested inside another traced call or tracing is off (then the
  * caller just forwards the call).
  */
-static inline int ct_call_begin(struct ct_call *call);
+static inline int ct_call_begin(struct ct_call *call) CT_ALWAYS_INLINE;
 /*
- * Finish a traced call: timestamp, stack, ring. Preserves errno (the common
- * case never touches it; the others save and restore it).
+ * Finish a traced call (ct_call_end, at the end of this file): timestamp,
+ * stack, ring. Preserves errno (the common case never touches it; the others
+ * save and restore it). op is call->op: a wrapper passes its constant.
  */
-CT_HIDDEN void ct_call_end(struct ct_call *call);
+static inline void ct_call_end(struct ct_call *call, unsigned op) CT_ALWAYS_INLINE;
+/* Everything but ct_call_end's common case; t1 is the call's return ticks. */
+CT_HIDDEN void ct_call_end_slow(struct ct_call *call, uint64_t t1);
 
 /* Kernel thread id of the calling thread (cached). */
 CT_HIDDEN uint32_t ct_current_tid(void);
@@ -448,6 +454,74 @@ static inline int ct_call_begin(struct ct_call *call)
 	call->device = t->device;
 	call->t0 = ct_ticks();
 	return 1;
+}
+
+/*
+ * The event of a finished call as the hot path writes it: ts_ns holds the
+ * entry ticks and dur_ns the return ticks until the writer finishes it
+ * (ct_rec_finish).
+ */
+static inline void ct_fill_event(struct ct_rec_event *ev, const struct ct_call *call, uint64_t t1,
+				 uint32_t tid, uint32_t stack_id)
+{
+	ev->rec.type = CT_REC_EVENT;
+	ev->rec.flags = 0;
+	ev->rec.size = sizeof *ev;
+	ev->ts_ns = call->t0;
+	ev->dur_ns = t1;
+	ev->ptr = call->ptr;
+	ev->size = call->size;
+	ev->stream = call->stream;
+	ev->aux = call->aux;
+	ev->tid = tid;
+	ev->stack_id = stack_id;
+	ev->result = call->result;
+	ev->flags = call->flags;
+	ev->api = call->api;
+	ev->op = call->op;
+	ev->kind = call->kind;
+	ev->device = call->device;
+	ev->layer = call->layer;
+	ev->reserved = 0;
+}
+
+/*
+ * Wake the writer early when a ring passes half full: checked against
+ * nudge_at, a position the producer keeps, so the common case reads no
+ * shared line. Past it, the writer is kicked at most once per cap/16 bytes.
+ */
+static inline void ct_ring_nudge(struct ct_ring *ring)
+{
+	uint64_t head = atomic_load_explicit(&ring->head, memory_order_relaxed);
+	if (CT_UNLIKELY(head >= ring->nudge_at))
+		ct_ring_nudge_slow(ring, head);
+}
+
+/*
+ * Inline so that each wrapper's constant op decides at compile time which
+ * clock read it needs and whether a stack may be wanted. The common case: no
+ * stack wanted, the thread's own ring has room, tracing running; one 80-byte
+ * record, no atomic read-modify-write, errno untouched.
+ */
+static inline void ct_call_end(struct ct_call *call, unsigned op)
+{
+	struct ct_thread *t = &ct_tls;
+	uint64_t t1 = ct_op_at_return(op) ? ct_ticks_ordered() : ct_ticks();
+	struct ct_ring *ring = t->ring;
+	struct ct_rec_event *ev;
+	if (CT_UNLIKELY(!ring || ring->shared ||
+			(ct_op_wants_stack(op) && ct_option(CT_OPT_STACK_DEPTH) > 0) ||
+			atomic_load_explicit(&ct_state, memory_order_acquire) ==
+				CT_STATE_FINISHED ||
+			(ev = (struct ct_rec_event *)ct_ring_reserve(ring, sizeof *ev)) == NULL)) {
+		ct_call_end_slow(call, t1);
+		return;
+	}
+	ct_fill_event(ev, call, t1, t->tid, 0);
+	ct_ring_commit(ring);
+	ring->events++;
+	ct_ring_nudge(ring);
+	t->in_hook = 0;
 }
 
 #endif /* CT_PRELOAD_H */

@@ -351,7 +351,7 @@ static void CUPTIAPI ct_cupti_callback(void *userdata, CUpti_CallbackDomain doma
 						   : 0;
 				if (cb->functionParams)
 					row->fill(&c, cb->functionParams, c.result == 0);
-				ct_call_end(&c);
+				ct_call_end(&c, c.op);
 			}
 		}
 		/* else: nested, or its API_ENTER came before we subscribed */

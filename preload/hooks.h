@@ -73,7 +73,7 @@ CT_HIDDEN int ct_is_own_address(const void *p);
 		if (rc == ok) {                                                               \
 			out;                                                                  \
 		}                                                                             \
-		ct_call_end(&c);                                                              \
+		ct_call_end(&c, CT_OP_##op_);                                                 \
 		return rc;                                                                    \
 	}                                                                                     \
 	CT_EXPORT ret_t name params;                                                          \

@@ -64,16 +64,8 @@ static void ct_ring_unlock(struct ct_ring *ring)
 		atomic_flag_clear_explicit(&ring->lock, memory_order_release);
 }
 
-/*
- * Wake the writer early when a ring passes half full: checked against
- * nudge_at, a position the producer keeps, so the common case reads no
- * shared line. Past it, the writer is kicked at most once per cap/16 bytes.
- */
-static inline void ct_ring_nudge(struct ct_ring *ring)
+void ct_ring_nudge_slow(struct ct_ring *ring, uint64_t head)
 {
-	uint64_t head = atomic_load_explicit(&ring->head, memory_order_relaxed);
-	if (CT_LIKELY(head < ring->nudge_at))
-		return;
 	ring->cached_tail = atomic_load_explicit(&ring->tail, memory_order_acquire);
 	if (head - ring->cached_tail > ring->cap / 2) {
 		int saved_errno = errno;
@@ -110,35 +102,6 @@ static void *ct_reserve_or_wait(struct ct_ring *ring, uint32_t len)
 		if (p)
 			return p;
 	}
-}
-
-/*
- * The event of a finished call as the hot path writes it: ts_ns holds the
- * entry ticks and dur_ns the return ticks until the writer finishes it
- * (ct_rec_finish).
- */
-static inline void ct_fill_event(struct ct_rec_event *ev, const struct ct_call *call, uint64_t t1,
-				 uint32_t tid, uint32_t stack_id)
-{
-	ev->rec.type = CT_REC_EVENT;
-	ev->rec.flags = 0;
-	ev->rec.size = sizeof *ev;
-	ev->ts_ns = call->t0;
-	ev->dur_ns = t1;
-	ev->ptr = call->ptr;
-	ev->size = call->size;
-	ev->stream = call->stream;
-	ev->aux = call->aux;
-	ev->tid = tid;
-	ev->stack_id = stack_id;
-	ev->result = call->result;
-	ev->flags = call->flags;
-	ev->api = call->api;
-	ev->op = call->op;
-	ev->kind = call->kind;
-	ev->device = call->device;
-	ev->layer = call->layer;
-	ev->reserved = 0;
 }
 
 /* Turn a filled event into one with the Python stack trailer. */
@@ -272,33 +235,13 @@ static void ct_call_end_full(struct ct_call *call, uint64_t t1)
 	ct_ring_unlock(ring);
 }
 
-/*
- * The common case is inline here: no stack wanted, the thread's own ring has
- * room, tracing running. One 80-byte record, no atomic read-modify-write.
- */
-void ct_call_end(struct ct_call *call)
+void ct_call_end_slow(struct ct_call *call, uint64_t t1)
 {
 	struct ct_thread *t = &ct_tls;
-	unsigned op = call->op;
-	uint64_t t1 = ct_op_at_return(op) ? ct_ticks_ordered() : ct_ticks();
-	struct ct_ring *ring = t->ring;
-	struct ct_rec_event *ev;
-	if (CT_UNLIKELY(!ring || ring->shared ||
-			(ct_option(CT_OPT_STACK_DEPTH) > 0 && ct_op_wants_stack(op)) ||
-			atomic_load_explicit(&ct_state, memory_order_acquire) ==
-				CT_STATE_FINISHED ||
-			(ev = ct_ring_reserve(ring, sizeof *ev)) == NULL)) {
-		int saved_errno = errno;
-		ct_call_end_full(call, t1);
-		t->in_hook = 0;
-		errno = saved_errno;
-		return;
-	}
-	ct_fill_event(ev, call, t1, ct_thread_tid(t), 0);
-	ct_ring_commit(ring);
-	ring->events++;
-	ct_ring_nudge(ring);
+	int saved_errno = errno;
+	ct_call_end_full(call, t1);
 	t->in_hook = 0;
+	errno = saved_errno;
 }
 
 void ct_record_raw(const void *rec, uint32_t len)
