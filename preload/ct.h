@@ -440,6 +440,16 @@ CT_HIDDEN int ct_cupti_stack_capture(uint64_t *ips, int max);
 
 /* ---- the hot path's inline half ----------------------------------------------- */
 
+/* A call to record starts: nested calls are off, the fields are cleared, t0 is read. */
+static inline void ct_call_start(struct ct_thread *t, struct ct_call *call)
+{
+	t->in_hook = 1;
+	call->ptr = call->size = call->stream = call->aux = 0;
+	call->flags = 0;
+	call->device = t->device;
+	call->t0 = ct_ticks();
+}
+
 static inline int ct_call_begin(struct ct_call *call)
 {
 	struct ct_thread *t = &ct_tls;
@@ -448,11 +458,7 @@ static inline int ct_call_begin(struct ct_call *call)
 	if (CT_UNLIKELY(atomic_load_explicit(&ct_state, memory_order_acquire) != CT_STATE_RUNNING ||
 			atomic_load_explicit(&ct_backend_cupti, memory_order_relaxed)))
 		return ct_call_begin_slow(call);
-	t->in_hook = 1;
-	call->ptr = call->size = call->stream = call->aux = 0;
-	call->flags = 0;
-	call->device = t->device;
-	call->t0 = ct_ticks();
+	ct_call_start(t, call);
 	return 1;
 }
 

@@ -305,12 +305,8 @@ static int ct_call_begin_cupti(struct ct_call *call)
 		state = ct_ensure_started();
 	if (state != CT_STATE_RUNNING && state != CT_STATE_FINISHED)
 		return 0;
-	t->in_hook = 1;
-	call->t0 = ct_ticks();
-	call->ptr = call->size = call->stream = call->aux = 0;
-	call->flags = 0;
+	ct_call_start(t, call);
 	call->result = 0;
-	call->device = t->device;
 	return 1;
 }
 

@@ -42,11 +42,7 @@ int ct_call_begin_slow(struct ct_call *call)
 	}
 	if (CT_UNLIKELY(atomic_load_explicit(&ct_backend_cupti, memory_order_relaxed)))
 		return 0; /* CUPTI callbacks record this call (cupti.c) */
-	t->in_hook = 1;
-	call->ptr = call->size = call->stream = call->aux = 0;
-	call->flags = 0;
-	call->device = t->device;
-	call->t0 = ct_ticks();
+	ct_call_start(t, call);
 	return 1;
 }
 

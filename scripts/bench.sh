@@ -150,27 +150,23 @@ analyze() {
 	rm -f "$dump"
 	echo "$s $best_cat $(cat "$tmp/t") $bytes"
 }
-a=$(analyze "$events")
-set -- $a
-row "analyzer, $events events: seconds (cat: $2 s)" "$1"
-r=$(calc "$1 / $2")
-row "analyzer, $events events: time / cat" "${r}x" "<= 3x" "$(met "$r" 3)"
-row "analyzer, $events events: peak RSS, MiB" "$(calc "$3 / 1024")"
-row "dump bytes/event, synthetic $events events" "$(calc2 "$4 / $events")" "<= 12" \
-	"$(met "$(calc2 "$4 / $events")" 12)"
-rss1=$3
+# analyzer_rows N: the rows for a synthetic dump of N events; sets rss (KiB)
+analyzer_rows() {
+	set -- "$1" $(analyze "$1")
+	row "analyzer, $1 events: seconds (cat: $3 s)" "$2"
+	r=$(calc "$2 / $3")
+	row "analyzer, $1 events: time / cat" "${r}x" "<= 3x" "$(met "$r" 3)"
+	row "analyzer, $1 events: peak RSS, MiB" "$(calc "$4 / 1024")"
+	r=$(calc2 "$5 / $1")
+	row "dump bytes/event, synthetic $1 events" "$r" "<= 12" "$(met "$r" 12)"
+	rss=$4
+}
+analyzer_rows "$events"
 if [ "$big" = 1 ]; then
-	n=$((events * 10))
-	a=$(analyze "$n")
-	set -- $a
-	row "analyzer, $n events: seconds (cat: $2 s)" "$1"
-	r=$(calc "$1 / $2")
-	row "analyzer, $n events: time / cat" "${r}x" "<= 3x" "$(met "$r" 3)"
-	row "analyzer, $n events: peak RSS, MiB" "$(calc "$3 / 1024")"
-	r=$(calc2 "$3 / $rss1")
-	row "analyzer: peak RSS $n / $events events" "${r}x" "<= 2x" "$(met "$r" 2)"
-	row "dump bytes/event, synthetic $n events" "$(calc2 "$4 / $n")" "<= 12" \
-		"$(met "$(calc2 "$4 / $n")" 12)"
+	rss1=$rss
+	analyzer_rows $((events * 10))
+	r=$(calc2 "$rss / $rss1")
+	row "analyzer: peak RSS $((events * 10)) / $events events" "${r}x" "<= 2x" "$(met "$r" 2)"
 fi
 # What the capture runs above wrote (one stack, one address: compresses best).
 for d in off d22; do
