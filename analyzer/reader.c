@@ -337,8 +337,11 @@ static void pending_push(struct rd *r, const struct pending *p)
 		if (t->n == t->cap) {
 			size_t cap = t->cap ? t->cap * 2 : 64;
 			struct pending *q = ct_xmalloc(cap * sizeof *q);
-			for (size_t i = 0; i < t->n; i++)
-				q[i] = t->q[(t->head + i) & (t->cap - 1)];
+			size_t first = t->cap - t->head; /* full: [head, cap) then [0, head) */
+			if (t->n) {
+				memcpy(q, t->q + t->head, first * sizeof *q);
+				memcpy(q + first, t->q, t->head * sizeof *q);
+			}
 			free(t->q);
 			t->q = q;
 			t->cap = cap;

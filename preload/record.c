@@ -169,7 +169,7 @@ static int ct_py_emit(void *ctx, const void *rec, uint32_t len)
 }
 
 /* Everything but the common case: stacks, Python frames, the shared ring, a full ring, the file. */
-static void ct_call_end_full(struct ct_call *call, uint64_t t1)
+static CT_ALWAYS_INLINE inline void ct_call_end_full(struct ct_call *call, uint64_t t1)
 {
 	struct ct_thread *t = &ct_tls;
 	uint32_t tid = ct_thread_tid(t);

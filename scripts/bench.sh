@@ -95,6 +95,10 @@ keep_dump off
 e=$(calc "($(wall "$off") - $(wall "$base")) / 2")
 row "capture, stacks off: ns/event (wall)" "$e" "<= 50" "$(met "$e" 50)"
 row "capture, stacks off: CPU ns/event (all threads)" "$(calc "($(cpu "$off") - $(cpu "$base")) / 2")"
+nz=$(alloc cuda 22 1 LD_PRELOAD="$shim" CUMTRACE_STACK_DEPTH=0 CUMTRACE_COMPRESS=0)
+rm -f "$tmp"/b.*.dump
+row "capture, stacks off, CUMTRACE_COMPRESS=0: ns/event" "$(calc "($(wall "$nz") - $(wall "$base")) / 2")"
+row "capture, stacks off, CUMTRACE_COMPRESS=0: CPU ns/event" "$(calc "($(cpu "$nz") - $(cpu "$base")) / 2")"
 if command -v python3 >/dev/null 2>&1; then
 	pyb=$root/tests/e2e/py_bench.py
 	pypairs=${PY_PAIRS:-100000}
