@@ -401,6 +401,9 @@ extern _Atomic uint64_t ct_events_recorded CT_HIDDEN;
 
 /* ---- compression (compress.c) ---------------------------------------------- */
 
+/* The writer's zstd level: the fastest level that keeps the ratio (docs/capture.md). */
+#define CT_ZSTD_LEVEL 1
+
 /*
  * Load libzstd.so.1 with dlopen (the shim does not link it) and make a
  * compressor at level. Returns 0, or -1 when libzstd is absent or unusable:

@@ -92,11 +92,13 @@ static int ct_write_all(const void *p, size_t n)
 	return 0;
 }
 
-/* in_signal: from a fatal signal's handler, where libzstd (malloc) must not run. */
-static void ct_wbuf_flush_ex(int in_signal)
+static int ct_in_signal; /* the round in progress runs in a fatal signal's handler */
+
+/* Compressed unless in a fatal signal's handler, where libzstd (malloc) must not run. */
+static void ct_wbuf_flush(void)
 {
 	if (ct_wbuf_len && ct_fd >= 0 && atomic_load(&ct_state) != CT_STATE_DISABLED) {
-		size_t z = ct_compress && !in_signal
+		size_t z = ct_compress && !ct_in_signal
 				   ? ct_zstd_pack(ct_wbuf, ct_wbuf_len, ct_zbuf, CT_REC_MAX)
 				   : 0;
 		if (z)
@@ -105,13 +107,6 @@ static void ct_wbuf_flush_ex(int in_signal)
 			ct_write_all(ct_wbuf, ct_wbuf_len);
 	}
 	ct_wbuf_len = 0;
-}
-
-static int ct_in_signal; /* the round in progress runs in a fatal signal's handler */
-
-static void ct_wbuf_flush(void)
-{
-	ct_wbuf_flush_ex(ct_in_signal);
 }
 
 /* Append one whole record the writer made (its timestamps are ns already). */
@@ -623,7 +618,7 @@ int ct_ensure_started(void)
 		ct_modules = mods;
 	}
 	ct_clock_init();
-	ct_compress = ct_option(CT_OPT_COMPRESS) && ct_zstd_init(1) == 0;
+	ct_compress = ct_option(CT_OPT_COMPRESS) && ct_zstd_init(CT_ZSTD_LEVEL) == 0;
 	if (ct_open_dump())
 		goto done;
 	ct_cupti_start(); /* CUMTRACE_BACKEND=cupti: before the PROCESS record names the backend */

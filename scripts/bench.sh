@@ -37,28 +37,28 @@ calc() { awk "BEGIN { printf \"%.1f\", $1 }"; }
 calc2() { awk "BEGIN { printf \"%.2f\", $1 }"; }
 # met VALUE GOAL: yes when VALUE <= GOAL
 met() { awk -v v="$1" -v g="$2" 'BEGIN { print (v + 0 <= g + 0) ? "yes" : "NO" }'; }
-row() { printf '%-52s %12s %10s %5s\n' "$1" "$2" "${3:-}" "${4:-}"; }
+row() { printf '%-56s %10s %9s %4s\n' "$1" "$2" "${3:-}" "${4:-}"; }
 
-# alloc MODE DEPTH THREADS [ENV...]: median wall and CPU ns per pair ("W C")
+# alloc MODE DEPTH THREADS [ENV...]: median wall, process CPU and calling
+# threads' CPU ns per pair ("W C T"; bench_alloc.c says what each is)
 alloc() {
 	mode=$1 d=$2 th=$3
 	shift 3
-	: >"$tmp/w"
-	: >"$tmp/c"
+	: >"$tmp/runs"
 	i=0
 	while [ $i -lt "$reps" ]; do
 		out=$(cd "$tmp" && env LD_LIBRARY_PATH="$fake" CUMTRACE_OUTPUT="$tmp/b.%p.dump" \
 			CUMTRACE_QUIET=1 "$@" "$prog" "$pairs" "$d" "$th" "$mode" 2>/dev/null |
-			sed -n 's/^bench_alloc wall=\([0-9.]*\) cpu=\([0-9.]*\)$/\1 \2/p')
+			sed -n 's/^bench_alloc wall=\([0-9.]*\) cpu=\([0-9.]*\) thread=\([0-9.]*\)$/\1 \2 \3/p')
 		[ -n "$out" ] || { echo "bench: bench_alloc $mode $d $th $* failed" >&2; exit 1; }
-		echo "${out% *}" >>"$tmp/w"
-		echo "${out#* }" >>"$tmp/c"
+		echo "$out" >>"$tmp/runs"
 		i=$((i + 1))
 	done
-	echo "$(median <"$tmp/w") $(median <"$tmp/c")"
+	for f in 1 2 3; do cut -d' ' -f$f "$tmp/runs" | median; done | tr '\n' ' ' | sed 's/ $//'
 }
-wall() { echo "${1% *}"; }
-cpu() { echo "${1#* }"; }
+wall() { echo "$1" | cut -d' ' -f1; }
+cpu() { echo "$1" | cut -d' ' -f2; }
+thr() { echo "$1" | cut -d' ' -f3; }
 # keep_dump NAME: move the last traced run's dump aside (for bytes per event)
 keep_dump() { for f in "$tmp"/b.*.dump; do [ -f "$f" ] && mv "$f" "$tmp/$1.dump"; done; rm -f "$tmp"/b.*.dump; }
 
@@ -76,6 +76,8 @@ clock=$(tr '\0' '\n' <"$tmp/d22.dump" | sed -n 's/^setting.clock=//p' | head -n 
 compress=$(tr '\0' '\n' <"$tmp/d22.dump" | sed -n 's/^setting.compress=//p' | head -n 1)
 row "capture d22: untraced cudaMalloc+cudaFree, ns/pair" "$(wall "$base")"
 row "capture d22: cumtrace ns/pair (clock $clock, $compress)" "$ct22"
+row "capture d22: cumtrace process CPU ns/pair (+ writer)" "$(calc "$(cpu "$d22") - $(cpu "$base")")"
+row "capture d22: cumtrace calling thread's CPU ns/pair" "$(calc "$(thr "$d22") - $(thr "$base")")"
 if [ -x "$heaptrack" ]; then
 	mbase=$(alloc malloc 22 1)
 	ht=$(alloc malloc 22 1 "$heaptrack" -o "$tmp/ht")
@@ -83,8 +85,14 @@ if [ -x "$heaptrack" ]; then
 	htc=$(calc "$(wall "$ht") - $(wall "$mbase")")
 	row "capture d22: untraced malloc+free, ns/pair" "$(wall "$mbase")"
 	row "capture d22: heaptrack ns/pair (malloc+free)" "$htc"
+	row "capture d22: heaptrack process CPU ns/pair" "$(calc "$(cpu "$ht") - $(cpu "$mbase")")"
+	row "capture d22: heaptrack calling thread's CPU ns/pair" "$(calc "$(thr "$ht") - $(thr "$mbase")")"
 	r=$(calc2 "$ct22 / $htc")
-	row "capture d22: cumtrace / heaptrack" "${r}x" "<= 0.5x" "$(met "$r" 0.5)"
+	row "capture d22: cumtrace / heaptrack (wall)" "${r}x" "<= 0.5x" "$(met "$r" 0.5)"
+	r=$(calc2 "($(cpu "$d22") - $(cpu "$base")) / ($(cpu "$ht") - $(cpu "$mbase"))")
+	row "capture d22: cumtrace / heaptrack (process CPU)" "${r}x" "<= 0.5x" "$(met "$r" 0.5)"
+	r=$(calc2 "($(thr "$d22") - $(thr "$base")) / ($(thr "$ht") - $(thr "$mbase"))")
+	row "capture d22: cumtrace / heaptrack (calling thread CPU)" "${r}x" "<= 0.5x" "$(met "$r" 0.5)"
 else
 	row "capture d22: heaptrack" "not installed" "" ""
 fi
@@ -94,11 +102,15 @@ off=$(alloc cuda 22 1 LD_PRELOAD="$shim" CUMTRACE_STACK_DEPTH=0)
 keep_dump off
 e=$(calc "($(wall "$off") - $(wall "$base")) / 2")
 row "capture, stacks off: ns/event (wall)" "$e" "<= 50" "$(met "$e" 50)"
-row "capture, stacks off: CPU ns/event (all threads)" "$(calc "($(cpu "$off") - $(cpu "$base")) / 2")"
+e=$(calc "($(thr "$off") - $(thr "$base")) / 2")
+row "capture, stacks off: calling thread's CPU ns/event" "$e" "<= 50" "$(met "$e" 50)"
+row "capture, stacks off: process CPU ns/event (+ writer)" "$(calc "($(cpu "$off") - $(cpu "$base")) / 2")"
 nz=$(alloc cuda 22 1 LD_PRELOAD="$shim" CUMTRACE_STACK_DEPTH=0 CUMTRACE_COMPRESS=0)
 rm -f "$tmp"/b.*.dump
-row "capture, stacks off, CUMTRACE_COMPRESS=0: ns/event" "$(calc "($(wall "$nz") - $(wall "$base")) / 2")"
-row "capture, stacks off, CUMTRACE_COMPRESS=0: CPU ns/event" "$(calc "($(cpu "$nz") - $(cpu "$base")) / 2")"
+row "capture, stacks off, COMPRESS=0: process CPU ns/event" "$(calc "($(cpu "$nz") - $(cpu "$base")) / 2")"
+mono=$(alloc cuda 22 1 LD_PRELOAD="$shim" CUMTRACE_STACK_DEPTH=0 CUMTRACE_CLOCK=monotonic)
+rm -f "$tmp"/b.*.dump
+row "capture, stacks off, CLOCK=monotonic: thread CPU ns/event" "$(calc "($(thr "$mono") - $(thr "$base")) / 2")"
 if command -v python3 >/dev/null 2>&1; then
 	pyb=$root/tests/e2e/py_bench.py
 	pypairs=${PY_PAIRS:-100000}

@@ -217,7 +217,7 @@ int main(int argc, char **argv)
 		perror("gendump");
 		return 1;
 	}
-	if (compress_on && ct_zstd_init(1) != 0) {
+	if (compress_on && ct_zstd_init(CT_ZSTD_LEVEL) != 0) {
 		fprintf(stderr, "gendump: libzstd.so.1 cannot be loaded\n");
 		return 1;
 	}
