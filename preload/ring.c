@@ -10,6 +10,22 @@
 
 #include "ct.h"
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
+int ct_has_prefetchw;
+
+/* Whether PREFETCHW may be used (CPUID 0x80000001 ECX bit 8). Once, before rings exist. */
+__attribute__((constructor)) static void ct_ring_cpu_init(void)
+{
+#if defined(__x86_64__)
+	unsigned a, b, c, d;
+	if (__get_cpuid(0x80000001, &a, &b, &c, &d))
+		ct_has_prefetchw = (c >> 8) & 1;
+#endif
+}
+
 struct ct_ring *ct_ring_create(uint64_t cap)
 {
 	if (cap < 4096 || (cap & (cap - 1)))
