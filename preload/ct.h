@@ -221,7 +221,8 @@ CT_HIDDEN void ct_ring_destroy(struct ct_ring *ring);
  * the writer read those lines on another CPU a round ago, and a store that
  * has to take a line back from another CPU stalls the next locked
  * instruction (the runtime's own mutex) until it completes. Asking for the
- * line with write intent some records early hides that.
+ * line with write intent some records early hides that. Near the end of the
+ * ring the address lies past it: a prefetch is only a hint and never faults.
  */
 #define CT_RING_PREFETCH 1024
 extern int ct_has_prefetchw CT_HIDDEN; /* x86-64: PREFETCHW exists (CPUID) */
