@@ -60,7 +60,7 @@ $(BUILD)/obj/preload/entry.o: ALL_CFLAGS := $(filter-out -fsanitize=% -fno-sanit
 ANALYZER_SRC := $(filter-out analyzer/main.c,$(wildcard analyzer/*.c))
 ANALYZER_OBJ := $(ANALYZER_SRC:%.c=$(BUILD)/obj/%.o)
 ANALYZER_LIB := $(BUILD)/libctanalyzer.a
-ANALYZER_LIBS := -ldw -lelf -lm
+ANALYZER_LIBS := -ldw -lelf -lzstd -lm
 REPORT := $(BUILD)/cumtrace-report
 
 $(ANALYZER_LIB): $(ANALYZER_OBJ)
@@ -169,6 +169,15 @@ $(BUILD)/tests/progs/leak_classes $(BUILD)/tests/progs/growth: $(BUILD)/tests/pr
 	$(Q)$(CC) $(PROG_CFLAGS) -o $@ $< -L$(FAKE_DIR) -L$(TLIB_DIR) -l:libcudart.so.13 -ltorch_cuda \
 		-l:libcublas.so.13 -l:libnccl.so.2 -Wl,-rpath,'$$ORIGIN/../libs' -Xlinker -rpath-link -Xlinker $(FAKE_DIR) -ldl -lpthread $(ALL_LDFLAGS)
 
+# ---- the synthetic dump generator (scripts/gendump.c, the analyzer benchmark)
+# It packs records with the shim's own compressor, preload/compress.c.
+GENDUMP := $(BUILD)/gendump
+
+$(GENDUMP): scripts/gendump.c preload/compress.c preload/ct.h include/cumtrace/format.h
+	@mkdir -p $(@D)
+	@echo "  CC      $@"
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ scripts/gendump.c preload/compress.c $(ALL_LDFLAGS) -ldl
+
 # ---- unit tests: each tests/unit/test_NAME.c becomes build/tests/unit/test_NAME
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNITS := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/unit/%)
@@ -217,12 +226,12 @@ fuzz: $(FUZZ_BIN)
 # ---- targets ---------------------------------------------------------------
 all: $(SHIM) $(REPORT)
 
-tests: all $(FAKE_CUDART) $(FAKE_CUDA) $(FAKE_CUPTI) $(TLIBS) $(PROGS) $(UNITS)
+tests: all $(FAKE_CUDART) $(FAKE_CUDA) $(FAKE_CUPTI) $(TLIBS) $(PROGS) $(UNITS) $(GENDUMP)
 
 check: tests
 	$(Q)BUILD=$(BUILD) SANITIZE=$(SANITIZE) sh tests/run.sh
 
-bench: all $(FAKE_CUDART) $(FAKE_CUDA) $(PROGS)
+bench: all $(FAKE_CUDART) $(FAKE_CUDA) $(PROGS) $(GENDUMP)
 	$(Q)BUILD=$(BUILD) sh scripts/bench.sh
 
 demo: all $(FAKE_CUDART) $(FAKE_CUDA) $(PROGS)

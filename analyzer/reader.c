@@ -9,6 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <zstd.h>
+
 #include "util.h"
 
 #define DEFAULT_CHUNK (1u << 20)
@@ -35,8 +37,16 @@ struct rd {
 	int eof;
 	size_t chunk, max_pending;
 	int explicit_pending; /* max_pending given by the caller */
-	struct pending *heap;
+	/* The reorder window (see "the reorder window" below). */
+	struct tq *tq;	    /* one queue per thread id, at most MAX_QUEUES */
+	size_t ntq, tq_cap, last_tq;
+	uint32_t *tq_map;   /* open addressing: tid -> queue index + 1 */
+	size_t tq_map_cap;  /* a power of two, or 0 */
+	uint32_t *mheap;    /* the non-empty queues, a min-heap by their first event */
+	size_t mheap_n, mheap_cap;
+	struct pending *heap; /* events out of their thread's order: a min-heap */
 	size_t heap_n, heap_cap;
+	size_t pending_n; /* events held in all */
 	uint64_t seq;
 	uint64_t prev_snapshot;
 	int have_prev;
@@ -45,6 +55,11 @@ struct rd {
 	const struct ct_reader_cb *cb;
 	struct ct_read_result *res;
 	uint64_t *scratch; /* CT_REC_MAX bytes, aligned: CT_REC_SYMBOLS */
+	/* CT_REC_ZSTD: made at the first one, CT_ZSTD_RAW_MAX bytes */
+	ZSTD_DCtx *dctx;
+	unsigned char *zbuf;
+	int in_zstd;	   /* dispatching the records of a CT_REC_ZSTD */
+	uint64_t zstd_pos; /* ... this one, at this offset of its decompressed run */
 };
 
 uint32_t ct_rec_fixed_size(unsigned type)
@@ -76,6 +91,8 @@ uint32_t ct_rec_fixed_size(unsigned type)
 		return sizeof(struct ct_rec_symbols);
 	case CT_REC_MEMINFO:
 		return sizeof(struct ct_rec_meminfo);
+	case CT_REC_ZSTD:
+		return sizeof(struct ct_rec_zstd);
 	default:
 		return 0;
 	}
@@ -83,9 +100,9 @@ uint32_t ct_rec_fixed_size(unsigned type)
 
 static const char *rec_type_name(unsigned type)
 {
-	static const char *const names[] = {"pad",   "process", "event", "stack",	  "module",
-					    "drops", "batch",	"end",	 "mark",	  "zstd",
-					    "symbols", "pystack", "pystring"};
+	static const char *const names[] = {"pad",   "process", "event", "stack", "module", "drops",
+					    "batch", "end",	"mark",	 "zstd",  "symbols", "pystack",
+					    "pystring"};
 	return type < sizeof names / sizeof names[0] ? names[type] : "unknown";
 }
 
@@ -98,6 +115,28 @@ __attribute__((format(printf, 3, 4))) static void set_error(struct rd *r, uint64
 	va_end(ap);
 	r->res->status = CT_READ_ERROR;
 	r->res->error_offset = off;
+}
+
+/*
+ * A corrupt record at file offset off: "corrupt record at offset OFF: ...",
+ * or, for a record inside a CT_REC_ZSTD (off is then the CT_REC_ZSTD's),
+ * "corrupt record at offset OFF (decompressed byte POS): ...".
+ */
+__attribute__((format(printf, 3, 4))) static void corrupt(struct rd *r, uint64_t off,
+							   const char *fmt, ...)
+{
+	char what[400];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof what, fmt, ap);
+	va_end(ap);
+	if (r->in_zstd)
+		set_error(r, off, "corrupt record at offset %llu (decompressed byte %llu): %s",
+			  (unsigned long long)off, (unsigned long long)r->zstd_pos, what);
+	else
+		set_error(r, off, "corrupt record at offset %llu: %s", (unsigned long long)off, what);
+	r->res->error_in_zstd = r->in_zstd;
+	r->res->error_zstd_pos = r->in_zstd ? r->zstd_pos : 0;
 }
 
 static ssize_t src_read(struct src *s, void *buf, size_t n)
@@ -147,7 +186,29 @@ static int fill(struct rd *r, size_t need)
 	return 0;
 }
 
-/* ---- the reorder heap ------------------------------------------------------ */
+/*
+ * ---- the reorder window ------------------------------------------------------
+ *
+ * Events wait here until they are released in (ts_ns, tid, file order)
+ * order. One thread's events come in that order already (each call is
+ * stamped after the thread's previous one), so each thread id has a FIFO
+ * queue and a small heap over the queues' first events merges them: a
+ * release costs O(log threads). An event that would break its queue's order
+ * (a corrupt dump, a counter that stepped back), and the events of thread ids
+ * past MAX_QUEUES, wait in a heap of their own; a release takes the smaller of
+ * the two minima, so the order is exactly that of one heap over all events.
+ */
+#define MAX_QUEUES 65536
+/* An emptied queue keeps an array up to this many events while there are
+ * at most this many queues: ids that come and go hold little memory. */
+#define KEEP_QUEUE 1024
+
+struct tq {
+	uint32_t tid;
+	struct pending *q;   /* ring: item i at q[(head + i) & (cap - 1)] */
+	size_t head, n, cap; /* cap a power of two, or 0 */
+	size_t pos;	     /* index in mheap while non-empty */
+};
 
 static int pend_less(const struct pending *a, const struct pending *b)
 {
@@ -170,8 +231,6 @@ static void heap_push(struct rd *r, const struct pending *p)
 		i = parent;
 	}
 	r->heap[i] = *p;
-	if (r->heap_n > r->res->max_pending_seen)
-		r->res->max_pending_seen = r->heap_n;
 }
 
 static void heap_pop(struct rd *r, struct pending *out)
@@ -194,31 +253,201 @@ static void heap_pop(struct rd *r, struct pending *out)
 		r->heap[i] = last;
 }
 
+static const struct pending *tq_first(const struct rd *r, const struct tq *t)
+{
+	(void)r;
+	return &t->q[t->head];
+}
+
+static int mheap_less(const struct rd *r, size_t a, size_t b)
+{
+	return pend_less(tq_first(r, &r->tq[r->mheap[a]]), tq_first(r, &r->tq[r->mheap[b]]));
+}
+
+static void mheap_swap(struct rd *r, size_t a, size_t b)
+{
+	uint32_t x = r->mheap[a];
+	r->mheap[a] = r->mheap[b];
+	r->mheap[b] = x;
+	r->tq[r->mheap[a]].pos = a;
+	r->tq[r->mheap[b]].pos = b;
+}
+
+static void mheap_up(struct rd *r, size_t i)
+{
+	while (i && mheap_less(r, i, (i - 1) / 2)) {
+		mheap_swap(r, i, (i - 1) / 2);
+		i = (i - 1) / 2;
+	}
+}
+
+static void mheap_down(struct rd *r, size_t i)
+{
+	for (;;) {
+		size_t c = 2 * i + 1;
+		if (c >= r->mheap_n)
+			return;
+		if (c + 1 < r->mheap_n && mheap_less(r, c + 1, c))
+			c++;
+		if (!mheap_less(r, c, i))
+			return;
+		mheap_swap(r, i, c);
+		i = c;
+	}
+}
+
+/* The queue of thread tid, made on first sight; NULL past MAX_QUEUES. */
+static struct tq *tq_of(struct rd *r, uint32_t tid)
+{
+	if (r->ntq && r->tq[r->last_tq].tid == tid) /* a thread's events come in runs */
+		return &r->tq[r->last_tq];
+	if (r->ntq * 2 >= r->tq_map_cap) {
+		if (r->ntq == MAX_QUEUES)
+			goto lookup_only;
+		size_t cap = r->tq_map_cap ? r->tq_map_cap * 2 : 64;
+		uint32_t *map = ct_xcalloc(cap, sizeof *map);
+		for (size_t i = 0; i < r->ntq; i++) {
+			size_t h = ct_mix64(r->tq[i].tid) & (cap - 1);
+			while (map[h])
+				h = (h + 1) & (cap - 1);
+			map[h] = (uint32_t)i + 1;
+		}
+		free(r->tq_map);
+		r->tq_map = map;
+		r->tq_map_cap = cap;
+	}
+lookup_only:;
+	size_t h = ct_mix64(tid) & (r->tq_map_cap - 1);
+	for (; r->tq_map[h]; h = (h + 1) & (r->tq_map_cap - 1))
+		if (r->tq[r->tq_map[h] - 1].tid == tid) {
+			r->last_tq = r->tq_map[h] - 1;
+			return &r->tq[r->last_tq];
+		}
+	if (r->ntq == MAX_QUEUES)
+		return NULL;
+	r->tq = ct_xgrow(r->tq, &r->tq_cap, r->ntq + 1, sizeof *r->tq);
+	r->mheap = ct_xgrow(r->mheap, &r->mheap_cap, r->ntq + 1, sizeof *r->mheap);
+	struct tq *t = &r->tq[r->ntq];
+	memset(t, 0, sizeof *t);
+	t->tid = tid;
+	r->last_tq = r->ntq;
+	r->tq_map[h] = (uint32_t)++r->ntq;
+	return t;
+}
+
+static void pending_push(struct rd *r, const struct pending *p)
+{
+	struct tq *t = tq_of(r, p->ev.tid);
+	if (t && (t->n == 0 || !pend_less(p, &t->q[(t->head + t->n - 1) & (t->cap - 1)]))) {
+		if (t->n == t->cap) {
+			size_t cap = t->cap ? t->cap * 2 : 64;
+			struct pending *q = ct_xmalloc(cap * sizeof *q);
+			size_t first = t->cap - t->head; /* full: [head, cap) then [0, head) */
+			if (t->n) {
+				memcpy(q, t->q + t->head, first * sizeof *q);
+				memcpy(q + first, t->q, t->head * sizeof *q);
+			}
+			free(t->q);
+			t->q = q;
+			t->cap = cap;
+			t->head = 0;
+		}
+		t->q[(t->head + t->n) & (t->cap - 1)] = *p;
+		if (t->n++ == 0) {
+			t->pos = r->mheap_n;
+			r->mheap[r->mheap_n++] = (uint32_t)(t - r->tq);
+			mheap_up(r, t->pos);
+		}
+	} else {
+		heap_push(r, p);
+	}
+	r->pending_n++;
+	if (r->pending_n > r->res->max_pending_seen)
+		r->res->max_pending_seen = r->pending_n;
+}
+
+/* The smallest held event: from a queue (*from_queue = 1) or the heap. */
+static const struct pending *pending_min(const struct rd *r, int *from_queue)
+{
+	const struct pending *a = r->mheap_n ? tq_first(r, &r->tq[r->mheap[0]]) : NULL;
+	const struct pending *b = r->heap_n ? &r->heap[0] : NULL;
+	*from_queue = a && (!b || pend_less(a, b));
+	return *from_queue ? a : b;
+}
+
+/*
+ * Take the smallest held event out of the window: a pointer to it, valid
+ * until the next push (*tmp holds it when it has no other home).
+ */
+static struct pending *pending_take(struct rd *r, struct pending *tmp)
+{
+	int from_queue;
+	pending_min(r, &from_queue);
+	r->pending_n--;
+	if (!from_queue) {
+		heap_pop(r, tmp);
+		return tmp;
+	}
+	struct tq *t = &r->tq[r->mheap[0]];
+	struct pending *p = &t->q[t->head];
+	t->head = (t->head + 1) & (t->cap - 1);
+	if (--t->n == 0) {
+		if (t->cap > KEEP_QUEUE || r->ntq > KEEP_QUEUE) {
+			*tmp = *p;
+			p = tmp;
+			free(t->q);
+			t->q = NULL;
+			t->cap = 0;
+		}
+		t->head = 0;
+		r->mheap[0] = r->mheap[--r->mheap_n];
+		r->tq[r->mheap[0]].pos = 0;
+	}
+	if (r->mheap_n > 1)
+		mheap_down(r, 0);
+	return p;
+}
+
 /* How far behind the newest writer round the reorder window reaches. */
 #define CT_REORDER_SLACK_NS (100u * 1000u * 1000u)
 
 static void release_one(struct rd *r)
 {
-	struct pending p;
-	heap_pop(r, &p);
-	r->last_released_ts = p.ev.ts_ns;
+	struct pending tmp;
+	struct pending *p = pending_take(r, &tmp);
+	r->last_released_ts = p->ev.ts_ns;
 	r->released_any = 1;
-	if (p.pystack_id && r->cb->pycombine)
-		p.ev.stack_id = r->cb->pycombine(r->cb->ctx, p.ev.stack_id, p.pystack_id);
+	if (p->pystack_id && r->cb->pycombine)
+		p->ev.stack_id = r->cb->pycombine(r->cb->ctx, p->ev.stack_id, p->pystack_id);
 	if (r->cb->event)
-		r->cb->event(r->cb->ctx, &p.ev);
+		r->cb->event(r->cb->ctx, &p->ev);
 }
 
 static void release_upto(struct rd *r, uint64_t ts)
 {
-	while (r->heap_n && r->heap[0].ev.ts_ns <= ts)
+	int from_queue;
+	while (r->pending_n && pending_min(r, &from_queue)->ev.ts_ns <= ts)
 		release_one(r);
 }
 
 static void release_all(struct rd *r)
 {
-	while (r->heap_n)
+	while (r->pending_n)
 		release_one(r);
+}
+
+static void pending_free(struct rd *r)
+{
+	for (size_t i = 0; i < r->ntq; i++)
+		free(r->tq[i].q);
+	free(r->tq);
+	free(r->tq_map);
+	free(r->mheap);
+	free(r->heap);
+	r->tq = NULL;
+	r->tq_map = NULL;
+	r->mheap = NULL;
+	r->heap = NULL;
 }
 
 /* ---- records ------------------------------------------------------------------ */
@@ -339,8 +568,8 @@ static int dispatch(struct rd *r, const unsigned char *p, unsigned type, uint32_
 			return 0; /* nobody wants them in order: hold nothing */
 		if (r->released_any && pe.ev.ts_ns < r->last_released_ts)
 			r->res->late_events++;
-		heap_push(r, &pe);
-		if (r->heap_n > r->max_pending) {
+		pending_push(r, &pe);
+		if (r->pending_n > r->max_pending) {
 			r->res->forced_releases++;
 			release_one(r);
 		}
@@ -351,15 +580,12 @@ static int dispatch(struct rd *r, const unsigned char *p, unsigned type, uint32_
 		uint64_t ips[CT_STACK_MAX];
 		memcpy(&st, p, sizeof st);
 		if (st.depth > CT_STACK_MAX) {
-			set_error(r, off, "corrupt record at offset %llu: stack depth %u above maximum %u",
-				  (unsigned long long)off, st.depth, CT_STACK_MAX);
+			corrupt(r, off, "stack depth %u above maximum %u", st.depth, CT_STACK_MAX);
 			return -1;
 		}
 		uint32_t need = (uint32_t)sizeof st + 8u * st.depth;
 		if (need > size) {
-			set_error(r, off,
-				  "corrupt record at offset %llu: stack of depth %u needs %u bytes, record has %u",
-				  (unsigned long long)off, st.depth, need, size);
+			corrupt(r, off, "stack of depth %u needs %u bytes, record has %u", st.depth, need, size);
 			return -1;
 		}
 		memcpy(ips, p + sizeof st, 8u * st.depth);
@@ -372,9 +598,7 @@ static int dispatch(struct rd *r, const unsigned char *p, unsigned type, uint32_
 		memcpy(&m, p, sizeof m);
 		uint64_t need = (uint64_t)sizeof m + m.build_id_len + m.path_len;
 		if (need > size) {
-			set_error(r, off,
-				  "corrupt record at offset %llu: module build id (%u bytes) and path (%u bytes) overflow a record of %u bytes",
-				  (unsigned long long)off, m.build_id_len, m.path_len, size);
+			corrupt(r, off, "module build id (%u bytes) and path (%u bytes) overflow a record of %u bytes", m.build_id_len, m.path_len, size);
 			return -1;
 		}
 		if (cb->module)
@@ -421,9 +645,7 @@ static int dispatch(struct rd *r, const unsigned char *p, unsigned type, uint32_
 		struct ct_rec_mark mk;
 		memcpy(&mk, p, sizeof mk);
 		if ((uint64_t)sizeof mk + mk.name_len > size) {
-			set_error(r, off,
-				  "corrupt record at offset %llu: mark name (%u bytes) overflows a record of %u bytes",
-				  (unsigned long long)off, mk.name_len, size);
+			corrupt(r, off, "mark name (%u bytes) overflows a record of %u bytes", mk.name_len, size);
 			return -1;
 		}
 		if (cb->mark)
@@ -441,9 +663,7 @@ static int dispatch(struct rd *r, const unsigned char *p, unsigned type, uint32_
 		struct ct_rec_pystring ps;
 		memcpy(&ps, p, sizeof ps);
 		if ((uint64_t)sizeof ps + ps.len > size) {
-			set_error(r, off,
-				  "corrupt record at offset %llu: Python string (%u bytes) overflows a record of %u bytes",
-				  (unsigned long long)off, ps.len, size);
+			corrupt(r, off, "Python string (%u bytes) overflows a record of %u bytes", ps.len, size);
 			return -1;
 		}
 		if (cb->pystring)
@@ -456,9 +676,7 @@ static int dispatch(struct rd *r, const unsigned char *p, unsigned type, uint32_
 		memcpy(&st, p, sizeof st);
 		uint64_t need = (uint64_t)sizeof st + (uint64_t)st.depth * sizeof pf[0];
 		if (st.depth > CT_PYSTACK_MAX || need > size) {
-			set_error(r, off,
-				  "corrupt record at offset %llu: Python stack of depth %u does not fit a record of %u bytes",
-				  (unsigned long long)off, st.depth, size);
+			corrupt(r, off, "Python stack of depth %u does not fit a record of %u bytes", st.depth, size);
 			return -1;
 		}
 		memcpy(pf, p + sizeof st, st.depth * sizeof pf[0]);
@@ -470,8 +688,6 @@ static int dispatch(struct rd *r, const unsigned char *p, unsigned type, uint32_
 		return read_symbols(r, p, size, off);
 	default:
 		r->res->unknown_records++;
-		if (type == CT_REC_ZSTD)
-			r->res->zstd_records++;
 		if (cb->unknown)
 			cb->unknown(cb->ctx, type, off, size);
 		return 0;
@@ -521,6 +737,102 @@ static int read_header(struct rd *r)
 	return 0;
 }
 
+/* The checks every record header gets, in the file or inside a CT_REC_ZSTD. */
+static int check_header(struct rd *r, const struct ct_rec *h, uint64_t off)
+{
+	if (h->size < sizeof *h) {
+		corrupt(r, off, "size %u below minimum %zu", h->size, sizeof *h);
+		return -1;
+	}
+	if (h->size % 8) {
+		corrupt(r, off, "size %u is not a multiple of 8", h->size);
+		return -1;
+	}
+	if (h->size > CT_REC_MAX) {
+		corrupt(r, off, "size %u above maximum %u", h->size, CT_REC_MAX);
+		return -1;
+	}
+	uint32_t fixed = ct_rec_fixed_size(h->type);
+	if (h->size < fixed) {
+		corrupt(r, off, "%s record of %u bytes is shorter than its fixed part (%u bytes)",
+			rec_type_name(h->type), h->size, fixed);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * A CT_REC_ZSTD at off: check the frame, decompress it into the one buffer
+ * and dispatch the records it holds as if they stood in the file here.
+ */
+static int read_zstd(struct rd *r, const unsigned char *p, uint32_t size, uint64_t off)
+{
+	struct ct_rec_zstd z;
+	memcpy(&z, p, sizeof z);
+	r->res->zstd_records++;
+	if (z.frame_size > size - sizeof z) {
+		corrupt(r, off, "zstd frame of %u bytes overflows a record of %u bytes", z.frame_size,
+			size);
+		return -1;
+	}
+	if (z.raw_size < sizeof(struct ct_rec) || z.raw_size % 8 || z.raw_size > CT_ZSTD_RAW_MAX) {
+		corrupt(r, off, "zstd record of %u decompressed bytes (want a multiple of 8, 8 to %u)",
+			z.raw_size, CT_ZSTD_RAW_MAX);
+		return -1;
+	}
+	const unsigned char *frame = p + sizeof z;
+	size_t fsize = ZSTD_findFrameCompressedSize(frame, z.frame_size);
+	if (ZSTD_isError(fsize) || fsize != z.frame_size) {
+		corrupt(r, off, "zstd record does not hold exactly one zstd frame of %u bytes",
+			z.frame_size);
+		return -1;
+	}
+	unsigned long long content = ZSTD_getFrameContentSize(frame, z.frame_size);
+	if (content != z.raw_size) {
+		corrupt(r, off, "zstd frame does not declare the record's %u decompressed bytes",
+			z.raw_size);
+		return -1;
+	}
+	if (!r->zbuf) {
+		r->zbuf = ct_xmalloc(CT_ZSTD_RAW_MAX);
+		r->dctx = ZSTD_createDCtx();
+		if (!r->dctx) {
+			set_error(r, off, "out of memory for zstd decompression at offset %llu",
+				  (unsigned long long)off);
+			return -1;
+		}
+	}
+	size_t got = ZSTD_decompressDCtx(r->dctx, r->zbuf, z.raw_size, frame, z.frame_size);
+	if (ZSTD_isError(got) || got != z.raw_size) {
+		corrupt(r, off, "zstd frame does not decompress: %s",
+			ZSTD_isError(got) ? ZSTD_getErrorName(got) : "short output");
+		return -1;
+	}
+	r->in_zstd = 1;
+	for (size_t pos = 0; pos < z.raw_size;) {
+		struct ct_rec h;
+		r->zstd_pos = pos;
+		memcpy(&h, r->zbuf + pos, sizeof h);
+		if (check_header(r, &h, off) < 0)
+			return -1;
+		if (h.size > z.raw_size - pos) {
+			corrupt(r, off, "%s record of %u bytes overruns the decompressed run (%zu bytes left)",
+				rec_type_name(h.type), h.size, z.raw_size - pos);
+			return -1;
+		}
+		if (h.type == CT_REC_ZSTD) {
+			corrupt(r, off, "zstd record inside a zstd record");
+			return -1;
+		}
+		if (dispatch(r, r->zbuf + pos, h.type, h.size, off) < 0)
+			return -1;
+		r->res->records++;
+		pos += h.size;
+	}
+	r->in_zstd = 0;
+	return 0;
+}
+
 static int run(struct rd *r)
 {
 	r->res->status = CT_READ_OK;
@@ -542,28 +854,8 @@ static int run(struct rd *r)
 		}
 		struct ct_rec h;
 		memcpy(&h, r->buf + r->start, sizeof h);
-		if (h.size < sizeof h) {
-			set_error(r, off, "corrupt record at offset %llu: size %u below minimum %zu",
-				  (unsigned long long)off, h.size, sizeof h);
+		if (check_header(r, &h, off) < 0)
 			goto out;
-		}
-		if (h.size % 8) {
-			set_error(r, off, "corrupt record at offset %llu: size %u is not a multiple of 8",
-				  (unsigned long long)off, h.size);
-			goto out;
-		}
-		if (h.size > CT_REC_MAX) {
-			set_error(r, off, "corrupt record at offset %llu: size %u above maximum %u",
-				  (unsigned long long)off, h.size, CT_REC_MAX);
-			goto out;
-		}
-		uint32_t fixed = ct_rec_fixed_size(h.type);
-		if (h.size < fixed) {
-			set_error(r, off,
-				  "corrupt record at offset %llu: %s record of %u bytes is shorter than its fixed part (%u bytes)",
-				  (unsigned long long)off, rec_type_name(h.type), h.size, fixed);
-			goto out;
-		}
 		if (fill(r, h.size) < 0)
 			goto out;
 		if (r->end - r->start < h.size) {
@@ -571,21 +863,29 @@ static int run(struct rd *r)
 			r->res->truncated_offset = off;
 			break;
 		}
-		if (dispatch(r, r->buf + r->start, h.type, h.size, off) < 0)
-			goto out;
+		if (h.type == CT_REC_ZSTD) {
+			if (read_zstd(r, r->buf + r->start, h.size, off) < 0)
+				goto out;
+		} else {
+			if (dispatch(r, r->buf + r->start, h.type, h.size, off) < 0)
+				goto out;
+			r->res->records++;
+		}
 		if (r->cb->record)
 			r->cb->record(r->cb->ctx, r->buf + r->start, h.size, off);
 		r->start += h.size;
-		r->res->records++;
 	}
 	release_all(r);
 out:
 	free(r->buf);
-	free(r->heap);
+	pending_free(r);
 	free(r->scratch);
+	free(r->zbuf);
+	ZSTD_freeDCtx(r->dctx);
 	r->buf = NULL;
-	r->heap = NULL;
 	r->scratch = NULL;
+	r->zbuf = NULL;
+	r->dctx = NULL;
 	return r->res->status;
 }
 

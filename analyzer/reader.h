@@ -8,7 +8,12 @@
  * CT_REC_BATCH, up to the previous batch's snapshot time; the rest at end of
  * file. All other records are delivered in file order as they are read.
  *
- * Memory: one read buffer (chunk + CT_REC_MAX bytes) plus the pending events
+ * CT_REC_ZSTD records are decompressed (libzstd) and the records inside are
+ * validated and delivered exactly as if they stood in the file; an error in
+ * one names the CT_REC_ZSTD's offset and the offset inside its run.
+ *
+ * Memory: one read buffer (chunk + CT_REC_MAX bytes), one decompression
+ * buffer (CT_ZSTD_RAW_MAX) once a CT_REC_ZSTD is seen, plus the pending events
  * of one batch (bounded by max_pending: past it, the oldest is released),
  * and one record-sized buffer once a CT_REC_SYMBOLS record is read.
  */
@@ -86,11 +91,13 @@ struct ct_read_result {
 	uint64_t truncated_offset; /* CT_READ_TRUNCATED: offset of the partial record */
 	uint64_t file_bytes;	   /* bytes read */
 	unsigned version;	   /* file header version */
-	uint64_t records;	   /* complete records read */
+	uint64_t records;	   /* complete records read, those inside CT_REC_ZSTD included */
 	uint64_t events;	   /* CT_REC_EVENT records */
 	uint64_t batches;	   /* CT_REC_BATCH records */
 	uint64_t unknown_records;  /* records skipped (unknown or reserved type) */
-	uint64_t zstd_records;	   /* CT_REC_ZSTD records (not supported: skipped) */
+	uint64_t zstd_records;	   /* CT_REC_ZSTD records (decompressed and read) */
+	int error_in_zstd;	   /* CT_READ_ERROR in a record inside a CT_REC_ZSTD ... */
+	uint64_t error_zstd_pos;   /* ... at this offset of its decompressed run */
 	uint64_t late_events;	   /* events older than one already released */
 	uint64_t forced_releases;  /* events released early because max_pending was hit */
 	uint64_t max_pending_seen; /* the most events held at once */

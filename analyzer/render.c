@@ -236,11 +236,6 @@ void ct_put_notes(FILE *f, const struct ct_model *m)
 			"  WARNING: %" PRIu64
 			" events were dropped (ring buffers full): THE DATA IS INCOMPLETE\n",
 			m->dropped);
-	if (m->read.zstd_records)
-		fprintf(f,
-			"  WARNING: %" PRIu64
-			" compressed record runs were skipped (not supported by this version)\n",
-			m->read.zstd_records);
 }
 
 /* ---- stacks ---------------------------------------------------------------------------- */

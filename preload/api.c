@@ -13,6 +13,8 @@ void ct_put_mark(enum ct_mark_kind kind, const char *name, uint64_t aux)
 		struct ct_rec_mark m;
 		char name[CT_MARK_NAME_MAX + 8];
 	} rec;
+	if (atomic_load(&ct_state) == CT_STATE_UNINIT)
+		ct_ensure_started(); /* it picks the clock the stamp below is read from */
 	size_t n = name ? strnlen(name, CT_MARK_NAME_MAX - 1) : 0;
 	memcpy(rec.name, name ? name : "", n);
 	memset(rec.name + n, 0, 8);
@@ -20,7 +22,7 @@ void ct_put_mark(enum ct_mark_kind kind, const char *name, uint64_t aux)
 	rec.m.rec.type = CT_REC_MARK;
 	rec.m.rec.flags = 0;
 	rec.m.rec.size = size;
-	rec.m.ts_ns = ct_now_ns();
+	rec.m.ts_ns = ct_ticks(); /* the writer converts (ct_rec_finish) */
 	rec.m.aux = aux;
 	rec.m.tid = ct_current_tid();
 	rec.m.kind = (uint16_t)kind;

@@ -16,20 +16,23 @@ struct ct_option_desc {
 	const char *env;
 	long def, min, max;
 	int is_string;
-	long value;
 	const char *str;
 };
 
+long ct_option_values[CT_OPT_COUNT];
+
 static struct ct_option_desc ct_options[CT_OPT_COUNT] = {
-	[CT_OPT_OUTPUT] = {"CUMTRACE_OUTPUT", 0, 0, 0, 1, 0, NULL},
-	[CT_OPT_STACK_DEPTH] = {"CUMTRACE_STACK_DEPTH", 32, 0, CT_STACK_MAX, 0, 0, NULL},
-	[CT_OPT_BUFFER_MB] = {"CUMTRACE_BUFFER_MB", 64, 1, 65536, 0, 0, NULL},
-	[CT_OPT_DROP] = {"CUMTRACE_DROP", 0, 0, 1, 0, 0, NULL},
-	[CT_OPT_FLUSH_MS] = {"CUMTRACE_FLUSH_MS", 50, 1, 100, 0, 0, NULL},
-	[CT_OPT_DISABLE] = {"CUMTRACE_DISABLE", 0, 0, 1, 0, 0, NULL},
-	[CT_OPT_MANIFEST] = {"CUMTRACE_MANIFEST", 0, 0, 0, 1, 0, NULL},
-	[CT_OPT_QUIET] = {"CUMTRACE_QUIET", 0, 0, 1, 0, 0, NULL},
-	[CT_OPT_BACKEND] = {"CUMTRACE_BACKEND", 0, 0, 0, 1, 0, NULL},
+	[CT_OPT_OUTPUT] = {"CUMTRACE_OUTPUT", 0, 0, 0, 1, NULL},
+	[CT_OPT_STACK_DEPTH] = {"CUMTRACE_STACK_DEPTH", 32, 0, CT_STACK_MAX, 0, NULL},
+	[CT_OPT_BUFFER_MB] = {"CUMTRACE_BUFFER_MB", 64, 1, 65536, 0, NULL},
+	[CT_OPT_DROP] = {"CUMTRACE_DROP", 0, 0, 1, 0, NULL},
+	[CT_OPT_FLUSH_MS] = {"CUMTRACE_FLUSH_MS", 50, 1, 100, 0, NULL},
+	[CT_OPT_DISABLE] = {"CUMTRACE_DISABLE", 0, 0, 1, 0, NULL},
+	[CT_OPT_MANIFEST] = {"CUMTRACE_MANIFEST", 0, 0, 0, 1, NULL},
+	[CT_OPT_QUIET] = {"CUMTRACE_QUIET", 0, 0, 1, 0, NULL},
+	[CT_OPT_BACKEND] = {"CUMTRACE_BACKEND", 0, 0, 0, 1, NULL},
+	[CT_OPT_COMPRESS] = {"CUMTRACE_COMPRESS", 1, 0, 1, 0, NULL},
+	[CT_OPT_CLOCK] = {"CUMTRACE_CLOCK", 0, 0, 0, 1, NULL},
 };
 
 static _Atomic int ct_options_done;
@@ -42,7 +45,7 @@ void ct_options_init(void)
 	for (int i = 0; i < CT_OPT_COUNT; i++) {
 		struct ct_option_desc *d = &ct_options[i];
 		const char *s = getenv(d->env);
-		d->value = d->def;
+		ct_option_values[i] = d->def;
 		if (d->is_string) {
 			d->str = (s && *s) ? s : NULL;
 			continue;
@@ -58,14 +61,9 @@ void ct_options_init(void)
 				     s, d->min, d->max, d->def);
 			continue;
 		}
-		d->value = v;
+		ct_option_values[i] = v;
 	}
 	atomic_store_explicit(&ct_options_done, 1, memory_order_release);
-}
-
-long ct_option(enum ct_option opt)
-{
-	return ct_options[opt].value;
 }
 
 const char *ct_option_str(enum ct_option opt)

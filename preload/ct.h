@@ -20,6 +20,7 @@
 #define CT_EXPORT __attribute__((visibility("default")))
 #define CT_LIKELY(x) __builtin_expect(!!(x), 1)
 #define CT_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define CT_ALWAYS_INLINE __attribute__((always_inline))
 
 /* ---- options (config.c) ---------------------------------------------------- */
 
@@ -33,13 +34,19 @@ enum ct_option {
 	CT_OPT_MANIFEST,    /* CUMTRACE_MANIFEST: file that lists every dump made */
 	CT_OPT_QUIET,	    /* CUMTRACE_QUIET: 1 = no notice on stderr */
 	CT_OPT_BACKEND,	    /* CUMTRACE_BACKEND: "interpose" (default) or "cupti" */
+	CT_OPT_COMPRESS,    /* CUMTRACE_COMPRESS: 1 = zstd-compress writer rounds (default) */
+	CT_OPT_CLOCK,	    /* CUMTRACE_CLOCK: "monotonic" = never read the CPU's counter */
 	CT_OPT_COUNT
 };
 
 /* Read every option from the environment once; later calls do nothing. */
 CT_HIDDEN void ct_options_init(void);
-/* Integer value of an option (after ct_options_init). */
-CT_HIDDEN long ct_option(enum ct_option opt);
+extern long ct_option_values[CT_OPT_COUNT] CT_HIDDEN;
+/* Integer value of an option (after ct_options_init; 0 before). */
+static inline long ct_option(enum ct_option opt)
+{
+	return ct_option_values[opt];
+}
 /* String value of an option, or NULL when unset. */
 CT_HIDDEN const char *ct_option_str(enum ct_option opt);
 /* Name of the environment variable behind an option. */
@@ -56,8 +63,9 @@ CT_HIDDEN int ct_expand_template(const char *tmpl, char *out, size_t cap);
 CT_HIDDEN void ct_warn_once(_Atomic int *key, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
-/* ---- time and threads ------------------------------------------------------ */
+/* ---- time (clock.c) ----------------------------------------------------------- */
 
+/* CLOCK_MONOTONIC now, in ns: what the dump's timestamps are. */
 static inline uint64_t ct_now_ns(void)
 {
 	struct timespec ts;
@@ -65,31 +73,133 @@ static inline uint64_t ct_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/*
+ * Records made on the hot path are stamped in raw ticks: the CPU's constant
+ * counter (x86-64 TSC, aarch64 CNTVCT_EL0) when ct_clock_tsc, else
+ * CLOCK_MONOTONIC ns. The writer turns ticks into CLOCK_MONOTONIC ns as it
+ * writes the records (ct_rec_finish): ring records (EVENT, MARK, MEMINFO) carry ticks,
+ * every record the writer makes itself carries ns.
+ */
+extern int ct_clock_tsc CT_HIDDEN;
+
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
+
+/* Ticks now; no ordering with the instructions around it. */
+static inline uint64_t ct_ticks(void)
+{
+#if defined(__x86_64__)
+	if (CT_LIKELY(ct_clock_tsc))
+		return __rdtsc();
+#elif defined(__aarch64__)
+	if (CT_LIKELY(ct_clock_tsc)) {
+		uint64_t v;
+		__asm__ __volatile__("mrs %0, cntvct_el0" : "=r"(v));
+		return v;
+	}
+#endif
+	return ct_now_ns();
+}
+
+/*
+ * Ticks now, read only after every earlier instruction has completed (its
+ * loads included): the stamp of a call's return, which must not be earlier
+ * than what the call observed (format.h: a free sorts before the reuse).
+ */
+static inline uint64_t ct_ticks_ordered(void)
+{
+#if defined(__x86_64__)
+	if (CT_LIKELY(ct_clock_tsc)) {
+		_mm_lfence();
+		return __rdtsc();
+	}
+#elif defined(__aarch64__)
+	if (CT_LIKELY(ct_clock_tsc)) {
+		uint64_t v;
+		__asm__ __volatile__("isb\n\tmrs %0, cntvct_el0" : "=r"(v) : : "memory");
+		return v;
+	}
+#endif
+	return ct_now_ns();
+}
+
+/*
+ * Pick the clock (CUMTRACE_CLOCK, /proc/cpuinfo) and take the first
+ * calibration points. At tracing start, before any ticks are read; again in
+ * a fork child.
+ */
+CT_HIDDEN void ct_clock_init(void);
+/* "tsc" or "monotonic" (setting.clock). */
+CT_HIDDEN const char *ct_clock_name(void);
+/*
+ * Add a calibration point (ticks and CLOCK_MONOTONIC read together). The
+ * caller excludes every ct_clock_to_ns (the writer: at the start of a round,
+ * holding both the round lock and the direct-write lock).
+ */
+CT_HIDDEN void ct_clock_knot(void);
+/* Add the calibration point (t, ns) (ct_clock_knot's work; tests). */
+CT_HIDDEN void ct_clock_add_knot(uint64_t t, uint64_t ns);
+/* Forget the calibration and use the counter (tests) or not. */
+CT_HIDDEN void ct_clock_reset(int tsc);
+/*
+ * Ticks to CLOCK_MONOTONIC ns: continuous, non-decreasing, piecewise linear
+ * through the calibration points; past the newest one it extrapolates the
+ * newest segment, and a later calibration point never changes a value already
+ * handed out. Identity when the clock is CLOCK_MONOTONIC itself.
+ */
+CT_HIDDEN uint64_t ct_clock_to_ns(uint64_t ticks);
+
+/* Does an event of op carry a stack (it creates something worth a call site)? */
+static inline int ct_op_wants_stack(unsigned op)
+{
+	return ct_op_is_allocation(op);
+}
+
+/* Is op's event stamped when its call returned (what it creates exists from then on)? */
+static inline int ct_op_at_return(unsigned op)
+{
+	return ct_op_wants_stack(op) || op == CT_OP_STREAM_CREATE;
+}
+
+/*
+ * Finish a record made on the hot path for the file: an EVENT holds the
+ * call's entry and return ticks in ts_ns and dur_ns and gets its final
+ * ts_ns / dur_ns (format.h); a MARK's ts_ns and a MEMINFO's ts_ns and
+ * call_ts_ns are converted. Other types are left alone.
+ */
+CT_HIDDEN void ct_rec_finish(struct ct_rec *rec);
+
 /* ---- rings (ring.c) ---------------------------------------------------------- */
 
 /*
  * A single-producer single-consumer byte ring. The owning thread appends
  * whole records; the writer thread copies out [tail, head). Records never
- * straddle the end: a CT_REC_PAD fills the gap before a wrap.
+ * straddle the end: a CT_REC_PAD fills the gap before a wrap. What the
+ * producer writes on every record shares one cache line, which the writer
+ * reads once per round (head); read-only and writer-side fields have lines of
+ * their own.
  */
 struct ct_ring {
-	_Atomic uint64_t head; /* bytes ever committed (producer) */
-	char pad0[56];
-	_Atomic uint64_t tail; /* bytes ever consumed (writer) */
-	char pad1[56];
-	uint64_t cached_tail; /* producer's last look at tail */
-	uint64_t pending;     /* producer: bytes reserved, not yet committed */
-	uint64_t cap;	      /* power of two */
-	_Atomic uint64_t dropped;
+	/* written by the producer on every record */
+	_Atomic uint64_t head; /* bytes ever committed */
+	uint64_t cached_tail;  /* producer's last look at tail */
+	uint64_t nudge_at;     /* wake the writer when head passes this */
+	uint64_t pending;      /* bytes reserved, not yet committed */
 	uint64_t events; /* recorded through this ring: the producer's count, read at exit */
-	uint64_t dropped_reported; /* writer's last CT_REC_DROPS total */
-	uint32_t tid;
-	_Atomic int state;    /* enum ct_ring_state */
-	int shared;	      /* the overflow ring: producers take lock */
-	atomic_flag lock;     /* for shared rings only */
-	struct ct_ring *next; /* registry list: pushed at the head, never removed */
+	/* set before the ring is shared, then only read */
+	_Alignas(64) uint64_t cap; /* power of two */
 	unsigned char *data;
+	struct ct_ring *next; /* registry list: pushed at the head, never removed */
 	size_t map_size;
+	int shared;	  /* the overflow ring: producers take lock */
+	atomic_flag lock; /* for shared rings only */
+	/* written by the writer */
+	_Alignas(64) _Atomic uint64_t tail; /* bytes ever consumed */
+	uint64_t dropped_reported;	    /* last CT_REC_DROPS total */
+	_Atomic int state;		    /* enum ct_ring_state */
+	uint32_t tid;			    /* the owner, set when a thread takes the ring */
+	_Alignas(64) _Atomic uint64_t dropped; /* events the producer dropped */
 };
 
 enum ct_ring_state {
@@ -106,13 +216,52 @@ CT_HIDDEN struct ct_ring *ct_ring_create(uint64_t cap);
 CT_HIDDEN void ct_ring_destroy(struct ct_ring *ring);
 
 /*
+ * How far ahead of its records the producer prefetches the ring for writing:
+ * the writer read those lines on another CPU a round ago, and a store that
+ * has to take a line back from another CPU stalls the next locked
+ * instruction (the runtime's own mutex) until it completes. Asking for the
+ * line with write intent some records early hides that. Near the end of the
+ * ring the address lies past it: a prefetch is only a hint and never faults.
+ */
+#define CT_RING_PREFETCH 1024
+extern int ct_has_prefetchw CT_HIDDEN; /* x86-64: PREFETCHW exists (CPUID) */
+
+static inline void ct_prefetch_for_write(const void *p)
+{
+#if defined(__x86_64__)
+	if (ct_has_prefetchw)
+		__asm__ __volatile__("prefetchw %0" : : "m"(*(const char *)p));
+#else
+	__builtin_prefetch(p, 1, 3);
+#endif
+}
+
+/* Past nudge_at: wake the writer if the ring is over half full, move nudge_at. */
+CT_HIDDEN void ct_ring_nudge_slow(struct ct_ring *ring, uint64_t head);
+/* Out of room at the end or in all: ct_ring_reserve's slow half. */
+CT_HIDDEN void *ct_ring_reserve_slow(struct ct_ring *ring, uint32_t len);
+
+/*
  * Reserve len bytes (a multiple of 8, <= cap/2) for one record. Returns a
  * pointer to contiguous space, or NULL when the ring is full. Must be followed
  * by ct_ring_commit before the next reserve.
  */
-CT_HIDDEN void *ct_ring_reserve(struct ct_ring *ring, uint32_t len);
+static inline void *ct_ring_reserve(struct ct_ring *ring, uint32_t len)
+{
+	uint64_t head = atomic_load_explicit(&ring->head, memory_order_relaxed);
+	uint64_t pos = head & (ring->cap - 1);
+	if (CT_UNLIKELY(pos + len > ring->cap || head + len - ring->cached_tail > ring->cap))
+		return ct_ring_reserve_slow(ring, len);
+	ring->pending = len;
+	return ring->data + pos;
+}
+
 /* Publish what the last reserve handed out. */
-CT_HIDDEN void ct_ring_commit(struct ct_ring *ring);
+static inline void ct_ring_commit(struct ct_ring *ring)
+{
+	uint64_t head = atomic_load_explicit(&ring->head, memory_order_relaxed);
+	atomic_store_explicit(&ring->head, head + ring->pending, memory_order_release);
+}
 
 /*
  * Writer side: the committed bytes not yet consumed as at most two spans.
@@ -188,7 +337,7 @@ extern __thread struct ct_thread ct_tls __attribute__((tls_model("initial-exec")
 
 /* What a hook fills in; ct_call_end turns it into a CT_REC_EVENT. */
 struct ct_call {
-	uint64_t t0;
+	uint64_t t0; /* ticks at entry */
 	uint64_t ptr, size, stream, aux;
 	int32_t result;
 	uint32_t flags;
@@ -196,17 +345,26 @@ struct ct_call {
 	uint8_t op, kind;
 	uint8_t layer;
 	int16_t device;
-	int active;
 };
 
+/* ct_call_begin's slow half: tracing not running yet, off, or recorded by CUPTI. */
+CT_HIDDEN int ct_call_begin_slow(struct ct_call *call);
+
 /*
- * Start a traced call: returns 1 when this call is to be recorded (the caller
- * then must call ct_call_end), 0 when it is nested inside another traced call
- * or tracing is off (then the caller just forwards the call).
+ * Start a traced call (ct_call_begin, at the end of this file): returns 1
+ * when this call is to be recorded (the caller then must call ct_call_end), 0
+ * when it is nested inside another traced call or tracing is off (then the
+ * caller just forwards the call).
  */
-CT_HIDDEN int ct_call_begin(struct ct_call *call);
-/* Finish a traced call: timestamps, stack, ring. Preserves errno. */
-CT_HIDDEN void ct_call_end(struct ct_call *call);
+static inline int ct_call_begin(struct ct_call *call) CT_ALWAYS_INLINE;
+/*
+ * Finish a traced call (ct_call_end, at the end of this file): timestamp,
+ * stack, ring. Preserves errno (the common case never touches it; the others
+ * save and restore it). op is call->op: a wrapper passes its constant.
+ */
+static inline void ct_call_end(struct ct_call *call, unsigned op) CT_ALWAYS_INLINE;
+/* Everything but ct_call_end's common case; t1 is the call's return ticks. */
+CT_HIDDEN void ct_call_end_slow(struct ct_call *call, uint64_t t1);
 
 /* Kernel thread id of the calling thread (cached). */
 CT_HIDDEN uint32_t ct_current_tid(void);
@@ -249,7 +407,8 @@ CT_HIDDEN int ct_ensure_started(void);
 CT_HIDDEN struct ct_ring *ct_thread_ring(void);
 /* Wake the writer now (a ring is full or a flush is wanted). */
 CT_HIDDEN void ct_writer_kick(void);
-/* Write one record straight to the file (FINISHED state), under a lock. */
+/* Write one record straight to the file (FINISHED state), under a lock; events
+ * and marks are finished (ticks to ns) on the way. */
 CT_HIDDEN void ct_write_direct(const void *rec, uint32_t len);
 /* Flush every ring to the file and wait until it is written (exec, exit). */
 CT_HIDDEN void ct_flush_sync(void);
@@ -260,6 +419,26 @@ CT_HIDDEN void ct_count_lost(void);
 
 /* Events written outside any ring (after exit); ring events are counted per ring. */
 extern _Atomic uint64_t ct_events_recorded CT_HIDDEN;
+
+/* ---- compression (compress.c) ---------------------------------------------- */
+
+/* The writer's zstd level: the fastest level that keeps the ratio (docs/capture.md). */
+#define CT_ZSTD_LEVEL 1
+
+/*
+ * Load libzstd.so.1 with dlopen (the shim does not link it) and make a
+ * compressor at level. Returns 0, or -1 when libzstd is absent or unusable:
+ * records are then written as they are. Only the first call does anything;
+ * later ones return its result.
+ */
+CT_HIDDEN int ct_zstd_init(int level);
+/*
+ * Pack n bytes of whole records (n <= CT_ZSTD_RAW_MAX) into one CT_REC_ZSTD
+ * record at out (cap bytes). Returns the record's size, or 0 when that would
+ * not be smaller than the records themselves or not fit in cap or
+ * CT_REC_MAX: the caller then writes the records as they are.
+ */
+CT_HIDDEN size_t ct_zstd_pack(const void *raw, size_t n, void *out, size_t cap);
 
 /* ---- the CUPTI backend (cupti.c) --------------------------------------------- */
 
@@ -282,5 +461,98 @@ CT_HIDDEN const char *ct_backend_name(void);
  * also drops the leading frames inside libcupti, libcuda and libcudart.
  */
 CT_HIDDEN int ct_cupti_stack_capture(uint64_t *ips, int max);
+
+/* ---- the hot path's inline half ----------------------------------------------- */
+
+/* A call to record starts: nested calls are off, the fields are cleared, t0 is read. */
+static inline void ct_call_start(struct ct_thread *t, struct ct_call *call)
+{
+	t->in_hook = 1;
+	call->ptr = call->size = call->stream = call->aux = 0;
+	call->flags = 0;
+	call->device = t->device;
+	call->t0 = ct_ticks();
+}
+
+static inline int ct_call_begin(struct ct_call *call)
+{
+	struct ct_thread *t = &ct_tls;
+	if (t->in_hook)
+		return 0;
+	if (CT_UNLIKELY(atomic_load_explicit(&ct_state, memory_order_acquire) != CT_STATE_RUNNING ||
+			atomic_load_explicit(&ct_backend_cupti, memory_order_relaxed)))
+		return ct_call_begin_slow(call);
+	ct_call_start(t, call);
+	return 1;
+}
+
+/*
+ * The event of a finished call as the hot path writes it: ts_ns holds the
+ * entry ticks and dur_ns the return ticks until the writer finishes it
+ * (ct_rec_finish).
+ */
+static inline void ct_fill_event(struct ct_rec_event *ev, const struct ct_call *call, uint64_t t1,
+				 uint32_t tid, uint32_t stack_id)
+{
+	ev->rec.type = CT_REC_EVENT;
+	ev->rec.flags = 0;
+	ev->rec.size = sizeof *ev;
+	ev->ts_ns = call->t0;
+	ev->dur_ns = t1;
+	ev->ptr = call->ptr;
+	ev->size = call->size;
+	ev->stream = call->stream;
+	ev->aux = call->aux;
+	ev->tid = tid;
+	ev->stack_id = stack_id;
+	ev->result = call->result;
+	ev->flags = call->flags;
+	ev->api = call->api;
+	ev->op = call->op;
+	ev->kind = call->kind;
+	ev->device = call->device;
+	ev->layer = call->layer;
+	ev->reserved = 0;
+}
+
+/*
+ * Wake the writer early when a ring passes half full: checked against
+ * nudge_at, a position the producer keeps, so the common case reads no
+ * shared line. Past it, the writer is kicked at most once per cap/16 bytes.
+ */
+static inline void ct_ring_nudge(struct ct_ring *ring)
+{
+	uint64_t head = atomic_load_explicit(&ring->head, memory_order_relaxed);
+	if (CT_UNLIKELY(head >= ring->nudge_at))
+		ct_ring_nudge_slow(ring, head);
+}
+
+/*
+ * Inline so that each wrapper's constant op decides at compile time which
+ * clock read it needs and whether a stack may be wanted. The common case: no
+ * stack wanted, the thread's own ring has room, tracing running; one 80-byte
+ * record, no atomic read-modify-write, errno untouched.
+ */
+static inline void ct_call_end(struct ct_call *call, unsigned op)
+{
+	struct ct_thread *t = &ct_tls;
+	uint64_t t1 = ct_op_at_return(op) ? ct_ticks_ordered() : ct_ticks();
+	struct ct_ring *ring = t->ring;
+	struct ct_rec_event *ev;
+	if (CT_UNLIKELY(!ring || ring->shared ||
+			(ct_op_wants_stack(op) && ct_option(CT_OPT_STACK_DEPTH) > 0) ||
+			atomic_load_explicit(&ct_state, memory_order_acquire) ==
+				CT_STATE_FINISHED ||
+			(ev = (struct ct_rec_event *)ct_ring_reserve(ring, sizeof *ev)) == NULL)) {
+		ct_call_end_slow(call, t1);
+		return;
+	}
+	ct_prefetch_for_write((char *)ev + CT_RING_PREFETCH);
+	ct_fill_event(ev, call, t1, t->tid, 0);
+	ct_ring_commit(ring);
+	ring->events++;
+	ct_ring_nudge(ring);
+	t->in_hook = 0;
+}
 
 #endif /* CT_PRELOAD_H */

@@ -298,7 +298,6 @@ static __thread struct ct_cupti_open ct_cupti_tls;
 static int ct_call_begin_cupti(struct ct_call *call)
 {
 	struct ct_thread *t = &ct_tls;
-	call->active = 0;
 	if (t->in_hook)
 		return 0;
 	int state = atomic_load_explicit(&ct_state, memory_order_acquire);
@@ -306,13 +305,8 @@ static int ct_call_begin_cupti(struct ct_call *call)
 		state = ct_ensure_started();
 	if (state != CT_STATE_RUNNING && state != CT_STATE_FINISHED)
 		return 0;
-	t->in_hook = 1;
-	call->active = 1;
-	call->t0 = ct_now_ns();
-	call->ptr = call->size = call->stream = call->aux = 0;
-	call->flags = 0;
+	ct_call_start(t, call);
 	call->result = 0;
-	call->device = t->device;
 	return 1;
 }
 
@@ -334,7 +328,7 @@ static void CUPTIAPI ct_cupti_callback(void *userdata, CUpti_CallbackDomain doma
 			o->domain = (uint8_t)domain;
 			o->cbid = (uint16_t)cbid;
 			o->corr = cb->correlationId;
-			o->t0 = ct_now_ns();
+			o->t0 = ct_ticks();
 		}
 	} else if (cb->callbackSite == CUPTI_API_EXIT) {
 		if (o->open && o->domain == (uint8_t)domain && o->cbid == (uint16_t)cbid &&
@@ -353,7 +347,7 @@ static void CUPTIAPI ct_cupti_callback(void *userdata, CUpti_CallbackDomain doma
 						   : 0;
 				if (cb->functionParams)
 					row->fill(&c, cb->functionParams, c.result == 0);
-				ct_call_end(&c);
+				ct_call_end(&c, c.op);
 			}
 		}
 		/* else: nested, or its API_ENTER came before we subscribed */

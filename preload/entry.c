@@ -61,10 +61,10 @@ static void ct_pin(const void *fn)
 	errno = saved;
 }
 
-void *ct_real_symbol(void *_Atomic *cache, const char *name)
+void *ct_real_symbol_slow(void *_Atomic *cache, const char *name)
 {
 	void *fn = atomic_load_explicit(cache, memory_order_acquire);
-	if (CT_LIKELY(fn != NULL))
+	if (fn)
 		return fn;
 	fn = ct_dlsym_next(name);
 	if (!fn || ct_is_own_address(fn))

@@ -27,7 +27,12 @@ extern const size_t ct_hooks_driver_count CT_HIDDEN;
  * The real function behind a wrapper: the cached pointer, else the next
  * definition after libcumtrace (dlsym(RTLD_NEXT)). NULL if there is none.
  */
-CT_HIDDEN void *ct_real_symbol(void *_Atomic *cache, const char *name);
+CT_HIDDEN void *ct_real_symbol_slow(void *_Atomic *cache, const char *name);
+static inline void *ct_real_symbol(void *_Atomic *cache, const char *name)
+{
+	void *fn = atomic_load_explicit(cache, memory_order_acquire);
+	return CT_LIKELY(fn != NULL) ? fn : ct_real_symbol_slow(cache, name);
+}
 
 /* dlsym(RTLD_NEXT, name) through the real dlsym, errno kept. */
 CT_HIDDEN void *ct_dlsym_next(const char *name);
@@ -36,7 +41,7 @@ CT_HIDDEN void *ct_dlsym_next(const char *name);
 CT_HIDDEN int ct_is_own_address(const void *p);
 
 /*
- * After a traced allocation call (c->active) failed with out-of-memory: when
+ * After a traced allocation call failed with out-of-memory: when
  * a context is current on this thread, read the device's free and total
  * memory from the driver and record a CT_REC_MEMINFO after the call's event.
  * Does nothing for any other call. Keeps errno; records no event of its own.
@@ -53,15 +58,16 @@ CT_HIDDEN void ct_meminfo_after_failure(const struct ct_call *c);
  * errno back unchanged, and records the call unless it is nested inside
  * another traced call or tracing is off. ret_t is the API's status type, ok
  * its success value, missing what to return when no real function exists.
+ * The exported function only decides: a nested call (the runtime's own driver
+ * call through an interposed export) is a TLS load and a tail call to the real
+ * function; a call to record is a tail call to ct_traced_NAME.
  */
 #define CT_WRAP(ret_t, ok, missing, layer_, name, op_, kind_, params, args, in, out)            \
 	static void *_Atomic ct_real_##name;                                                  \
-	CT_EXPORT ret_t name params;                                                          \
-	ret_t name params                                                                     \
+	static __attribute__((noinline)) ret_t ct_traced_##name params                        \
 	{                                                                                     \
-		ret_t(*fn) params = (ret_t(*) params)ct_real_symbol(&ct_real_##name, #name);  \
-		if (CT_UNLIKELY(!fn))                                                         \
-			return missing;                                                       \
+		ret_t(*fn) params = (ret_t(*) params)atomic_load_explicit(                    \
+			&ct_real_##name, memory_order_relaxed);                               \
 		struct ct_call c;                                                             \
 		if (!ct_call_begin(&c))                                                       \
 			return fn args;                                                       \
@@ -71,16 +77,24 @@ CT_HIDDEN void ct_meminfo_after_failure(const struct ct_call *c);
 		c.layer = layer_;                                                             \
 		in;                                                                           \
 		ret_t rc = fn args;                                                           \
-		int saved_errno = errno;                                                      \
 		c.result = (int32_t)rc;                                                       \
 		if (rc == ok) {                                                               \
 			out;                                                                  \
 		}                                                                             \
-		ct_call_end(&c);                                                              \
+		ct_call_end(&c, CT_OP_##op_);                                                 \
 		if (CT_UNLIKELY(rc != ok))                                                    \
 			ct_meminfo_after_failure(&c);                                         \
-		errno = saved_errno;                                                          \
 		return rc;                                                                    \
+	}                                                                                     \
+	CT_EXPORT ret_t name params;                                                          \
+	ret_t name params                                                                     \
+	{                                                                                     \
+		ret_t(*fn) params = (ret_t(*) params)ct_real_symbol(&ct_real_##name, #name);  \
+		if (CT_UNLIKELY(!fn))                                                         \
+			return missing;                                                       \
+		if (ct_tls.in_hook)                                                           \
+			return fn args;                                                       \
+		return ct_traced_##name args;                                                 \
 	}
 
 #endif

@@ -59,8 +59,7 @@ static int ct_meminfo_resolve(void)
 
 void ct_meminfo_after_failure(const struct ct_call *c)
 {
-	if (CT_LIKELY(!c->active || c->result != CT_RESULT_OUT_OF_MEMORY ||
-		      !ct_op_is_allocation(c->op)))
+	if (CT_LIKELY(c->result != CT_RESULT_OUT_OF_MEMORY || !ct_op_is_allocation(c->op)))
 		return;
 	struct ct_thread *t = &ct_tls;
 	if (t->in_hook)
@@ -90,7 +89,7 @@ void ct_meminfo_after_failure(const struct ct_call *c)
 			ok = 1;
 		}
 	}
-	mi.ts_ns = ct_now_ns();
+	mi.ts_ns = ct_ticks(); /* ticks, like call_ts_ns: the writer converts (ct_rec_finish) */
 	t->in_hook = 0;
 	if (ok) {
 		mi.rec.type = CT_REC_MEMINFO;

@@ -29,12 +29,9 @@ uint32_t ct_current_tid(void)
 	return ct_thread_tid(&ct_tls);
 }
 
-int ct_call_begin(struct ct_call *call)
+int ct_call_begin_slow(struct ct_call *call)
 {
 	struct ct_thread *t = &ct_tls;
-	call->active = 0;
-	if (t->in_hook)
-		return 0;
 	int state = atomic_load_explicit(&ct_state, memory_order_acquire);
 	if (CT_UNLIKELY(state != CT_STATE_RUNNING && state != CT_STATE_FINISHED)) {
 		if (state == CT_STATE_DISABLED)
@@ -45,18 +42,8 @@ int ct_call_begin(struct ct_call *call)
 	}
 	if (CT_UNLIKELY(atomic_load_explicit(&ct_backend_cupti, memory_order_relaxed)))
 		return 0; /* CUPTI callbacks record this call (cupti.c) */
-	t->in_hook = 1;
-	call->active = 1;
-	call->t0 = ct_now_ns();
-	call->ptr = call->size = call->stream = call->aux = 0;
-	call->flags = 0;
-	call->device = t->device;
+	ct_call_start(t, call);
 	return 1;
-}
-
-static int ct_op_wants_stack(unsigned op)
-{
-	return ct_op_is_allocation(op);
 }
 
 /* The overflow ring is shared by the threads past the memory budget. */
@@ -73,15 +60,17 @@ static void ct_ring_unlock(struct ct_ring *ring)
 		atomic_flag_clear_explicit(&ring->lock, memory_order_release);
 }
 
-/* Wake the writer early when a ring passes half full. */
-static void ct_ring_nudge(struct ct_ring *ring)
+void ct_ring_nudge_slow(struct ct_ring *ring, uint64_t head)
 {
-	uint64_t head = atomic_load_explicit(&ring->head, memory_order_relaxed);
-	if (CT_LIKELY(head - ring->cached_tail <= ring->cap / 2))
-		return;
 	ring->cached_tail = atomic_load_explicit(&ring->tail, memory_order_acquire);
-	if (head - ring->cached_tail > ring->cap / 2)
+	if (head - ring->cached_tail > ring->cap / 2) {
+		int saved_errno = errno;
 		ct_writer_kick();
+		errno = saved_errno;
+		ring->nudge_at = head + ring->cap / 16;
+	} else {
+		ring->nudge_at = ring->cached_tail + ring->cap / 2;
+	}
 }
 
 /*
@@ -109,33 +98,6 @@ static void *ct_reserve_or_wait(struct ct_ring *ring, uint32_t len)
 		if (p)
 			return p;
 	}
-}
-
-static void ct_fill_event(struct ct_rec_event *ev, const struct ct_call *call, uint64_t t1,
-			  uint32_t tid, uint32_t stack_id)
-{
-	ev->rec.type = CT_REC_EVENT;
-	ev->rec.flags = 0;
-	ev->rec.size = sizeof *ev;
-	/* What a call creates exists from its return on; everything else is
-	 * stamped at entry (format.h: a free sorts before the reuse). */
-	int creates = ct_op_wants_stack(call->op) || call->op == CT_OP_STREAM_CREATE;
-	ev->ts_ns = creates ? t1 : call->t0;
-	ev->dur_ns = t1 - call->t0;
-	ev->ptr = call->ptr;
-	ev->size = call->size;
-	ev->stream = call->stream;
-	ev->aux = call->aux;
-	ev->tid = tid;
-	ev->stack_id = stack_id;
-	ev->result = call->result;
-	ev->flags = call->flags;
-	ev->api = call->api;
-	ev->op = call->op;
-	ev->kind = call->kind;
-	ev->device = call->device;
-	ev->layer = call->layer;
-	ev->reserved = 0;
 }
 
 /* Turn a filled event into one with the Python stack trailer. */
@@ -206,13 +168,10 @@ static int ct_py_emit(void *ctx, const void *rec, uint32_t len)
 	return p != NULL;
 }
 
-void ct_call_end(struct ct_call *call)
+/* Everything but the common case: stacks, Python frames, the shared ring, a full ring, the file. */
+static CT_ALWAYS_INLINE inline void ct_call_end_full(struct ct_call *call, uint64_t t1)
 {
-	if (!call->active)
-		return;
-	int saved_errno = errno;
 	struct ct_thread *t = &ct_tls;
-	uint64_t t1 = ct_now_ns();
 	uint32_t tid = ct_thread_tid(t);
 	uint64_t ips[CT_STACK_MAX];
 	int depth = 0;
@@ -227,14 +186,14 @@ void ct_call_end(struct ct_call *call)
 	if (CT_UNLIKELY(atomic_load_explicit(&ct_state, memory_order_acquire) ==
 			CT_STATE_FINISHED)) {
 		ct_call_end_direct(call, t1, tid, depth, ips, py_id);
-		goto out;
+		return;
 	}
 	struct ct_ring *ring = t->ring;
 	if (CT_UNLIKELY(!ring)) {
 		ring = ct_thread_ring();
 		if (!ring) {
 			ct_count_lost();
-			goto out;
+			return;
 		}
 	}
 
@@ -270,7 +229,13 @@ void ct_call_end(struct ct_call *call)
 	}
 	ct_ring_nudge(ring); /* under the lock: cached_tail is the producer's */
 	ct_ring_unlock(ring);
-out:
+}
+
+void ct_call_end_slow(struct ct_call *call, uint64_t t1)
+{
+	struct ct_thread *t = &ct_tls;
+	int saved_errno = errno;
+	ct_call_end_full(call, t1);
 	t->in_hook = 0;
 	errno = saved_errno;
 }

@@ -10,6 +10,22 @@
 
 #include "ct.h"
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
+int ct_has_prefetchw;
+
+/* Whether PREFETCHW may be used (CPUID 0x80000001 ECX bit 8). Once, before rings exist. */
+__attribute__((constructor)) static void ct_ring_cpu_init(void)
+{
+#if defined(__x86_64__)
+	unsigned a, b, c, d;
+	if (__get_cpuid(0x80000001, &a, &b, &c, &d))
+		ct_has_prefetchw = (c >> 8) & 1;
+#endif
+}
+
 struct ct_ring *ct_ring_create(uint64_t cap)
 {
 	if (cap < 4096 || (cap & (cap - 1)))
@@ -22,6 +38,7 @@ struct ct_ring *ct_ring_create(uint64_t cap)
 	struct ct_ring *ring = mem;
 	/* Fresh anonymous pages are zero: only the non-zero fields are set. */
 	ring->cap = cap;
+	ring->nudge_at = cap / 2;
 	ring->data = (unsigned char *)mem + header;
 	ring->map_size = size;
 	return ring;
@@ -33,7 +50,7 @@ void ct_ring_destroy(struct ct_ring *ring)
 		munmap(ring, ring->map_size);
 }
 
-void *ct_ring_reserve(struct ct_ring *ring, uint32_t len)
+void *ct_ring_reserve_slow(struct ct_ring *ring, uint32_t len)
 {
 	uint64_t head = atomic_load_explicit(&ring->head, memory_order_relaxed);
 	uint64_t pos = head & (ring->cap - 1);
@@ -55,13 +72,6 @@ void *ct_ring_reserve(struct ct_ring *ring, uint32_t len)
 	}
 	ring->pending = need;
 	return ring->data + pos;
-}
-
-void ct_ring_commit(struct ct_ring *ring)
-{
-	uint64_t head = atomic_load_explicit(&ring->head, memory_order_relaxed);
-	atomic_store_explicit(&ring->head, head + ring->pending, memory_order_release);
-	ring->pending = 0;
 }
 
 int ct_ring_peek(struct ct_ring *ring, const void **p0, size_t *n0, const void **p1, size_t *n1,

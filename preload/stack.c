@@ -85,15 +85,30 @@ int ct_stack_capture(uint64_t *ips, int max)
 	return out;
 }
 
+static inline uint64_t ct_hash_step(uint64_t h, uint64_t v)
+{
+	h ^= v;
+	h *= 0xff51afd7ed558ccdull;
+	return h ^ (h >> 33);
+}
+
+/*
+ * Four independent lanes (frames i, i+4, ...) folded at the end: the
+ * multiply chains overlap instead of running one after another, which a
+ * 22-frame stack notices.
+ */
 static uint64_t ct_stack_hash(const uint64_t *ips, int depth)
 {
-	uint64_t h = 0x9e3779b97f4a7c15ull ^ (uint64_t)depth;
-	for (int i = 0; i < depth; i++) {
-		h ^= ips[i];
-		h *= 0xff51afd7ed558ccdull;
-		h ^= h >> 33;
-	}
-	return h ? h : 1;
+	uint64_t h[4] = {0x9e3779b97f4a7c15ull ^ (uint64_t)depth, 0xc2b2ae3d27d4eb4full,
+			 0x165667b19e3779f9ull, 0x27d4eb2f165667c5ull};
+	int i = 0;
+	for (; i + 4 <= depth; i += 4)
+		for (int k = 0; k < 4; k++)
+			h[k] = ct_hash_step(h[k], ips[i + k]);
+	for (int k = 0; i < depth; i++, k++)
+		h[k] = ct_hash_step(h[k], ips[i]);
+	uint64_t x = ct_hash_step(ct_hash_step(ct_hash_step(h[0], h[1]), h[2]), h[3]);
+	return x ? x : 1;
 }
 
 static struct ct_intern_slot *ct_intern_slots(struct ct_intern_table *t)

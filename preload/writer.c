@@ -61,9 +61,15 @@ static _Atomic int ct_warned_open, ct_warned_write, ct_warned_thread;
 
 /* ---- the write buffer (writer side only, under ct_round_lock) ---------------- */
 
-#define CT_WBUF_SIZE (4u << 20)
+/*
+ * Whole records only: a full buffer goes out as one CT_REC_ZSTD record when
+ * compression is on and shrinks it, else as it is.
+ */
+#define CT_WBUF_SIZE CT_ZSTD_RAW_MAX
 static unsigned char *ct_wbuf;
 static size_t ct_wbuf_len;
+static unsigned char *ct_zbuf; /* CT_REC_MAX bytes: one CT_REC_ZSTD record */
+static int ct_compress;	       /* this dump's rounds are compressed */
 
 /* Write everything or fail; on failure tracing stops for good. */
 static int ct_write_all(const void *p, size_t n)
@@ -86,24 +92,63 @@ static int ct_write_all(const void *p, size_t n)
 	return 0;
 }
 
+static int ct_in_signal; /* the round in progress runs in a fatal signal's handler */
+
+/* Compressed unless in a fatal signal's handler, where libzstd (malloc) must not run. */
 static void ct_wbuf_flush(void)
 {
-	if (ct_wbuf_len && ct_fd >= 0 && atomic_load(&ct_state) != CT_STATE_DISABLED)
-		ct_write_all(ct_wbuf, ct_wbuf_len);
+	if (ct_wbuf_len && ct_fd >= 0 && atomic_load(&ct_state) != CT_STATE_DISABLED) {
+		size_t z = ct_compress && !ct_in_signal
+				   ? ct_zstd_pack(ct_wbuf, ct_wbuf_len, ct_zbuf, CT_REC_MAX)
+				   : 0;
+		if (z)
+			ct_write_all(ct_zbuf, z);
+		else
+			ct_write_all(ct_wbuf, ct_wbuf_len);
+	}
 	ct_wbuf_len = 0;
 }
 
+/* Append one whole record the writer made (its timestamps are ns already). */
 static void ct_wbuf_put(const void *p, size_t n)
 {
-	while (n > 0) {
-		if (ct_wbuf_len == CT_WBUF_SIZE)
+	if (ct_wbuf_len + n > CT_WBUF_SIZE)
+		ct_wbuf_flush();
+	memcpy(ct_wbuf + ct_wbuf_len, p, n);
+	ct_wbuf_len += n;
+}
+
+/*
+ * Append a span of whole records copied from a ring, finishing each for the
+ * file (ticks to ns, ct_rec_finish). Pads are dropped.
+ */
+static void ct_wbuf_put_ring(const unsigned char *p, size_t n)
+{
+	size_t off = 0;
+	while (off < n) {
+		size_t room = CT_WBUF_SIZE - ct_wbuf_len, run = 0;
+		while (off + run < n) {
+			const struct ct_rec *r = (const struct ct_rec *)(p + off + run);
+			if (r->type == CT_REC_PAD || r->size < sizeof *r || run + r->size > room)
+				break;
+			run += r->size;
+		}
+		if (run) {
+			unsigned char *dst = ct_wbuf + ct_wbuf_len;
+			memcpy(dst, p + off, run);
+			for (size_t i = 0; i < run; i += ((struct ct_rec *)(dst + i))->size)
+				ct_rec_finish((struct ct_rec *)(dst + i));
+			ct_wbuf_len += run;
+			off += run;
+			continue;
+		}
+		const struct ct_rec *r = (const struct ct_rec *)(p + off);
+		if (r->size < sizeof *r)
+			return; /* cannot happen: the shim wrote it */
+		if (r->type == CT_REC_PAD)
+			off += r->size;
+		else
 			ct_wbuf_flush();
-		size_t room = CT_WBUF_SIZE - ct_wbuf_len;
-		size_t take = n < room ? n : room;
-		memcpy(ct_wbuf + ct_wbuf_len, p, take);
-		ct_wbuf_len += take;
-		p = (const unsigned char *)p + take;
-		n -= take;
 	}
 }
 
@@ -229,19 +274,28 @@ static void ct_put_drops(uint32_t tid, uint64_t count)
 }
 
 /*
- * Copy every ring to the file. Caller holds ct_round_lock. scan_modules = 0
- * in a signal handler: dl_iterate_phdr takes the loader's lock, which the
- * crashing thread may hold.
+ * Copy every ring to the file. Caller holds ct_round_lock. in_signal = 1 in
+ * a fatal signal's handler: no dl_iterate_phdr (it takes the loader's lock,
+ * which the crashing thread may hold) and no compression (libzstd may
+ * allocate).
  */
-static void ct_round_ex(int scan_modules)
+static void ct_round_ex(int in_signal)
 {
 	if (ct_fd < 0)
 		return;
 	int live = atomic_load(&ct_state) != CT_STATE_DISABLED;
+	/* A calibration point before any ring is read: every tick converted
+	 * this round is either below it or extrapolated past it. Direct writes
+	 * convert too, so they are kept out meanwhile. */
+	if (pthread_mutex_trylock(&ct_direct_lock) == 0) {
+		ct_clock_knot();
+		pthread_mutex_unlock(&ct_direct_lock);
+	}
+	ct_in_signal = in_signal;
 	struct ct_rec_batch b = {{CT_REC_BATCH, 0, sizeof b}, ct_now_ns(), ct_batch_seq++};
 	if (live) {
 		ct_wbuf_put(&b, sizeof b);
-		if (scan_modules)
+		if (!in_signal)
 			ct_scan_modules();
 	}
 	for (struct ct_ring *r = atomic_load(&ct_rings); r; r = r->next) {
@@ -251,9 +305,9 @@ static void ct_round_ex(int scan_modules)
 		uint64_t end;
 		int spans = ct_ring_peek(r, &p0, &n0, &p1, &n1, &end);
 		if (live && spans >= 1)
-			ct_wbuf_put(p0, n0);
+			ct_wbuf_put_ring(p0, n0);
 		if (live && spans == 2)
-			ct_wbuf_put(p1, n1);
+			ct_wbuf_put_ring(p1, n1);
 		if (spans)
 			ct_ring_release(r, end);
 		uint64_t dropped = atomic_load(&r->dropped);
@@ -268,11 +322,12 @@ static void ct_round_ex(int scan_modules)
 		ct_put_drops(0, lost - ct_lost_reported);
 	ct_lost_reported = lost;
 	ct_wbuf_flush();
+	ct_in_signal = 0;
 }
 
 static void ct_round(void)
 {
-	ct_round_ex(1);
+	ct_round_ex(0);
 }
 
 static void ct_futex(_Atomic int *addr, int op, int val, const struct timespec *ts)
@@ -444,6 +499,8 @@ static void ct_put_process(void)
 		ct_kv(buf, cap, &len, settings[i].key, tmp);
 	}
 	ct_kv(buf, cap, &len, "setting.backend", ct_backend_name());
+	ct_kv(buf, cap, &len, "setting.compress", ct_compress ? "zstd" : "off");
+	ct_kv(buf, cap, &len, "setting.clock", ct_clock_name());
 	p->rec.size = CT_REC_ALIGN((uint32_t)len);
 	struct ct_file_header fh;
 	memcpy(fh.magic, CT_MAGIC, CT_MAGIC_LEN);
@@ -513,7 +570,7 @@ static void ct_fatal(int sig)
 {
 	int saved_errno = errno;
 	if (getpid() == ct_pid && pthread_mutex_trylock(&ct_round_lock) == 0) {
-		ct_round_ex(0);
+		ct_round_ex(1);
 		pthread_mutex_unlock(&ct_round_lock);
 	}
 	errno = saved_errno;
@@ -550,15 +607,18 @@ int ct_ensure_started(void)
 	if (ct_option(CT_OPT_DISABLE))
 		goto done;
 	if (!ct_wbuf) {
-		void *m = mmap(NULL, CT_WBUF_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-			       -1, 0);
+		void *m = mmap(NULL, CT_WBUF_SIZE + CT_REC_MAX, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		void *mods = mmap(NULL, CT_MAX_MODULES * sizeof(struct ct_module_seen),
 				  PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (m == MAP_FAILED || mods == MAP_FAILED)
 			goto done;
 		ct_wbuf = m;
+		ct_zbuf = ct_wbuf + CT_WBUF_SIZE;
 		ct_modules = mods;
 	}
+	ct_clock_init();
+	ct_compress = ct_option(CT_OPT_COMPRESS) && ct_zstd_init(CT_ZSTD_LEVEL) == 0;
 	if (ct_open_dump())
 		goto done;
 	ct_cupti_start(); /* CUMTRACE_BACKEND=cupti: before the PROCESS record names the backend */
@@ -590,9 +650,21 @@ done:
 
 void ct_write_direct(const void *rec, uint32_t len)
 {
+	/* Events, marks and meminfo records carry ticks: finish a copy (all are small). */
+	union {
+		struct ct_rec rec;
+		unsigned char bytes[2048];
+	} copy;
+	unsigned type = ((const struct ct_rec *)rec)->type;
+	int finish = (type == CT_REC_EVENT || type == CT_REC_MARK || type == CT_REC_MEMINFO) &&
+		     len <= sizeof copy;
+	if (finish)
+		memcpy(&copy, rec, len);
 	pthread_mutex_lock(&ct_direct_lock);
+	if (finish)
+		ct_rec_finish(&copy.rec);
 	if (ct_fd >= 0 && atomic_load(&ct_state) == CT_STATE_FINISHED)
-		ct_write_all(rec, len);
+		ct_write_all(finish ? (const void *)&copy : rec, len);
 	pthread_mutex_unlock(&ct_direct_lock);
 }
 

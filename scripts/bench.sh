@@ -1,88 +1,210 @@
 #!/bin/sh
-# Capture cost per event against the fake CUDA runtime, measured in one run:
-# the same program untraced and traced, stacks off and at depth 22.
-# Each figure is the median of REPS runs; the cost per event is
-# (traced - untraced) / 2 per pair (a pair is one alloc and one free event).
+# `make bench`: every overhead figure of cumtrace in one table, each measured
+# in this run (docs/bench.md says what each row means).
+#
+#   capture  tests/e2e/progs/bench_alloc: PAIRS allocation/free pairs 22 frames
+#            deep on the fake CUDA runtime, untraced and traced; heaptrack
+#            traces the same number of malloc/free pairs at the same depth.
+#            Cost per pair = traced - untraced (wall time); per event = half.
+#            Python rows: tests/e2e/py_bench.py (ctypes, 10 Python frames).
+#   scaling  1, 2, 4, 8 threads at once, stacks off: CPU time (every thread of
+#            the process, the writer's included) per event, traced - untraced;
+#            on fewer cores than threads wall time would measure the queueing.
+#   analyzer cumtrace-report summary on a synthetic dump (build/gendump) of
+#            BENCH_EVENTS events and of 10 times as many (skipped with
+#            BENCH_BIG=0), against `cat DUMP >/dev/null` of the same file,
+#            page-cached; peak RSS; dump bytes per event.
+# Each capture figure is the median of REPS runs.
 set -eu
 BUILD=${BUILD:-build}
 root=$(cd "$(dirname "$0")/.." && pwd)
 prog=$root/$BUILD/tests/progs/bench_alloc
 fake=$root/$BUILD/tests/fake
 shim=$root/$BUILD/libcumtrace.so
+report=$root/$BUILD/cumtrace-report
+gendump=$root/$BUILD/gendump
 pairs=${PAIRS:-200000}
 reps=${REPS:-5}
-tmp=$(mktemp -d)
+events=${BENCH_EVENTS:-10000000}
+big=${BENCH_BIG:-1}
+heaptrack=${HEAPTRACK:-/usr/bin/heaptrack}
+tmp=$(mktemp -d "${BENCH_TMP:-/tmp}/cumtrace-bench.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 
 median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+# calc EXPR: awk arithmetic, one decimal
+calc() { awk "BEGIN { printf \"%.1f\", $1 }"; }
+calc2() { awk "BEGIN { printf \"%.2f\", $1 }"; }
+# met VALUE GOAL: yes when VALUE <= GOAL
+met() { awk -v v="$1" -v g="$2" 'BEGIN { print (v + 0 <= g + 0) ? "yes" : "NO" }'; }
+row() { printf '%-56s %10s %9s %4s\n' "$1" "$2" "${3:-}" "${4:-}"; }
 
-# measure DEPTH THREADS [ENV...]: median ns per pair
-measure() {
-	d=$1
-	th=$2
-	shift 2
+# alloc MODE DEPTH THREADS [ENV...]: median wall, process CPU and calling
+# threads' CPU ns per pair ("W C T"; bench_alloc.c says what each is)
+alloc() {
+	mode=$1 d=$2 th=$3
+	shift 3
+	: >"$tmp/runs"
 	i=0
 	while [ $i -lt "$reps" ]; do
-		env LD_LIBRARY_PATH="$fake" CUMTRACE_OUTPUT="$tmp/b.%p.dump" CUMTRACE_QUIET=1 "$@" \
-			"$prog" "$pairs" "$d" "$th"
-		rm -f "$tmp"/b.*.dump
+		out=$(cd "$tmp" && env LD_LIBRARY_PATH="$fake" CUMTRACE_OUTPUT="$tmp/b.%p.dump" \
+			CUMTRACE_QUIET=1 "$@" "$prog" "$pairs" "$d" "$th" "$mode" 2>/dev/null |
+			sed -n 's/^bench_alloc wall=\([0-9.]*\) cpu=\([0-9.]*\) thread=\([0-9.]*\)$/\1 \2 \3/p')
+		[ -n "$out" ] || { echo "bench: bench_alloc $mode $d $th $* failed" >&2; exit 1; }
+		echo "$out" >>"$tmp/runs"
 		i=$((i + 1))
-	done | median
+	done
+	for f in 1 2 3; do cut -d' ' -f$f "$tmp/runs" | median; done | tr '\n' ' ' | sed 's/ $//'
 }
+wall() { echo "$1" | cut -d' ' -f1; }
+cpu() { echo "$1" | cut -d' ' -f2; }
+thr() { echo "$1" | cut -d' ' -f3; }
+# keep_dump NAME: move the last traced run's dump aside (for bytes per event)
+keep_dump() { for f in "$tmp"/b.*.dump; do [ -f "$f" ] && mv "$f" "$tmp/$1.dump"; done; rm -f "$tmp"/b.*.dump; }
 
-echo "cumtrace capture benchmark ($(date -u +%Y-%m-%d), $(nproc) cores, fake CUDA runtime)"
-echo "pairs per run: $pairs x threads, median of $reps runs"
-printf '%-34s %12s %12s\n' "configuration" "ns/pair" "ns/event"
-base22=$(measure 22 1)
-printf '%-34s %12s %12s\n' "untraced, depth 22" "$base22" "-"
-for cfg in "0:stacks off" "22:stack depth 22"; do
-	depth=${cfg%%:*}
-	label=${cfg#*:}
-	t=$(measure 22 1 LD_PRELOAD="$shim" CUMTRACE_STACK_DEPTH="$depth")
-	per=$(echo "$t $base22" | awk '{ printf "%.1f", ($1 - $2) / 2 }')
-	printf '%-34s %12s %12s\n' "traced, $label" "$t" "$per"
-done
-for th in 1 2 4 8; do
-	b=$(measure 22 "$th")
-	t=$(measure 22 "$th" LD_PRELOAD="$shim" CUMTRACE_STACK_DEPTH=0)
-	per=$(echo "$t $b" | awk '{ printf "%.1f", ($1 - $2) / 2 }')
-	printf '%-34s %12s %12s\n' "traced, stacks off, $th threads" "$t" "$per"
-done
-# Python: the same pairs from CPython through ctypes, 10 frames deep
-# (tests/e2e/py_bench.py measures inside the interpreter), with the GIL held
-# during the call (ctypes.PyDLL) and released (ctypes.CDLL). The runs of the
-# three configurations of a loader alternate, so that a change in the machine's
-# load hits them alike. Python frames are captured for allocations only: their
-# cost per allocation is the difference per pair between frames on and off.
+cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
+echo "cumtrace benchmark, $(date -u +%Y-%m-%d), $(nproc) cores ($cpu_model), fake CUDA runtime"
+echo "PAIRS=$pairs REPS=$reps BENCH_EVENTS=$events BENCH_BIG=$big; medians of REPS runs"
+row "figure" "value" "goal" "met"
+
+# ---- capture at depth 22: cumtrace against heaptrack -----------------------------------
+base=$(alloc cuda 22 1)
+d22=$(alloc cuda 22 1 LD_PRELOAD="$shim" CUMTRACE_STACK_DEPTH=22)
+keep_dump d22
+ct22=$(calc "$(wall "$d22") - $(wall "$base")")
+clock=$(tr '\0' '\n' <"$tmp/d22.dump" | sed -n 's/^setting.clock=//p' | head -n 1)
+compress=$(tr '\0' '\n' <"$tmp/d22.dump" | sed -n 's/^setting.compress=//p' | head -n 1)
+row "capture d22: untraced cudaMalloc+cudaFree, ns/pair" "$(wall "$base")"
+row "capture d22: cumtrace ns/pair (clock $clock, $compress)" "$ct22"
+row "capture d22: cumtrace process CPU ns/pair (+ writer)" "$(calc "$(cpu "$d22") - $(cpu "$base")")"
+row "capture d22: cumtrace calling thread's CPU ns/pair" "$(calc "$(thr "$d22") - $(thr "$base")")"
+if [ -x "$heaptrack" ]; then
+	mbase=$(alloc malloc 22 1)
+	ht=$(alloc malloc 22 1 "$heaptrack" -o "$tmp/ht")
+	rm -f "$tmp"/ht*
+	htc=$(calc "$(wall "$ht") - $(wall "$mbase")")
+	row "capture d22: untraced malloc+free, ns/pair" "$(wall "$mbase")"
+	row "capture d22: heaptrack ns/pair (malloc+free)" "$htc"
+	row "capture d22: heaptrack process CPU ns/pair" "$(calc "$(cpu "$ht") - $(cpu "$mbase")")"
+	row "capture d22: heaptrack calling thread's CPU ns/pair" "$(calc "$(thr "$ht") - $(thr "$mbase")")"
+	r=$(calc2 "$ct22 / $htc")
+	row "capture d22: cumtrace / heaptrack (wall)" "${r}x" "<= 0.5x" "$(met "$r" 0.5)"
+	r=$(calc2 "($(cpu "$d22") - $(cpu "$base")) / ($(cpu "$ht") - $(cpu "$mbase"))")
+	row "capture d22: cumtrace / heaptrack (process CPU)" "${r}x" "<= 0.5x" "$(met "$r" 0.5)"
+	r=$(calc2 "($(thr "$d22") - $(thr "$base")) / ($(thr "$ht") - $(thr "$mbase"))")
+	row "capture d22: cumtrace / heaptrack (calling thread CPU)" "${r}x" "<= 0.5x" "$(met "$r" 0.5)"
+else
+	row "capture d22: heaptrack" "not installed" "" ""
+fi
+
+# ---- stacks off and Python frames ---------------------------------------------------------
+off=$(alloc cuda 22 1 LD_PRELOAD="$shim" CUMTRACE_STACK_DEPTH=0)
+keep_dump off
+e=$(calc "($(wall "$off") - $(wall "$base")) / 2")
+row "capture, stacks off: ns/event (wall)" "$e" "<= 50" "$(met "$e" 50)"
+e=$(calc "($(thr "$off") - $(thr "$base")) / 2")
+row "capture, stacks off: calling thread's CPU ns/event" "$e" "<= 50" "$(met "$e" 50)"
+row "capture, stacks off: process CPU ns/event (+ writer)" "$(calc "($(cpu "$off") - $(cpu "$base")) / 2")"
+nz=$(alloc cuda 22 1 LD_PRELOAD="$shim" CUMTRACE_STACK_DEPTH=0 CUMTRACE_COMPRESS=0)
+rm -f "$tmp"/b.*.dump
+row "capture, stacks off, COMPRESS=0: process CPU ns/event" "$(calc "($(cpu "$nz") - $(cpu "$base")) / 2")"
+mono=$(alloc cuda 22 1 LD_PRELOAD="$shim" CUMTRACE_STACK_DEPTH=0 CUMTRACE_CLOCK=monotonic)
+rm -f "$tmp"/b.*.dump
+row "capture, stacks off, CLOCK=monotonic: thread CPU ns/event" "$(calc "($(thr "$mono") - $(thr "$base")) / 2")"
 if command -v python3 >/dev/null 2>&1; then
 	pyb=$root/tests/e2e/py_bench.py
 	pypairs=${PY_PAIRS:-100000}
-	pyrun() { # LOADER [ENV...]: ns per pair of one run
-		loader=$1
-		shift
-		env LD_LIBRARY_PATH="$fake" CUMTRACE_OUTPUT="$tmp/p.%p.dump" CUMTRACE_QUIET=1 "$@" \
-			python3 "$pyb" "$fake" "$pypairs" "$loader"
-		rm -f "$tmp"/p.*.dump
-	}
-	for cfg in "pydll:GIL held" "cdll:GIL released"; do
-		loader=${cfg%%:*}
-		gil=${cfg#*:}
-		rm -f "$tmp"/py.*
+	pymeasure() {
 		i=0
 		while [ $i -lt "$reps" ]; do
-			pyrun "$loader" >>"$tmp/py.base"
-			pyrun "$loader" LD_PRELOAD="$shim" CUMTRACE_STACK_DEPTH=22 CUMTRACE_PYTHON=0 >>"$tmp/py.off"
-			pyrun "$loader" LD_PRELOAD="$shim" CUMTRACE_STACK_DEPTH=22 CUMTRACE_PYTHON=1 >>"$tmp/py.on"
+			(cd "$tmp" && env LD_LIBRARY_PATH="$fake" CUMTRACE_OUTPUT="$tmp/p.%p.dump" \
+				CUMTRACE_QUIET=1 "$@")
+			rm -f "$tmp"/p.*.dump
 			i=$((i + 1))
-		done
-		pb=$(median <"$tmp/py.base")
-		off=$(median <"$tmp/py.off")
-		on=$(median <"$tmp/py.on")
-		printf '%-34s %12s %12s\n' "python $loader, untraced" "$pb" "-"
-		for t in "Python frames off:$off" "Python frames on:$on"; do
-			per=$(echo "${t#*:} $pb" | awk '{ printf "%.1f", ($1 - $2) / 2 }')
-			printf '%-34s %12s %12s\n' "traced, ${t%%:*}" "${t#*:}" "$per"
-		done
-		echo "$on $off" | awk -v g="$gil" '{ printf "  Python frames (%s): %.1f ns per allocation\n", g, $1 - $2 }'
+		done | median
+	}
+	# GIL held during the call (ctypes.PyDLL) and released (ctypes.CDLL): the
+	# walk is the same code; frames are captured for allocations only, so their
+	# cost per allocation is the difference per pair between frames on and off.
+	for loader in pydll cdll; do
+		pb=$(pymeasure python3 "$pyb" "$fake" "$pypairs" "$loader")
+		pf0=$(pymeasure env CUMTRACE_STACK_DEPTH=22 CUMTRACE_PYTHON=0 LD_PRELOAD="$shim" \
+			python3 "$pyb" "$fake" "$pypairs" "$loader")
+		pf1=$(pymeasure env CUMTRACE_STACK_DEPTH=22 CUMTRACE_PYTHON=1 LD_PRELOAD="$shim" \
+			python3 "$pyb" "$fake" "$pypairs" "$loader")
+		row "capture, python3 $loader d22, Python frames off: ns/event" "$(calc "($pf0 - $pb) / 2")"
+		row "capture, python3 $loader d22, Python frames on: ns/event" "$(calc "($pf1 - $pb) / 2")"
+		row "capture, python3 $loader: Python frames, ns per allocation" "$(calc "$pf1 - $pf0")"
 	done
 fi
+
+# ---- scaling: CPU time per event -------------------------------------------------------------
+one=
+for th in 1 2 4 8; do
+	b=$(alloc cuda 22 "$th")
+	t=$(alloc cuda 22 "$th" LD_PRELOAD="$shim" CUMTRACE_STACK_DEPTH=0)
+	c=$(calc "($(cpu "$t") - $(cpu "$b")) / 2")
+	[ -n "$one" ] || one=$c
+	row "scaling, $th threads: CPU ns/event ($(calc "$(cpu "$t") / 2") - $(calc "$(cpu "$b") / 2"))" "$c"
+done
+# The fake runtime serialises every allocation on one mutex: with more
+# threads than cores, untraced runs spend CPU in futex contention that traced
+# runs (spaced out by the tracer) partly avoid, so a difference can come out
+# low or negative; then it measures the runtime, not the tracer.
+if awk -v a="$one" -v b="$c" 'BEGIN { exit !(a > 0 && b > 0) }'; then
+	r=$(calc2 "$c / $one")
+	row "scaling: 8 threads / 1 thread, CPU per event" "${r}x" "<= 2x" "$(met "$r" 2)"
+else
+	row "scaling: 8 threads / 1 thread, CPU per event" "n/a" "<= 2x" "-"
+fi
+
+# ---- the analyzer ----------------------------------------------------------------------------
+# secs CMD...: wall seconds CMD takes (ns clock); its output goes to /dev/null
+secs() {
+	s0=$(date +%s%N)
+	"$@" >/dev/null
+	s1=$(date +%s%N)
+	calc2_3 "($s1 - $s0) / 1e9"
+}
+calc2_3() { awk "BEGIN { printf \"%.3f\", $1 }"; }
+# analyze N: "SECONDS CAT_SECONDS RSS_KIB BYTES" for a synthetic dump of N events
+analyze() {
+	dump=$tmp/g.dump
+	"$gendump" -n "$1" "$dump" >/dev/null
+	bytes=$(wc -c <"$dump")
+	cat "$dump" >/dev/null
+	best_cat=
+	for i in 1 2 3; do
+		s=$(secs cat "$dump")
+		best_cat=$(awk -v a="$s" -v b="${best_cat:-$s}" 'BEGIN { print (a < b) ? a : b }')
+	done
+	s=$(secs /usr/bin/time -f '%M' -o "$tmp/t" "$report" summary "$dump")
+	rm -f "$dump"
+	echo "$s $best_cat $(cat "$tmp/t") $bytes"
+}
+# analyzer_rows N: the rows for a synthetic dump of N events; sets rss (KiB)
+analyzer_rows() {
+	set -- "$1" $(analyze "$1")
+	row "analyzer, $1 events: seconds (cat: $3 s)" "$2"
+	r=$(calc "$2 / $3")
+	row "analyzer, $1 events: time / cat" "${r}x" "<= 3x" "$(met "$r" 3)"
+	row "analyzer, $1 events: peak RSS, MiB" "$(calc "$4 / 1024")"
+	r=$(calc2 "$5 / $1")
+	row "dump bytes/event, synthetic $1 events" "$r" "<= 12" "$(met "$r" 12)"
+	rss=$4
+}
+analyzer_rows "$events"
+if [ "$big" = 1 ]; then
+	rss1=$rss
+	analyzer_rows $((events * 10))
+	r=$(calc2 "$rss / $rss1")
+	row "analyzer: peak RSS $((events * 10)) / $events events" "${r}x" "<= 2x" "$(met "$r" 2)"
+fi
+# What the capture runs above wrote (one stack, one address: compresses best).
+for d in off d22; do
+	nev=$("$report" summary --format json "$tmp/$d.dump" 2>/dev/null |
+		python3 -c 'import json,sys; print(json.load(sys.stdin)["dumps"][0]["events"])' 2>/dev/null || echo 0)
+	[ "$nev" -gt 0 ] 2>/dev/null &&
+		row "dump bytes/event, bench_alloc ($d)" "$(calc2 "$(wc -c <"$tmp/$d.dump") / $nev")"
+done
+exit 0

@@ -2,28 +2,111 @@
 """Decode a cumtrace dump record by record (a debugging aid independent of
 cumtrace-report; the layout is include/cumtrace/format.h).
 
+Compressed runs (CT_REC_ZSTD) are expanded in place: their records are printed
+with the offset of the compressed record and "+N", N the record's offset in the
+decompressed run. Python has no zstd module before 3.14, so the frames are
+decompressed with libzstd.so.1 through ctypes or, failing that, the `zstd`
+command; with neither, a compressed record is printed as such with a note, and
+`records()` raises ZstdUnavailable.
+
 usage: ctdump.py [--stats] DUMP
 """
+import ctypes
+import ctypes.util
+import shutil
 import struct
+import subprocess
 import sys
 from collections import Counter
 
 REC_NAMES = {0: "pad", 1: "process", 2: "event", 3: "stack", 4: "module", 5: "drops",
-             6: "batch", 7: "end", 8: "mark", 10: "symbols", 13: "meminfo"}
+             6: "batch", 7: "end", 8: "mark", 9: "zstd", 10: "symbols", 11: "pystack",
+             12: "pystring", 13: "meminfo"}
 EVENT = struct.Struct("<6Q2IiIHBBhBB")
+REC_ZSTD = 9
+ZSTD_RAW_MAX = 4 << 20
 
 
-def records(data):
-    if data[:8] != b"CUMTRACE":
-        raise SystemExit("ctdump: not a cumtrace dump (bad magic)")
-    off = struct.unpack_from("<H", data, 10)[0]
-    while off + 8 <= len(data):
+class ZstdUnavailable(Exception):
+    pass
+
+
+class BadRecord(Exception):
+    pass
+
+
+_libzstd = None
+
+
+def _load_libzstd():
+    global _libzstd
+    if _libzstd is None:
+        _libzstd = False
+        for name in ("libzstd.so.1", ctypes.util.find_library("zstd")):
+            if not name:
+                continue
+            try:
+                lib = ctypes.CDLL(name)
+            except OSError:
+                continue
+            lib.ZSTD_decompress.restype = ctypes.c_size_t
+            lib.ZSTD_decompress.argtypes = [ctypes.c_void_p, ctypes.c_size_t,
+                                            ctypes.c_void_p, ctypes.c_size_t]
+            lib.ZSTD_isError.restype = ctypes.c_uint
+            lib.ZSTD_isError.argtypes = [ctypes.c_size_t]
+            _libzstd = lib
+            break
+    return _libzstd
+
+
+def zstd_decompress(frame, raw_size):
+    """The raw_size bytes a zstd frame holds (libzstd via ctypes, else the zstd CLI)."""
+    lib = _load_libzstd()
+    if lib:
+        out = ctypes.create_string_buffer(max(raw_size, 1))
+        n = lib.ZSTD_decompress(out, raw_size, frame, len(frame))
+        if lib.ZSTD_isError(n) or n != raw_size:
+            raise BadRecord("zstd frame does not decompress to %d bytes" % raw_size)
+        return out.raw[:raw_size]
+    if shutil.which("zstd"):
+        p = subprocess.run(["zstd", "-dcq"], input=frame, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE)
+        if p.returncode != 0 or len(p.stdout) != raw_size:
+            raise BadRecord("zstd frame does not decompress to %d bytes" % raw_size)
+        return p.stdout
+    raise ZstdUnavailable("a compressed dump needs libzstd.so.1 or the zstd command "
+                          "(or trace with CUMTRACE_COMPRESS=0)")
+
+
+def _walk(data, start, end):
+    """(offset, type, flags, body) of the records in data[start:end]."""
+    off = start
+    while off + 8 <= end:
         rtype, flags, size = struct.unpack_from("<HHI", data, off)
-        if size < 8 or size % 8 or off + size > len(data):
-            print(f"ctdump: bad or truncated record at offset {off}", file=sys.stderr)
-            return
-        yield off, rtype, data[off + 8:off + size]
+        if size < 8 or size % 8 or off + size > end:
+            raise BadRecord("bad or truncated record at offset %d" % off)
+        yield off, rtype, flags, data[off + 8:off + size]
         off += size
+
+
+def records(data, expand=True):
+    """Yield (offset, type, flags, body) for every record of a dump in file
+    order; with expand, the records inside each CT_REC_ZSTD take its place,
+    their offset given as "OUTER+INNER" (a str). A bad or truncated record
+    ends the walk with BadRecord."""
+    if data[:8] != b"CUMTRACE":
+        raise BadRecord("not a cumtrace dump (bad magic)")
+    start = struct.unpack_from("<H", data, 10)[0]
+    for off, rtype, flags, body in _walk(data, start, len(data)):
+        if rtype != REC_ZSTD or not expand:
+            yield off, rtype, flags, body
+            continue
+        raw_size, frame_size = struct.unpack_from("<II", body)
+        if raw_size > ZSTD_RAW_MAX or 8 + frame_size > len(body):
+            raise BadRecord("bad zstd record at offset %d" % off)
+        raw = zstd_decompress(body[8:8 + frame_size], raw_size)
+        for ioff, itype, iflags, ibody in _walk(raw, 0, len(raw)):
+            yield "%d+%d" % (off, ioff), itype, iflags, ibody
 
 
 def main():
@@ -35,45 +118,58 @@ def main():
         sys.exit(2)
     data = open(args[0], "rb").read()
     count = Counter()
-    for off, rtype, body in records(data):
-        count[REC_NAMES.get(rtype, rtype)] += 1
-        if stats:
-            continue
-        name = REC_NAMES.get(rtype, f"type{rtype}")
-        if rtype == 2:
-            (ts, dur, ptr, size, stream, aux, tid, stack, result, flags, api, op_kind, kind_, dev,
-             layer, _r) = EVENT.unpack_from(body)
-            print(f"{off:10d} event ts={ts} dur={dur} api={api} op={op_kind} kind={kind_} "
-                  f"ptr={ptr:#x} size={size} stream={stream:#x} tid={tid} stack={stack} "
-                  f"result={result} dev={dev}")
-        elif rtype == 3:
-            sid, depth = struct.unpack_from("<IH", body)
-            ips = struct.unpack_from(f"<{depth}Q", body, 8)
-            print(f"{off:10d} stack id={sid} depth={depth} " + " ".join(f"{i:#x}" for i in ips[:6]))
-        elif rtype == 4:
-            base, lo, hi, ts, blen, plen = struct.unpack_from("<4QHH", body)
-            path = body[40 + blen:40 + blen + plen].split(b"\0")[0].decode(errors="replace")
-            print(f"{off:10d} module base={base:#x} {lo:#x}-{hi:#x} build_id={body[40:40+blen].hex()} {path}")
-        elif rtype == 1:
-            pid, ppid = struct.unpack_from("<II", body)
-            strings = body[32:].split(b"\0")
-            print(f"{off:10d} process pid={pid} ppid={ppid} " +
-                  " ".join(s.decode(errors="replace") for s in strings if s))
-        elif rtype == 10:
-            naddrs, nframes, slen = struct.unpack_from("<III", body)
-            strings = body[16 + 16 * (naddrs + nframes):][:slen]
-            fn = struct.unpack_from("<I", body, 16 + 16 * naddrs)[0] if nframes else 0xffffffff
-            first = strings[fn:].split(b"\0")[0].decode(errors="replace") if fn < slen else "-"
-            print(f"{off:10d} symbols addresses={naddrs} frames={nframes} strings={slen} first={first}")
-        elif rtype == 13:
-            ts, call_ts, free, total, tid, dev = struct.unpack_from("<4QIh", body)
-            print(f"{off:10d} meminfo ts={ts} call_ts={call_ts} tid={tid} dev={dev} "
-                  f"free={free} total={total}")
-        else:
-            print(f"{off:10d} {name} size={len(body) + 8}")
+    try:
+        for off, rtype, _flags, body in records(data, expand=_load_libzstd() or
+                                                bool(shutil.which("zstd"))):
+            count[REC_NAMES.get(rtype, rtype)] += 1
+            if stats:
+                continue
+            show(off, rtype, body)
+    except BadRecord as e:
+        print("ctdump: %s" % e, file=sys.stderr)
     if stats:
         for k, v in sorted(count.items(), key=lambda kv: str(kv[0])):
             print(f"{k} {v}")
+
+
+def show(off, rtype, body):
+    name = REC_NAMES.get(rtype, f"type{rtype}")
+    off = f"{off:>10}"
+    if rtype == 2:
+        (ts, dur, ptr, size, stream, aux, tid, stack, result, flags, api, op_kind, kind_, dev,
+         layer, _r) = EVENT.unpack_from(body)
+        print(f"{off} event ts={ts} dur={dur} api={api} op={op_kind} kind={kind_} "
+              f"ptr={ptr:#x} size={size} stream={stream:#x} tid={tid} stack={stack} "
+              f"result={result} dev={dev}")
+    elif rtype == 3:
+        sid, depth = struct.unpack_from("<IH", body)
+        ips = struct.unpack_from(f"<{depth}Q", body, 8)
+        print(f"{off} stack id={sid} depth={depth} " + " ".join(f"{i:#x}" for i in ips[:6]))
+    elif rtype == 4:
+        base, lo, hi, ts, blen, plen = struct.unpack_from("<4QHH", body)
+        path = body[40 + blen:40 + blen + plen].split(b"\0")[0].decode(errors="replace")
+        print(f"{off} module base={base:#x} {lo:#x}-{hi:#x} build_id={body[40:40+blen].hex()} {path}")
+    elif rtype == 1:
+        pid, ppid = struct.unpack_from("<II", body)
+        strings = body[32:].split(b"\0")
+        print(f"{off} process pid={pid} ppid={ppid} " +
+              " ".join(s.decode(errors="replace") for s in strings if s))
+    elif rtype == 10:
+        naddrs, nframes, slen = struct.unpack_from("<III", body)
+        strings = body[16 + 16 * (naddrs + nframes):][:slen]
+        fn = struct.unpack_from("<I", body, 16 + 16 * naddrs)[0] if nframes else 0xffffffff
+        first = strings[fn:].split(b"\0")[0].decode(errors="replace") if fn < slen else "-"
+        print(f"{off} symbols addresses={naddrs} frames={nframes} strings={slen} first={first}")
+    elif rtype == 13:
+        ts, call_ts, free, total, tid, dev = struct.unpack_from("<4QIh", body)
+        print(f"{off} meminfo ts={ts} call_ts={call_ts} tid={tid} dev={dev} "
+              f"free={free} total={total}")
+    elif rtype == REC_ZSTD:
+        raw_size, frame_size = struct.unpack_from("<II", body)
+        print(f"{off} zstd raw={raw_size} frame={frame_size} (not expanded: no libzstd.so.1 "
+              "or zstd command here)")
+    else:
+        print(f"{off} {name} size={len(body) + 8}")
 
 
 if __name__ == "__main__":

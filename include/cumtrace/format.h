@@ -22,16 +22,23 @@
  * shim only runs on x86-64 and aarch64 Linux, both little-endian).
  *
  * Ordering: records from one thread appear in the order that thread made
- * them. Records of different threads interleave in chunks: the background
- * writer copies each thread's ring in turn. Before each round of copying the
- * writer emits a CT_REC_BATCH whose snapshot time is taken before any ring is
- * read, so every event whose record was complete at that instant is in this
- * batch or an earlier one. A reader that wants global time order keeps the
- * events of the current batch in a heap and, on the next CT_REC_BATCH, releases
- * those with ts_ns <= the previous batch's snapshot time.
+ * them, and so do its events' timestamps (each call is stamped after the
+ * thread's previous one). Records of different threads interleave in chunks:
+ * the background writer copies each thread's ring in turn. Before each round
+ * of copying the writer emits a CT_REC_BATCH whose snapshot time is taken
+ * before any ring is read, so every event whose record was complete at that
+ * instant is in this batch or an earlier one. A reader that wants global time
+ * order keeps the events of the current batch in a heap and, on the next
+ * CT_REC_BATCH, releases those with ts_ns <= the previous batch's snapshot
+ * time. Records inside a CT_REC_ZSTD count as standing where it stands.
  *
  * Timestamps are CLOCK_MONOTONIC nanoseconds. CT_REC_PROCESS gives the
- * monotonic and realtime clocks read together at start, to convert.
+ * monotonic and realtime clocks read together at start, to convert. (The
+ * shim may stamp events with the CPU's constant-rate counter and convert to
+ * CLOCK_MONOTONIC as it writes them, through calibration points it takes
+ * every round; the conversion is one non-decreasing function for every
+ * thread, so the rules here hold for what is in the file. setting.clock in
+ * CT_REC_PROCESS says which clock was read.)
  *
  * An allocation's ts_ns is the moment its call returned, a free's the moment
  * its call was entered: a block is live from ts_ns of its allocation to ts_ns
@@ -42,7 +49,9 @@
  * accepted survives kill -9 of the process (the kernel owns the page cache),
  * so after a crash the file ends at a record boundary of the last completed
  * write or, if the process died inside write(2), in the middle of a record:
- * a reader reports a truncated tail and keeps what came before it.
+ * a reader reports a truncated tail and keeps what came before it. A
+ * CT_REC_ZSTD is written whole by one write(2), so the same holds for it: a
+ * compressed record cut short is a truncated tail, never a corrupt one.
  */
 #ifndef CUMTRACE_FORMAT_H
 #define CUMTRACE_FORMAT_H
@@ -81,7 +90,7 @@ enum ct_rec_type {
 	CT_REC_BATCH = 6,    /* struct ct_rec_batch: start of a writer round */
 	CT_REC_END = 7,	     /* struct ct_rec_end: clean shutdown */
 	CT_REC_MARK = 8,     /* struct ct_rec_mark: user marker or NVTX range */
-	CT_REC_ZSTD = 9,     /* reserved: zstd-compressed run of records */
+	CT_REC_ZSTD = 9,     /* struct ct_rec_zstd: a zstd-compressed run of records */
 	CT_REC_SYMBOLS = 10, /* struct ct_rec_symbols: embedded symbols (cumtrace-report symbolize) */
 	CT_REC_PYSTACK = 11, /* struct ct_rec_pystack: an interned Python stack */
 	CT_REC_PYSTRING = 12, /* struct ct_rec_pystring: an interned Python string */
@@ -94,8 +103,9 @@ enum ct_rec_type {
  * record size, by NUL-terminated "key=value" strings (split at the first '=').
  * Keys: "version" (cumtrace version), "host", "exe", "cwd", "argv" (repeated,
  * in order), "output" (the expanded path), and "setting.NAME" for every
- * setting in force (stack_depth, buffer_mb, drop, flush_ms). Unknown keys are
- * ignored. Padding NULs may follow the last string.
+ * setting in force (stack_depth, buffer_mb, drop, flush_ms, backend, compress:
+ * "zstd" or "off", clock: "tsc" or "monotonic"). Unknown keys are ignored.
+ * Padding NULs may follow the last string.
  */
 struct ct_rec_process {
 	struct ct_rec rec;
@@ -486,6 +496,30 @@ struct ct_rec_meminfo {
 	uint16_t reserved;
 };
 
+/*
+ * CT_REC_ZSTD: a run of ordinary records, compressed. The fixed part is
+ * followed by frame_size bytes holding exactly one complete zstd frame (its
+ * header declares the content size), then zero padding to the record size.
+ * The frame decompresses to exactly raw_size bytes: whole records, laid out
+ * and read as if they stood in the file at this point, none of them a
+ * CT_REC_ZSTD. raw_size is a multiple of 8, at least 8 and at most
+ * CT_ZSTD_RAW_MAX, so a reader needs one buffer of that size; a record inside
+ * that does not fit the run exactly, or a frame that does not decompress to
+ * raw_size bytes (checksum included when the frame has one), is corruption.
+ * The shim writes one per writer buffer (CUMTRACE_COMPRESS, on by default,
+ * when libzstd.so.1 can be loaded) and writes the records as they are when
+ * compression would not shrink them; the file header and CT_REC_PROCESS are
+ * never compressed.
+ */
+#define CT_ZSTD_RAW_MAX (4u << 20)
+
+struct ct_rec_zstd {
+	struct ct_rec rec;
+	uint32_t raw_size;   /* bytes of records the frame holds */
+	uint32_t frame_size; /* bytes of the zstd frame after this header */
+	/* uint8_t frame[frame_size]; zero padding to rec.size */
+};
+
 /* Round a record's payload size up to the 8-byte record granularity. */
 #define CT_REC_ALIGN(n) (((n) + 7u) & ~7u)
 
@@ -542,5 +576,6 @@ _Static_assert(sizeof(struct ct_rec_symbols) == 24, "symbols layout");
 _Static_assert(sizeof(struct ct_sym_addr) == 16, "symbol address layout");
 _Static_assert(sizeof(struct ct_sym_frame) == 16, "symbol frame layout");
 _Static_assert(sizeof(struct ct_rec_meminfo) == 48, "meminfo layout");
+_Static_assert(sizeof(struct ct_rec_zstd) == 16, "zstd record layout");
 
 #endif /* CUMTRACE_FORMAT_H */

@@ -1,16 +1,16 @@
-"""Tiny dump walker for tests: ctrec.py count TYPE DUMP prints how many records of TYPE."""
-import struct
+"""Tiny dump walker for tests (scripts/ctdump.py decodes the records):
+  ctrec.py count TYPE DUMP   how many records of TYPE, those inside compressed runs included
+  ctrec.py outer TYPE DUMP   how many records of TYPE stand in the file itself"""
+import os
 import sys
 
-def records(path):
-    d = open(path, "rb").read()
-    o = 16
-    while o + 8 <= len(d):
-        t, f, sz = struct.unpack_from("<HHI", d, o)
-        if sz < 8:
-            break
-        yield t, f, d[o:o + sz]
-        o += sz
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
+import ctdump  # noqa: E402
 
-if sys.argv[1] == "count":
-    print(sum(1 for t, f, r in records(sys.argv[3]) if t == int(sys.argv[2])))
+data = open(sys.argv[3], "rb").read()
+want = int(sys.argv[2])
+if sys.argv[1] in ("count", "outer"):
+    recs = ctdump.records(data, expand=sys.argv[1] == "count")
+    print(sum(1 for _, t, _, _ in recs if t == want))
+else:
+    sys.exit(__doc__)

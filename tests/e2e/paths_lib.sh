@@ -17,22 +17,21 @@ analyze() {
 	shift 2
 	report "$T/$an_name.json" leaks "$an_dump"
 	python3 - "$ROOT/include/cumtrace/format.h" "$an_dump" "$T/$an_name" "$@" <<'PY' || fail "analyze $an_dump"
-import json, re, struct, sys
+import json, os, re, struct, sys
 header, dump, out = sys.argv[1:4]
 api_list = open(header).read().split("#define CT_API_LIST(X)")[1].split("enum ct_api")[0]
 names = re.findall(r"X\((\w+), \w+\)", api_list)
-data = open(dump, "rb").read()
+sys.path.insert(0, os.path.join(os.path.dirname(header), "..", "..", "scripts"))
+import ctdump
 event = struct.Struct("<6Q2IiIHBBhBB")  # struct ct_rec_event after its record header
 with open(out + ".events", "w") as f:
-    off = struct.unpack_from("<H", data, 10)[0]
-    while off + 8 <= len(data):
-        rtype, _, size = struct.unpack_from("<HHI", data, off)
-        if size < 8 or size % 8:
-            sys.exit("%s: bad record at offset %d" % (dump, off))
-        if rtype == 2:
-            e = event.unpack_from(data, off + 8)
-            print(names[e[10]], e[14], "%#x" % e[4], e[8], e[3], "%#x" % e[2], "%#x" % e[5], file=f)
-        off += size
+    try:
+        for _, rtype, _, body in ctdump.records(open(dump, "rb").read()):
+            if rtype == 2:
+                e = event.unpack_from(body)
+                print(names[e[10]], e[14], "%#x" % e[4], e[8], e[3], "%#x" % e[2], "%#x" % e[5], file=f)
+    except ctdump.BadRecord as e:
+        sys.exit("%s: %s" % (dump, e))
 j = json.load(open(out + ".json"))
 facts = {
     "apis": " ".join("%s:%d/%d" % (k, v["calls"], v["failures"])

@@ -18,14 +18,11 @@ apis = [name for name, _ in re.findall(r"X\((\w+), (\w+)\)", api_list)]
 def enum(prefix):
     return {int(v): k.lower() for k, v in re.findall(r"CT_%s_(\w+) = (\d+)" % prefix, fmt)}
 ops, kinds, layers = enum("OP"), enum("KIND"), enum("LAYER")
-data = open(dump, "rb").read()
-assert data[:8] == b"CUMTRACE", "bad magic"
-off = struct.unpack_from("<H", data, 10)[0]
+sys.path.insert(0, root + "/scripts")
+import ctdump
 ev, proc, stacks = [], {}, {}
 E = struct.Struct("<6Q2IiIHBBhBB")
-while off + 8 <= len(data):
-    rtype, _, size = struct.unpack_from("<HHI", data, off)
-    body = data[off + 8:off + size]
+for _, rtype, _, body in ctdump.records(open(dump, "rb").read()):
     if rtype == 1:
         for s in body[32:].split(b"\0"):
             if b"=" in s:
@@ -39,7 +36,6 @@ while off + 8 <= len(data):
     elif rtype == 3:
         sid, depth = struct.unpack_from("<IH", body)
         stacks[sid] = list(struct.unpack_from("<%dQ" % depth, body, 8))
-    off += size
 at = lambda p: [(e["api"], e["op"]) for e in ev if e["ptr"] == p]
 print(eval(expr))
 EOF

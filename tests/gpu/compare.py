@@ -212,31 +212,41 @@ def ns_of_kind(kind):
     return "uva"
 
 
+def ctdump():
+    """scripts/ctdump.py (the dump walker that expands compressed records): in the
+    repository two levels up, in the GPU kit one level up from src/."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    for d in (os.path.join(here, "..", "..", "scripts"), os.path.join(here, "..")):
+        if os.path.exists(os.path.join(d, "ctdump.py")) and d not in sys.path:
+            sys.path.insert(0, d)
+    import ctdump as mod
+    return mod
+
+
 def decode_dump(path):
     """Leaks, peak and per-kind statistics of a dump, computed the way
     cumtrace-report's model does (analyzer/model.c), as a cross-check."""
     data = open(path, "rb").read()
     if data[:8] != b"CUMTRACE":
         raise ValueError("not a cumtrace dump (bad magic)")
-    off = struct.unpack_from("<H", data, 10)[0]
     events, truncated, end_seen, pid = [], False, False, None
     layers = Counter()
     order = 0
-    while off + 8 <= len(data):
-        rtype, _flags, size = struct.unpack_from("<HHI", data, off)
-        if size < 8 or size % 8 or off + size > len(data):
-            truncated = True
-            break
-        if rtype == 2 and size >= 80:
-            ev = EVENT.unpack_from(data, off + 8)
-            events.append((ev, order))
-            layers[LAYER_NAMES.get(ev[14], f"layer{ev[14]}")] += 1
-            order += 1
-        elif rtype == 1 and size >= 16:
-            pid = struct.unpack_from("<I", data, off + 8)[0]
-        elif rtype == 7:
-            end_seen = True
-        off += size
+    try:
+        for _off, rtype, _flags, body in ctdump().records(data):
+            if rtype == 2 and len(body) >= 72:
+                ev = EVENT.unpack_from(body)
+                events.append((ev, order))
+                layers[LAYER_NAMES.get(ev[14], f"layer{ev[14]}")] += 1
+                order += 1
+            elif rtype == 1 and len(body) >= 8:
+                pid = struct.unpack_from("<I", body)[0]
+            elif rtype == 7:
+                end_seen = True
+    except ctdump().BadRecord:
+        truncated = True
+    except ctdump().ZstdUnavailable as e:
+        raise ValueError(str(e))
     events.sort(key=lambda e: (e[0][0], e[1]))
 
     live = {}  # (ns, ptr) -> [kind, size, site key]

@@ -8,6 +8,10 @@
  *   dg_free(&g, 3000, 0x1000);
  *   dg_end(&g, 4000);
  *   ... g.p / g.n ... dg_write(&g, path); dg_release(&g);
+ *
+ * Compressed runs: build the inner records in a second struct dg without a
+ * file header, then dg_zstd(&g, inner.p, inner.n) appends them as one
+ * CT_REC_ZSTD record (dg_zstd_rec to set every field, for corrupt ones).
  */
 #ifndef CT_TEST_DUMPGEN_H
 #define CT_TEST_DUMPGEN_H
@@ -16,6 +20,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <zstd.h>
 
 #include "cumtrace/format.h"
 
@@ -362,6 +368,51 @@ static inline void dg_meminfo(struct dg *g, uint64_t ts, uint64_t call_ts, uint3
 static inline void dg_mark(struct dg *g, uint64_t ts, uint32_t tid, const char *name)
 {
 	dg_mark_kind(g, ts, tid, CT_MARK_INSTANT, 0, name);
+}
+
+/*
+ * A CT_REC_ZSTD record with these header fields around frame (frame_size
+ * bytes), padded to size (0: the smallest size that holds it).
+ */
+static inline void dg_zstd_rec(struct dg *g, uint32_t raw_size, const void *frame,
+			       uint32_t frame_size, uint32_t size)
+{
+	struct ct_rec_zstd z;
+	memset(&z, 0, sizeof z);
+	z.rec.type = CT_REC_ZSTD;
+	z.rec.size = size ? size : CT_REC_ALIGN((uint32_t)sizeof z + frame_size);
+	z.raw_size = raw_size;
+	z.frame_size = frame_size;
+	dg_mark_record(g);
+	dg_bytes(g, &z, sizeof z);
+	dg_bytes(g, frame, frame_size);
+	if (z.rec.size > sizeof z + frame_size)
+		dg_zeros(g, z.rec.size - sizeof z - frame_size);
+}
+
+/* One zstd frame (with checksum) of n bytes at raw, into a malloc'ed buffer. */
+static inline void *dg_zstd_frame(const void *raw, size_t n, size_t *frame_size)
+{
+	size_t cap = ZSTD_compressBound(n);
+	void *frame = malloc(cap);
+	ZSTD_CCtx *c = ZSTD_createCCtx();
+	if (!frame || !c)
+		abort();
+	ZSTD_CCtx_setParameter(c, ZSTD_c_checksumFlag, 1);
+	*frame_size = ZSTD_compress2(c, frame, cap, raw, n);
+	ZSTD_freeCCtx(c);
+	if (ZSTD_isError(*frame_size))
+		abort();
+	return frame;
+}
+
+/* n bytes of whole records at raw, as the shim writes them: one CT_REC_ZSTD. */
+static inline void dg_zstd(struct dg *g, const void *raw, size_t n)
+{
+	size_t fs;
+	void *frame = dg_zstd_frame(raw, n, &fs);
+	dg_zstd_rec(g, (uint32_t)n, frame, (uint32_t)fs, 0);
+	free(frame);
 }
 
 /* Write the dump to path; 0 on success. */

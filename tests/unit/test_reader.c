@@ -191,14 +191,11 @@ START_TEST(header_only)
 }
 END_TEST
 
-START_TEST(all_record_types)
+/* What reading small_dump (or small_dump_zstd) must deliver. */
+static void expect_small_dump(const struct rec_log *lp, const struct ct_read_result *res)
 {
-	struct dg g;
-	small_dump(&g);
-	struct rec_log l;
-	struct ct_read_result res;
-	ck_assert_int_eq(read_g(&g, g.n, &l, &res, 0), CT_READ_OK);
-	ck_assert_uint_eq(res.records, 10);
+	const struct rec_log l = *lp;
+	ck_assert_uint_eq(res->records, 10);
 	ck_assert_uint_eq(l.nev, 3);
 	ck_assert_uint_eq(l.nprocess, 1);
 	ck_assert_uint_eq(l.nmodule, 1);
@@ -212,7 +209,19 @@ START_TEST(all_record_types)
 	ck_assert_uint_eq(l.nend, 1);
 	ck_assert_str_eq(l.kv, "[version|0.1.0][host|box][argv|prog][argv|a b]");
 	ck_assert_uint_eq(l.ts[0], 2000);
+	ck_assert_uint_eq(l.ts[1], 2100);
 	ck_assert_uint_eq(l.ts[2], 2200);
+	ck_assert_uint_eq(l.ptr[2], 0x1000);
+}
+
+START_TEST(all_record_types)
+{
+	struct dg g;
+	small_dump(&g);
+	struct rec_log l;
+	struct ct_read_result res;
+	ck_assert_int_eq(read_g(&g, g.n, &l, &res, 0), CT_READ_OK);
+	expect_small_dump(&l, &res);
 	dg_release(&g);
 }
 END_TEST
@@ -447,8 +456,8 @@ START_TEST(unknown_types_skipped)
 	dg_alloc(&g, 10, 0x10, 16, 0);
 	size_t off = g.n;
 	dg_raw(&g, 200, 48, "whatever payload", 16);
-	dg_raw(&g, CT_REC_ZSTD, 16, "zzzzzzzz", 8);
 	dg_raw(&g, 0x7ffe, 8, NULL, 0); /* a type no version defines */
+	dg_raw(&g, CT_REC_TYPE_COUNT, 16, "zzzzzzzz", 8); /* the next type a version will define */
 	dg_raw(&g, CT_REC_PAD, 32, NULL, 0);
 	dg_alloc(&g, 20, 0x20, 16, 0);
 	struct rec_log l;
@@ -456,7 +465,7 @@ START_TEST(unknown_types_skipped)
 	ck_assert_int_eq(read_g(&g, g.n, &l, &res, 0), CT_READ_OK);
 	ck_assert_uint_eq(l.nev, 2);
 	ck_assert_uint_eq(res.unknown_records, 3);
-	ck_assert_uint_eq(res.zstd_records, 1);
+	ck_assert_uint_eq(res.zstd_records, 0);
 	ck_assert_uint_eq(l.nunknown, 3);
 	(void)off;
 	dg_release(&g);
@@ -760,6 +769,338 @@ START_TEST(symbols_corrupt)
 }
 END_TEST
 
+/*
+ * The window against a plain model of it: one list of held events, the
+ * smallest (ts, tid, file order) released first, up to the previous snapshot
+ * less 100 ms at each batch, when more than max_pending are held, and all at
+ * the end. Five threads mostly in order, one in twenty events out of order.
+ */
+struct ref_ev {
+	uint64_t ts;
+	uint32_t tid;
+	uint64_t seq;
+};
+
+static int ref_less(const struct ref_ev *a, const struct ref_ev *b)
+{
+	if (a->ts != b->ts)
+		return a->ts < b->ts;
+	if (a->tid != b->tid)
+		return a->tid < b->tid;
+	return a->seq < b->seq;
+}
+
+static size_t ref_release(struct ref_ev *held, size_t *n, uint64_t upto, int all,
+			  struct ref_ev *out, size_t nout)
+{
+	for (;;) {
+		size_t best = SIZE_MAX;
+		for (size_t i = 0; i < *n; i++)
+			if (best == SIZE_MAX || ref_less(&held[i], &held[best]))
+				best = i;
+		if (best == SIZE_MAX || (!all && held[best].ts > upto))
+			return nout;
+		out[nout++] = held[best];
+		held[best] = held[--*n];
+	}
+}
+
+static void got_event(void *ctx, const struct ct_rec_event *ev)
+{
+	struct {
+		size_t n;
+		struct ref_ev ev[3000];
+	} *got = ctx;
+	got->ev[got->n++] = (struct ref_ev){ev->ts_ns, ev->tid, ev->ptr};
+}
+
+START_TEST(window_matches_one_heap)
+{
+	enum { N = 3000, MAXP = 64 };
+	static struct ref_ev want[N], held[N + 1];
+	size_t nheld = 0, nwant = 0;
+	struct dg g;
+	dg_init(&g);
+	dg_header(&g);
+	uint64_t now[6] = {0}, prev_snap = 0, seq = 0, rng = 12345;
+	int have_prev = 0;
+	const uint64_t slack = 100000000;
+	for (int i = 0; i < N; i++) {
+		if (i % 100 == 0) {
+			uint64_t snap = (uint64_t)i * 2000000;
+			dg_batch(&g, snap, (uint64_t)i / 100);
+			if (have_prev && prev_snap > slack)
+				nwant = ref_release(held, &nheld, prev_snap - slack, 0, want, nwant);
+			prev_snap = snap;
+			have_prev = 1;
+		}
+		rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+		uint32_t tid = 1 + (uint32_t)((rng >> 33) % 5);
+		now[tid] += 1000000 + (rng >> 40) % 3000000;
+		uint64_t ts = now[tid];
+		if ((rng >> 20) % 20 == 0)
+			ts -= 5000000; /* behind its thread's previous event */
+		if ((rng >> 24) % 50 == 0)
+			ts = now[(tid % 5) + 1]; /* a tie with another thread */
+		struct dg_ev e = {.ts = ts, .ptr = seq, .tid = tid, .api = CT_API_cudaStreamSynchronize,
+				  .op = CT_OP_STREAM_SYNC};
+		dg_event(&g, &e);
+		held[nheld++] = (struct ref_ev){ts, tid, seq++};
+		if (nheld > MAXP) {
+			size_t keep = nheld - 1;
+			struct ref_ev one[1];
+			/* release exactly one: the smallest */
+			size_t b = 0;
+			for (size_t k = 1; k < nheld; k++)
+				if (ref_less(&held[k], &held[b]))
+					b = k;
+			one[0] = held[b];
+			held[b] = held[keep];
+			nheld = keep;
+			want[nwant++] = one[0];
+		}
+	}
+	nwant = ref_release(held, &nheld, 0, 1, want, nwant);
+	ck_assert_uint_eq(nwant, N);
+
+	struct got {
+		size_t n;
+		struct ref_ev ev[N];
+	};
+	static struct got got;
+	got.n = 0;
+	struct ct_reader_cb cb = {.ctx = &got};
+	cb.event = got_event;
+	struct ct_read_opts o = {.max_pending = MAXP};
+	struct ct_read_result res;
+	ck_assert_int_eq(ct_read_mem(g.p, g.n, &o, &cb, &res), CT_READ_OK);
+	ck_assert_uint_eq(got.n, N);
+	for (size_t i = 0; i < N; i++) {
+		ck_assert_msg(got.ev[i].seq == want[i].seq, "event %zu: got seq %llu, want %llu", i,
+			      (unsigned long long)got.ev[i].seq, (unsigned long long)want[i].seq);
+	}
+	ck_assert_uint_gt(res.forced_releases, 0);
+	dg_release(&g);
+}
+END_TEST
+
+/* ---- compressed runs (CT_REC_ZSTD) --------------------------------------------------------- */
+
+/*
+ * small_dump's records with all but the PROCESS record in two compressed
+ * runs of 5 and 4 records, as the shim writes them. *inner_off: the run's
+ * offsets in g (2 of them).
+ */
+static void small_dump_zstd(struct dg *g, size_t inner_off[2])
+{
+	struct dg a, b;
+	dg_init(g);
+	dg_header(g);
+	dg_process(g, 42, 1, 1000, (const char *[]){"version=0.1.0", "host=box", "argv=prog", "argv=a b", NULL});
+	dg_init(&a);
+	dg_init(&b);
+	uint64_t ips[3] = {0x401000, 0x401100, 0x401200};
+	dg_module(&a, 0x400000, 0x400000, 0x500000, (const uint8_t *)"\x01\x02\x03\x04", 4, "/bin/prog");
+	dg_stack(&a, 1, 3, ips);
+	dg_batch(&a, 1500, 0);
+	dg_alloc(&a, 2000, 0x1000, 4096, 1);
+	dg_alloc(&a, 2100, 0x2000, 8192, 1);
+	dg_mark(&b, 2150, 1, "phase");
+	dg_free(&b, 2200, 0x1000);
+	dg_drops(&b, 2300, 5, 1);
+	dg_end(&b, 3000);
+	inner_off[0] = g->n;
+	dg_zstd(g, a.p, a.n);
+	inner_off[1] = g->n;
+	dg_zstd(g, b.p, b.n);
+	dg_release(&a);
+	dg_release(&b);
+}
+
+START_TEST(zstd_reads_like_plain)
+{
+	struct dg plain, z;
+	size_t zoff[2];
+	small_dump(&plain);
+	small_dump_zstd(&z, zoff);
+	static const size_t chunks[] = {0, 3, 64};
+	for (size_t c = 0; c < sizeof chunks / sizeof chunks[0]; c++) {
+		struct rec_log lp, lz;
+		struct ct_read_result rp, rz;
+		ck_assert_int_eq(read_g(&plain, plain.n, &lp, &rp, chunks[c]), CT_READ_OK);
+		ck_assert_int_eq(read_g(&z, z.n, &lz, &rz, chunks[c]), CT_READ_OK);
+		expect_small_dump(&lz, &rz);
+		ck_assert_uint_eq(rz.zstd_records, 2);
+		ck_assert_uint_eq(rp.zstd_records, 0);
+		ck_assert_uint_eq(rz.file_bytes, z.n);
+		ck_assert_mem_eq(&lz.last, &lp.last, sizeof lz.last);
+	}
+	dg_release(&plain);
+	dg_release(&z);
+}
+END_TEST
+
+/* A crash inside a compressed record: the file ends in the middle of it. */
+START_TEST(zstd_truncated)
+{
+	struct dg g;
+	size_t zoff[2];
+	small_dump_zstd(&g, zoff);
+	for (size_t len = zoff[0]; len <= g.n; len++) {
+		struct rec_log l;
+		struct ct_read_result res;
+		int st = read_g(&g, len, &l, &res, len % 2 ? 5 : 0);
+		if (len == zoff[0] || len == zoff[1] || len == g.n) {
+			ck_assert_int_eq(st, CT_READ_OK);
+		} else {
+			ck_assert_int_eq(st, CT_READ_TRUNCATED);
+			ck_assert_uint_eq(res.truncated_offset, len < zoff[1] ? zoff[0] : zoff[1]);
+		}
+		/* PROCESS, then 5 records per complete run */
+		ck_assert_uint_eq(res.records, len < zoff[1] ? 1 : len < g.n ? 6 : 10);
+		ck_assert_uint_eq(l.nev, len < zoff[1] ? 0 : len < g.n ? 2 : 3);
+	}
+	dg_release(&g);
+}
+END_TEST
+
+/* A corrupt compressed record: the error names its offset and, for a record
+ * inside, the offset in the decompressed run. */
+static void expect_zstd_corrupt(struct dg *g, size_t off, long inner, const char *what)
+{
+	struct rec_log l;
+	struct ct_read_result res;
+	ck_assert_int_eq(read_g(g, g->n, &l, &res, 0), CT_READ_ERROR);
+	char want[96];
+	if (inner < 0)
+		snprintf(want, sizeof want, "corrupt record at offset %zu:", off);
+	else
+		snprintf(want, sizeof want, "corrupt record at offset %zu (decompressed byte %ld):",
+			 off, inner);
+	ck_assert_msg(strstr(res.error, want), "error '%s' lacks '%s'", res.error, want);
+	ck_assert_msg(strstr(res.error, what), "error '%s' lacks '%s'", res.error, what);
+	ck_assert_uint_eq(res.error_offset, off);
+	ck_assert_int_eq(res.error_in_zstd, inner >= 0);
+	ck_assert_uint_eq(res.error_zstd_pos, inner >= 0 ? (uint64_t)inner : 0);
+	struct ct_model m;
+	ct_model_init(&m);
+	ck_assert_int_eq(ct_model_load_mem(&m, g->p, g->n, NULL), CT_READ_ERROR);
+	ct_model_free(&m);
+}
+
+/* g: header, one event, then the caller's records; returns the next offset. */
+static size_t zdump(struct dg *g)
+{
+	dg_init(g);
+	dg_header(g);
+	dg_alloc(g, 10, 0x10, 16, 0);
+	return g->n;
+}
+
+START_TEST(zstd_corrupt)
+{
+	struct dg g, in;
+	size_t off, fs;
+	void *frame;
+
+	/* the inner records: two events */
+	dg_init(&in);
+	dg_alloc(&in, 20, 0x20, 16, 0);
+	dg_free(&in, 30, 0x20);
+	frame = dg_zstd_frame(in.p, in.n, &fs);
+
+	off = zdump(&g);
+	{
+		struct ct_rec_zstd z = {{CT_REC_ZSTD, 0, 32}, 160, 64};
+		dg_mark_record(&g);
+		dg_bytes(&g, &z, sizeof z);
+		dg_zeros(&g, 16);
+	}
+	expect_zstd_corrupt(&g, off, -1, "zstd frame of 64 bytes overflows a record of 32 bytes");
+	dg_release(&g);
+
+	off = zdump(&g);
+	dg_zstd_rec(&g, (uint32_t)in.n + 4, frame, (uint32_t)fs, 0);
+	expect_zstd_corrupt(&g, off, -1, "zstd record of 164 decompressed bytes");
+	dg_release(&g);
+
+	off = zdump(&g);
+	dg_zstd_rec(&g, CT_ZSTD_RAW_MAX + 8, frame, (uint32_t)fs, 0);
+	expect_zstd_corrupt(&g, off, -1, "(want a multiple of 8, 8 to 4194304)");
+	dg_release(&g);
+
+	off = zdump(&g);
+	dg_zstd_rec(&g, 0, frame, (uint32_t)fs, 0);
+	expect_zstd_corrupt(&g, off, -1, "zstd record of 0 decompressed bytes");
+	dg_release(&g);
+
+	/* the frame declares another size than the record */
+	off = zdump(&g);
+	dg_zstd_rec(&g, (uint32_t)in.n - 8, frame, (uint32_t)fs, 0);
+	expect_zstd_corrupt(&g, off, -1, "zstd frame does not declare the record's 152 decompressed bytes");
+	dg_release(&g);
+
+	/* two frames, or a frame cut short */
+	off = zdump(&g);
+	{
+		unsigned char two[1024];
+		memcpy(two, frame, fs);
+		memcpy(two + fs, frame, fs);
+		dg_zstd_rec(&g, (uint32_t)in.n, two, (uint32_t)(2 * fs), 0);
+	}
+	expect_zstd_corrupt(&g, off, -1, "does not hold exactly one zstd frame");
+	dg_release(&g);
+	off = zdump(&g);
+	dg_zstd_rec(&g, (uint32_t)in.n, frame, (uint32_t)fs - 3, 0);
+	expect_zstd_corrupt(&g, off, -1, "does not hold exactly one zstd frame");
+	dg_release(&g);
+
+	/* damaged compressed bytes: the checksum (or the decoder) refuses them */
+	off = zdump(&g);
+	dg_zstd_rec(&g, (uint32_t)in.n, frame, (uint32_t)fs, 0);
+	g.p[off + 16 + fs - 6] ^= 0x5a;
+	expect_zstd_corrupt(&g, off, -1, "zstd frame does not decompress");
+	dg_release(&g);
+	free(frame);
+	dg_release(&in);
+
+	/* records inside: each error names the inner offset */
+	struct {
+		const char *what;
+		long inner;
+	} cases[] = {
+		{"stack depth 300 above maximum 256", 80},
+		{"size 12 is not a multiple of 8", 80},
+		{"event record of 88 bytes overruns the decompressed run (80 bytes left)", 80},
+		{"zstd record inside a zstd record", 80},
+		{"event record of 72 bytes is shorter than its fixed part (80 bytes)", 80},
+	};
+	for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+		dg_init(&in);
+		dg_alloc(&in, 20, 0x20, 16, 0);
+		if (c == 0) {
+			struct ct_rec_stack st = {.rec = {.type = CT_REC_STACK}, .stack_id = 1, .depth = 300};
+			dg_record(&in, &st, sizeof st, NULL, 0, 300 * 8);
+		} else if (c == 1) {
+			dg_raw(&in, CT_REC_EVENT, 12, NULL, 0);
+			dg_zeros(&in, 4);
+		} else if (c == 2) {
+			dg_alloc(&in, 30, 0x30, 16, 0);
+			memcpy(in.p + 80 + 4, &(uint32_t){88}, 4);
+		} else if (c == 3) {
+			dg_zstd_rec(&in, 8, "12345678", 8, 0);
+		} else {
+			dg_raw(&in, CT_REC_EVENT, 72, NULL, 0);
+		}
+		off = zdump(&g);
+		dg_zstd(&g, in.p, in.n);
+		expect_zstd_corrupt(&g, off, cases[c].inner, cases[c].what);
+		dg_release(&g);
+		dg_release(&in);
+	}
+}
+END_TEST
+
 /* Random byte flips and size rewrites: never a crash, always a defined status. */
 START_TEST(random_mutations)
 {
@@ -819,6 +1160,10 @@ static Suite *suite(void)
 	tcase_add_test(tc, random_mutations);
 	tcase_add_test(tc, symbols_record);
 	tcase_add_test(tc, symbols_corrupt);
+	tcase_add_test(tc, window_matches_one_heap);
+	tcase_add_test(tc, zstd_reads_like_plain);
+	tcase_add_test(tc, zstd_truncated);
+	tcase_add_test(tc, zstd_corrupt);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -155,6 +155,87 @@ START_TEST(stack_interning)
 }
 END_TEST
 
+/* Ticks to ns through calibration points: exact at the points, linear
+ * between, extrapolated past the newest, and values handed out never change. */
+START_TEST(clock_conversion)
+{
+	ct_clock_reset(1);
+	ct_clock_add_knot(1000, 5000);
+	ct_clock_add_knot(2000, 6000); /* 1 ns per tick */
+	ct_clock_add_knot(4000, 6500); /* 0.25 ns per tick */
+	ck_assert_uint_eq(ct_clock_to_ns(1000), 5000);
+	ck_assert_uint_eq(ct_clock_to_ns(1500), 5500);
+	ck_assert_uint_eq(ct_clock_to_ns(2000), 6000);
+	ck_assert_uint_eq(ct_clock_to_ns(3000), 6250);
+	ck_assert_uint_eq(ct_clock_to_ns(4000), 6500);
+	ck_assert_uint_eq(ct_clock_to_ns(500), 4500); /* before the first: its slope */
+	ck_assert_uint_eq(ct_clock_to_ns(0), 4000);
+	/* past the newest point: the newest slope */
+	ck_assert_uint_eq(ct_clock_to_ns(4400), 6600);
+	/* a point that says the clock ran slower: 4400 keeps its 6600, later
+	 * ticks cannot go below it */
+	ct_clock_add_knot(5000, 6550);
+	ck_assert_uint_eq(ct_clock_to_ns(4400), 6600);
+	ck_assert_uint_eq(ct_clock_to_ns(4200), 6550);
+	ck_assert_uint_eq(ct_clock_to_ns(5000), 6600);
+	ct_clock_add_knot(6000, 7600);
+	ck_assert_uint_eq(ct_clock_to_ns(5500), 7100);
+	ck_assert_uint_eq(ct_clock_to_ns(6000), 7600);
+	/* a point not past what was converted is ignored */
+	ck_assert_uint_eq(ct_clock_to_ns(9000), 10600);
+	ct_clock_add_knot(8000, 9000);
+	ck_assert_uint_eq(ct_clock_to_ns(9000), 10600);
+	uint64_t prev = 0;
+	for (uint64_t t = 0; t < 12000; t += 7) {
+		uint64_t v = ct_clock_to_ns(t);
+		ck_assert_uint_ge(v, prev);
+		prev = v;
+	}
+	/* CLOCK_MONOTONIC ticks: the identity */
+	ct_clock_reset(0);
+	ck_assert_uint_eq(ct_clock_to_ns(123456789), 123456789);
+}
+END_TEST
+
+/* More points than the history keeps: old ticks extrapolate from the oldest. */
+START_TEST(clock_long_history)
+{
+	ct_clock_reset(1);
+	for (uint64_t i = 0; i < 10000; i++)
+		ct_clock_add_knot(1000000 + i * 1000, 2000000 + i * 2000);
+	ck_assert_uint_eq(ct_clock_to_ns(1000000 + 9999 * 1000), 2000000 + 9999 * 2000);
+	ck_assert_uint_eq(ct_clock_to_ns(1000000 + 9000 * 1000 + 500), 2000000 + 9000 * 2000 + 1000);
+	ck_assert_uint_eq(ct_clock_to_ns(1000000), 2000000); /* older than the history */
+	ct_clock_reset(0);
+}
+END_TEST
+
+/* The writer finishes hot-path events: entry/return ticks to ts and dur. */
+START_TEST(event_finish)
+{
+	ct_clock_reset(1);
+	ct_clock_add_knot(0, 1000);
+	ct_clock_add_knot(1000, 3000); /* 2 ns per tick */
+	struct ct_rec_event ev = {.rec = {CT_REC_EVENT, 0, sizeof ev}, .ts_ns = 100, .dur_ns = 150,
+				  .op = CT_OP_ALLOC};
+	struct ct_rec_event fr = ev;
+	fr.op = CT_OP_FREE;
+	ct_rec_finish(&ev.rec);
+	ck_assert_uint_eq(ev.ts_ns, 1300); /* an allocation: when it returned */
+	ck_assert_uint_eq(ev.dur_ns, 100);
+	ct_rec_finish(&fr.rec);
+	ck_assert_uint_eq(fr.ts_ns, 1200); /* a free: when it was entered */
+	ck_assert_uint_eq(fr.dur_ns, 100);
+	struct ct_rec_mark mk = {.rec = {CT_REC_MARK, 0, sizeof mk}, .ts_ns = 500};
+	ct_rec_finish(&mk.rec);
+	ck_assert_uint_eq(mk.ts_ns, 2000);
+	struct ct_rec_drops d = {.rec = {CT_REC_DROPS, 0, sizeof d}, .ts_ns = 500};
+	ct_rec_finish(&d.rec); /* the writer's own records are ns already */
+	ck_assert_uint_eq(d.ts_ns, 500);
+	ct_clock_reset(0);
+}
+END_TEST
+
 static Suite *shim_suite(void)
 {
 	Suite *s = suite_create("shim");
@@ -164,6 +245,9 @@ static Suite *shim_suite(void)
 	tcase_add_test(tc, ring_spsc_threads);
 	tcase_add_test(tc, template_expansion);
 	tcase_add_test(tc, stack_interning);
+	tcase_add_test(tc, clock_conversion);
+	tcase_add_test(tc, clock_long_history);
+	tcase_add_test(tc, event_finish);
 	suite_add_tcase(s, tc);
 	return s;
 }
