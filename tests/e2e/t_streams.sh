@@ -23,19 +23,15 @@ soft expect_eq pending_sites \
 	"$(jget "$T/s.json" '[(s["bytes"], s["api"], s["stack"][0]["function"]) for s in j["streams"]["pending_frees"]["sites"]]')" \
 	"[($((8 * MiB)), 'cudaMallocAsync', 'alloc_on'), ($((4 * MiB)), 'cudaMallocAsync', 'alloc_on'), (524288, 'cudaMallocAsync_ptsz', 'main')]"
 # Synchronization time is the sum of the recorded durations of S2's two syncs.
-want_ns=$(python3 - "$dump" <<'PY'
+want_ns=$(PYTHONPATH="$ROOT/scripts" python3 - "$dump" <<'PY'
 import struct, sys
-data = open(sys.argv[1], "rb").read()
-off = struct.unpack_from("<H", data, 10)[0]
+import ctdump
 total = 0
-while off + 8 <= len(data):
-    rtype, _, size = struct.unpack_from("<HHI", data, off)
+for _, rtype, _, body in ctdump.records(open(sys.argv[1], "rb").read()):
     if rtype == 2:
-        ts, dur = struct.unpack_from("<2Q", data, off + 8)
-        op = data[off + 8 + 66]  # struct ct_rec_event: op after 48 + 16 + 2 bytes
-        if op == 5:  # CT_OP_STREAM_SYNC
+        ts, dur = struct.unpack_from("<2Q", body)
+        if body[66] == 5:  # struct ct_rec_event's op (after 48 + 16 + 2 bytes): CT_OP_STREAM_SYNC
             total += dur
-    off += size
 print(total)
 PY
 )
