@@ -192,6 +192,8 @@ finish() {
 	python3 "$SRC/compare.py" "$RAW" "$RES" "$ROOT/include/cumtrace/format.h" \
 		>"$RAW/compare.out" 2>"$RAW/compare.err"
 	local rc=$?
+	python3 "$SRC/features.py" "$RAW" "$FEAT" "$TRAIN" >"$RES/features-table.txt" 2>&1
+	[ -d "$FEAT" ] && (cd "$WORK" && tar czf "$RES/features.tar.gz" features) 2>>"$LOG"
 	# The logs: everything raw, dumps included while the archive stays well under 16 MiB.
 	(cd "$WORK" && tar czf "$RES/gpu-logs.tar.gz" raw) 2>>"$LOG"
 	if [ "$(stat -c %s "$RES/gpu-logs.tar.gz" 2>/dev/null || echo 0)" -gt $((14 * 1024 * 1024)) ]; then
@@ -382,7 +384,32 @@ if suite validate; then
 	fi
 fi
 
-# FEATURES
+# ---- features: Python frames, OOM, exports, leak classes, HTML/Perfetto per allocator ----
+# Each check script writes its own table or PASS/FAIL lines; their files go into
+# features.tar.gz and their summaries into features-table.txt (tests/gpu/features.py).
+FEAT=$WORK/features
+if suite features; then
+	mkdir -p "$FEAT"
+	run_step feat.pyframes 300 env OUT="$FEAT" bash "$ROOT/scripts/gpu-pyframes.sh"
+	run_step feat.oom 240 env OUT="$FEAT" bash "$ROOT/scripts/gpu-oom.sh"
+	run_step feat.exports 300 "${KITENV[@]}" sh "$ROOT/tests/gpu/exports_check.sh" gpu-kit "$FEAT/exports"
+	run_step feat.leak-classes 420 env OUT="$FEAT" bash "$ROOT/scripts/gpu-leak-classes.sh"
+	# torch's four allocator modes with NVTX steps and a leak planted in a list: the HTML
+	# report, the Perfetto trace and the leaks (classes, growth) of each
+	for m in default expandable async nocache; do
+		traced "feat.torch.$m" 120 env NVTX_INJECTION64_PATH="$SHIM" python3 "$TRAIN" --mode "$m" \
+			--nvtx --steps 30 --leak-bytes "$LEAK_BYTES"
+		dump=$(pick_dump "feat.torch.$m")
+		[ -n "$dump" ] || continue
+		run_step "feat.torch.$m.html" 120 "${KITENV[@]}" "$REPORT" html -o "$FEAT/torch-$m.html" "$dump"
+		run_step "feat.torch.$m.perfetto" 120 "${KITENV[@]}" "$REPORT" perfetto \
+			-o "$FEAT/torch-$m.perfetto.json" "$dump"
+		run_step "feat.torch.$m.leaks" 120 "${KITENV[@]}" "$REPORT" leaks --format json --top 0 \
+			-o "$FEAT/torch-$m.leaks.json" "$dump"
+		run_step "feat.torch.$m.leaks-text" 120 "${KITENV[@]}" "$REPORT" leaks --python-only --top 8 \
+			-o "$FEAT/torch-$m.leaks.txt" "$dump"
+	done
+fi
 
 finish
 exit 0
