@@ -21,7 +21,12 @@ make "$FAKE/libcudart.so.13" "$FAKE/libcuda.so.1" >/dev/null || exit 1
 	exit 1
 }
 T=$(mktemp -d /tmp/gpu-dryrun.XXXXXX)
-mkdir -p "$T/bin"
+mkdir -p "$T/bin" "$T/fake"
+# Only the runtime and the driver: the fake libcupti beside them would take the CUPTI
+# backend's place and report nothing (the tests drive it; nothing does here), where
+# the GPU machine's real one reports everything.
+ln -s "$FAKE/libcudart.so.13" "$FAKE/libcuda.so.1" "$T/fake/"
+FAKE=$T/fake
 
 cat >"$T/stubs.c" <<'EOF'
 #include <stddef.h>
