@@ -1335,14 +1335,24 @@ START_TEST(multi_dump_totals)
 	ck_assert(a < b);
 	ck_assert_uint_eq(ct_report_leak_count(ms, 2), 2);
 	free(buf);
-	/* text: one section per dump */
+	/* text with --per-dump: one section per dump */
 	buf = NULL;
 	f = open_memstream(&buf, &len);
 	o.format = CT_FMT_TEXT;
+	o.per_dump = 1;
 	ct_report(f, &o, ms, 2);
 	fclose(f);
 	ck_assert_ptr_nonnull(strstr(buf, "not freed in pid 100 (p)"));
 	ck_assert_ptr_nonnull(strstr(buf, "not freed in pid 200 (p)"));
+	free(buf);
+	/* text without: one report merged over the two (numbered by position: no rank recorded) */
+	buf = NULL;
+	f = open_memstream(&buf, &len);
+	o.per_dump = 0;
+	ct_report(f, &o, ms, 2);
+	fclose(f);
+	ck_assert_ptr_nonnull(strstr(buf, "cumtrace leaks: 2 allocations, 3.9 KiB (4000 bytes) not freed in 2 ranks (0-1)\n"));
+	ck_assert_ptr_null(strstr(buf, "not freed in pid"));
 	free(buf);
 	unload(ms[0]);
 	unload(ms[1]);
