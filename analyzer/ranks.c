@@ -115,9 +115,10 @@ const char *ct_rank_source_name(int source)
 const char *ct_rank_list(const long *ranks, size_t n, char *buf, size_t cap)
 {
 	size_t len = 0;
+	if (cap)
+		buf[0] = 0;
 	if (cap < 4)
-		return cap ? (buf[0] = 0, buf) : buf;
-	buf[0] = 0;
+		return buf;
 	for (size_t i = 0; i < n;) {
 		size_t j = i;
 		/* a run of consecutive ranks, repeated ones inside it */
@@ -129,6 +130,7 @@ const char *ct_rank_list(const long *ranks, size_t n, char *buf, size_t cap)
 		else
 			snprintf(piece, sizeof piece, "%s%ld-%ld", len ? "," : "", ranks[i], ranks[j]);
 		size_t pl = strlen(piece);
+		/* room is kept for "..." after every piece */
 		if (len + pl + 4 > cap) {
 			memcpy(buf + len, "...", 4);
 			return buf;
