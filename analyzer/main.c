@@ -17,6 +17,7 @@
 #include "gate.h"
 #include "growth.h"
 #include "model.h"
+#include "progress.h"
 #include "pystack.h"
 #include "report.h"
 #include "symbolize.h"
@@ -57,6 +58,8 @@ static void usage(FILE *f)
 	      "                     (default 1000; 0 = every change)\n"
 	      "  --max-slices N     perfetto: keep the N largest allocation slices (default 100000)\n"
 	      "  --max-entries N    memviz: keep the latest N trace entries (default 100000)\n"
+	      "  --per-dump         several dumps: one section per dump instead of one report\n"
+	      "                     merged over the ranks (summary, leaks, peak)\n"
 	      "  -h, --help         show this help and exit\n"
 	      "  -V, --version      show the version and exit\n"
 	      "\n"
@@ -275,6 +278,8 @@ int main(int argc, char **argv)
 		} else if (is_opt(a, "--max-entries")) {
 			o.max_entries = (size_t)parse_num(
 				"--max-entries", opt_value(argc, argv, &i, "--max-entries"), 1, 10000000);
+		} else if (!strcmp(a, "--per-dump")) {
+			o.per_dump = 1;
 		} else if (!strcmp(a, "--native")) {
 			ct_frames_set_mode(CT_FRAMES_NATIVE);
 		} else if (!strcmp(a, "--python-only")) {
@@ -307,6 +312,10 @@ int main(int argc, char **argv)
 		usage_error("--baseline: %s takes its baseline from its first dump", cmd->name);
 	o.supp = supp;
 
+	/* a progress line on a terminal while reading takes long (progress.h) */
+	struct ct_progress progress;
+	ct_progress_init(&progress);
+	struct ct_read_opts ropts = {.progress = ct_progress_update, .progress_ctx = &progress};
 	struct ct_model *base = NULL;
 	if (baseline) {
 		base = ct_xmalloc(sizeof *base);
@@ -314,7 +323,10 @@ int main(int argc, char **argv)
 		ct_symtab_set_symbolize(base->syms, symbols);
 		ct_report_attach(base, &o);
 		ct_gate_attach(base, &o);
-		if (ct_model_load(base, baseline, NULL) == CT_READ_ERROR) {
+		ct_progress_file(&progress, baseline, 1, 1);
+		int st = ct_model_load(base, baseline, &ropts);
+		ct_progress_clear(&progress);
+		if (st == CT_READ_ERROR) {
 			fprintf(stderr, PROG ": %s: %s\n", baseline, base->read.error);
 			ct_model_free(base);
 			free(base);
@@ -335,7 +347,10 @@ int main(int argc, char **argv)
 		ct_report_attach(m, &o);
 		ct_gate_attach(m, &o);
 		models[loaded++] = m;
-		int st = ct_model_load(m, dumps[d], NULL);
+		ct_progress_file(&progress, dumps[d], d + 1, ndumps);
+		int st = ct_model_load(m, dumps[d], &ropts);
+		if (st != CT_READ_OK)
+			ct_progress_clear(&progress); /* before the message */
 		if (st == CT_READ_ERROR) {
 			fprintf(stderr, PROG ": %s: %s\n", dumps[d], m->read.error);
 			rc = 2;
@@ -347,6 +362,7 @@ int main(int argc, char **argv)
 				dumps[d], (unsigned long long)m->read.truncated_offset);
 	}
 
+	ct_progress_clear(&progress);
 	if (!rc) {
 		FILE *out = stdout;
 		if (output) {

@@ -50,6 +50,8 @@ void ct_model_free(struct ct_model *m)
 	free(m->exe);
 	free(m->cwd);
 	free(m->output);
+	for (int i = 0; i < CT_LAUNCH_COUNT; i++)
+		free(m->launch[i]);
 	for (size_t i = 0; i < m->argc; i++)
 		free(m->argv[i]);
 	free(m->argv);
@@ -770,6 +772,20 @@ static char **push_str(char **v, size_t *n, size_t *cap, const char *s, size_t l
 	return v;
 }
 
+/* Where the value of key goes when it is an "env.NAME" of a launcher, else NULL. */
+static char **launch_slot(struct ct_model *m, const char *k, size_t kl)
+{
+	size_t pl = sizeof CT_LAUNCH_KEY_PREFIX - 1;
+	if (kl <= pl || memcmp(k, CT_LAUNCH_KEY_PREFIX, pl))
+		return NULL;
+	for (unsigned i = 0; i < CT_LAUNCH_COUNT; i++) {
+		const char *name = ct_launch_env_name(i);
+		if (strlen(name) == kl - pl && !memcmp(k + pl, name, kl - pl))
+			return &m->launch[i];
+	}
+	return NULL;
+}
+
 static void on_process(void *ctx, const struct ct_rec_process *p, const char *strings, size_t len)
 {
 	struct ct_model *m = ctx;
@@ -797,6 +813,8 @@ static void on_process(void *ctx, const struct ct_rec_process *p, const char *st
 			dst = &m->output;
 		else if (kl == 4 && !memcmp(k, "argv", 4))
 			m->argv = push_str(m->argv, &m->argc, &m->argv_cap, v, vl);
+		else
+			dst = launch_slot(m, k, kl);
 		if (dst) {
 			free(*dst);
 			*dst = ct_xstrndup(v, vl);

@@ -172,6 +172,7 @@ struct ct_model {
 	char *version, *host, *exe, *cwd, *output;
 	char **argv;
 	size_t argc, argv_cap;
+	char *launch[CT_LAUNCH_COUNT]; /* "env.NAME" values (enum ct_launch_env), NULL unset */
 
 	/* what the reader said */
 	struct ct_read_result read;

@@ -60,6 +60,8 @@ struct rd {
 	unsigned char *zbuf;
 	int in_zstd;	   /* dispatching the records of a CT_REC_ZSTD */
 	uint64_t zstd_pos; /* ... this one, at this offset of its decompressed run */
+	const struct ct_read_opts *opts; /* progress callback, or NULL */
+	uint64_t total;			 /* size of the input, 0 unknown */
 };
 
 uint32_t ct_rec_fixed_size(unsigned type)
@@ -182,6 +184,9 @@ static int fill(struct rd *r, size_t need)
 			r->eof = 1;
 		r->end += (size_t)k;
 		r->res->file_bytes += (uint64_t)k;
+		if (r->opts && r->opts->progress)
+			r->opts->progress(r->opts->progress_ctx, r->res->file_bytes, r->total,
+					  r->res->events);
 	}
 	return 0;
 }
@@ -900,6 +905,7 @@ static void rd_init(struct rd *r, const struct ct_read_opts *opts, const struct 
 	r->chunk = opts && opts->chunk_size ? opts->chunk_size : DEFAULT_CHUNK;
 	r->max_pending = opts && opts->max_pending ? opts->max_pending : DEFAULT_MAX_PENDING;
 	r->explicit_pending = opts && opts->max_pending;
+	r->opts = opts;
 	r->src.fd = -1;
 }
 
@@ -910,6 +916,7 @@ int ct_read_mem(const void *data, size_t len, const struct ct_read_opts *opts,
 	rd_init(&r, opts, cb, res);
 	r.src.mem = data;
 	r.src.mem_len = len;
+	r.total = len;
 	return run(&r);
 }
 
@@ -947,6 +954,7 @@ int ct_read_file(const char *path, const struct ct_read_opts *opts, const struct
 	(void)posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
 #endif
 	r.src.fd = fd;
+	r.total = (uint64_t)st.st_size;
 	run(&r);
 	close(fd);
 	return res->status;

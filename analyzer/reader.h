@@ -76,6 +76,13 @@ struct ct_read_opts {
 	size_t chunk_size;  /* bytes per read(2); 0 = 1 MiB */
 	size_t max_pending; /* events held for reordering; 0 = 1 Mi events, or more
 			     * when the dump says its rings are larger (setting.buffer_mb) */
+	/*
+	 * Called after every read(2) (and once at end of file) with the bytes
+	 * read so far, the size of the file (0 when unknown) and the events
+	 * read so far; NULL = not called. For progress lines (progress.h).
+	 */
+	void (*progress)(void *ctx, uint64_t bytes, uint64_t total, uint64_t events);
+	void *progress_ctx;
 };
 
 enum ct_read_status {

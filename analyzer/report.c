@@ -8,8 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gate.h"
 #include "json.h"
 #include "marks.h"
+#include "ranks.h"
 #include "render.h"
 #include "util.h"
 
@@ -213,6 +215,8 @@ void ct_json_report(FILE *f, const struct ct_report_opts *o, struct ct_model *co
 	ct_json_kv_str(&j, "command", ct_cmd_name(o->cmd));
 	ct_json_kv_str(&j, "tool_version", o->tool_version);
 	json_dumps(&j, ms, nm);
+	if (ct_ranks_merged(o, nm))
+		ct_ranks_json(&j, ms, nm);
 	for (int i = 0; i < CT_CMD_COUNT; i++) {
 		const struct ct_command *c = commands[i];
 		if (c->json_section && (c->json_always || i == o->cmd))
@@ -231,6 +235,28 @@ static int cmp_kd(const void *a, const void *b)
 	if (x->kind != y->kind)
 		return x->kind < y->kind ? -1 : 1;
 	return (x->device > y->device) - (x->device < y->device);
+}
+
+/* The table of calls per API (api: CT_API_COUNT + 1 entries), after a blank line; nothing when no calls. */
+static void text_apis(FILE *f, const struct ct_api_stats *api)
+{
+	char b1[32], b2[32];
+	int any = 0;
+	for (unsigned a = 0; a <= CT_API_COUNT; a++)
+		any |= api[a].calls != 0;
+	if (!any)
+		return;
+	fprintf(f, "\n  %-30s %10s %9s %12s %12s\n", "API", "calls", "failures", "bytes",
+		"call time");
+	for (unsigned a = 0; a <= CT_API_COUNT; a++) {
+		const struct ct_api_stats *s = &api[a];
+		if (!s->calls)
+			continue;
+		ct_fmt_dur(s->time_ns, b2, sizeof b2);
+		fprintf(f, "  %-30s %10" PRIu64 " %9" PRIu64 " %12s %12s\n",
+			a < CT_API_COUNT ? ct_api_name(a) : "unknown", s->calls, s->failures,
+			ct_fmt_bytes(s->bytes, b1, sizeof b1), b2);
+	}
 }
 
 static void text_summary(FILE *f, const struct ct_report_opts *o, struct ct_model *m)
@@ -265,22 +291,7 @@ static void text_summary(FILE *f, const struct ct_report_opts *o, struct ct_mode
 			m->unmatched_frees, m->double_allocs);
 	ct_put_notes(f, m);
 
-	int any = 0;
-	for (unsigned a = 0; a <= CT_API_COUNT; a++)
-		any |= m->api[a].calls != 0;
-	if (any) {
-		fprintf(f, "\n  %-30s %10s %9s %12s %12s\n", "API", "calls", "failures", "bytes",
-			"call time");
-		for (unsigned a = 0; a <= CT_API_COUNT; a++) {
-			const struct ct_api_stats *s = &m->api[a];
-			if (!s->calls)
-				continue;
-			ct_fmt_dur(s->time_ns, b2, sizeof b2);
-			fprintf(f, "  %-30s %10" PRIu64 " %9" PRIu64 " %12s %12s\n",
-				a < CT_API_COUNT ? ct_api_name(a) : "unknown", s->calls, s->failures,
-				ct_fmt_bytes(s->bytes, b1, sizeof b1), b2);
-		}
-	}
+	text_apis(f, m->api);
 	if (m->nkd) {
 		fprintf(f, "\n  %-16s %6s %9s %9s %12s %12s %12s\n", "kind", "device", "allocs",
 			"frees", "allocated", "peak", "live at end");
@@ -318,6 +329,85 @@ static void text_summary(FILE *f, const struct ct_report_opts *o, struct ct_mode
 	if (m->marks)
 		fprintf(f, "  marks: %" PRIu64 " (%" PRIu64 " ranges, %" PRIu64 " instants)\n",
 			m->marks, m->marks_list->ranges, m->marks_list->instants);
+}
+
+/*
+ * The summary of many dumps (the ranks of one job): totals, the table of
+ * ranks, calls per API over all of them, the sum of the ranks' peaks and the
+ * leaks merged by site identity (ranks.h).
+ */
+static void text_summary_merged(FILE *f, const struct ct_report_opts *o, struct ct_model *const *ms,
+				size_t nm)
+{
+	char b1[32];
+	struct ct_api_stats api[CT_API_COUNT + 1];
+	uint64_t events = 0, allocs = 0, frees = 0, failed = 0, unmatched = 0, doubles = 0, bytes = 0;
+	uint64_t peak = 0, leak_count = 0, leak_bytes = 0, marks = 0;
+	memset(api, 0, sizeof api);
+	for (size_t d = 0; d < nm; d++) {
+		const struct ct_model *m = ms[d];
+		events += m->events;
+		allocs += m->allocations;
+		frees += m->frees;
+		failed += m->failed_calls;
+		unmatched += m->unmatched_frees;
+		doubles += m->double_allocs;
+		bytes += m->read.file_bytes;
+		peak += m->peak_bytes;
+		leak_count += m->leak_count;
+		leak_bytes += m->leak_bytes;
+		marks += m->marks;
+		for (unsigned a = 0; a <= CT_API_COUNT; a++) {
+			api[a].calls += m->api[a].calls;
+			api[a].failures += m->api[a].failures;
+			api[a].bytes += m->api[a].bytes;
+			api[a].time_ns += m->api[a].time_ns;
+		}
+	}
+	struct ct_assessment *a = ct_assess(o, ms, nm, NULL);
+	struct ct_merge mg;
+	ct_merge_init(&mg, ms, nm);
+	ct_merge_findings(&mg, a, 0, a->nleak);
+	fputs("cumtrace summary: ", f);
+	ct_ranks_put_desc(f, mg.ranks, mg.nranks);
+	fprintf(f, "\n  dumps: %zu, %s in all\n", nm, ct_fmt_bytes(bytes, b1, sizeof b1));
+	fprintf(f,
+		"  events: %" PRIu64 " (allocations %" PRIu64 ", frees %" PRIu64
+		", failed calls %" PRIu64 ")\n",
+		events, allocs, frees, failed);
+	if (unmatched || doubles)
+		fprintf(f,
+			"  inconsistencies: %" PRIu64 " frees of unknown pointers, %" PRIu64
+			" allocations over a live block\n",
+			unmatched, doubles);
+	ct_ranks_put_notes(f, mg.ranks, mg.nranks);
+	fputc('\n', f);
+	ct_ranks_put_table(f, mg.ranks, mg.nranks);
+	text_apis(f, api);
+	fputc('\n', f);
+	const struct ct_rank *top = NULL;
+	for (size_t i = 0; i < mg.nranks; i++)
+		if (mg.ranks[i].m->peak_seen && (!top || mg.ranks[i].m->peak_bytes > top->m->peak_bytes))
+			top = &mg.ranks[i];
+	if (top) {
+		fprintf(f, "  peak device memory: %s (%" PRIu64 " bytes), the sum of each rank's own peak; ",
+			ct_fmt_bytes(peak, b1, sizeof b1), peak);
+		fprintf(f, "highest: rank %ld, %s\n", top->rank,
+			ct_fmt_bytes(top->m->peak_bytes, b1, sizeof b1));
+	} else {
+		fputs("  peak device memory: none allocated\n", f);
+	}
+	if (leak_count)
+		fprintf(f, "  leaks: %" PRIu64 " allocation%s, %s (%" PRIu64 " bytes) in %zu site%s across the ranks"
+			   " (cumtrace-report leaks shows where)\n",
+			leak_count, leak_count == 1 ? "" : "s", ct_fmt_bytes(leak_bytes, b1, sizeof b1),
+			leak_bytes, mg.n, mg.n == 1 ? "" : "s");
+	else
+		fputs("  leaks: none\n", f);
+	if (marks)
+		fprintf(f, "  marks: %" PRIu64 "\n", marks);
+	ct_merge_free(&mg);
+	ct_assessment_free(a);
 }
 
 static void csv_summary(FILE *f, const struct ct_report_opts *o, struct ct_model *const *ms,
@@ -433,7 +523,10 @@ static void json_summary(struct ct_json *j, const struct ct_report_opts *o,
 static void render_summary(FILE *f, const struct ct_report_opts *o, struct ct_model *const *ms,
 			   size_t n)
 {
-	ct_render_per_format(f, o, ms, n, text_summary, csv_summary);
+	if (o->format == CT_FMT_TEXT && ct_ranks_merged(o, n))
+		text_summary_merged(f, o, ms, n);
+	else
+		ct_render_per_format(f, o, ms, n, text_summary, csv_summary);
 }
 
 const struct ct_command ct_cmd_summary = {

@@ -70,6 +70,7 @@ struct ct_report_opts {
 	int gen_suppressions;		    /* --gen-suppressions */
 	unsigned growth_min, growth_window; /* --growth K/N; 0 = defaults (growth.h) */
 	const char *growth_steps;	    /* --steps NAME, NULL = automatic */
+	int per_dump; /* --per-dump: one section per dump, no merged report of many (ranks.h) */
 };
 
 #define CT_PERFETTO_COUNTER_US 1000 /* --counter-us default (main.c) */

@@ -12,6 +12,7 @@
 #include "export_ci.h"
 #include "gate.h"
 #include "growth.h"
+#include "ranks.h"
 #include "render.h"
 #include "report.h"
 #include "suppress.h"
@@ -152,6 +153,29 @@ static void text_growth(FILE *f, const struct ct_report_opts *o, struct ct_model
 	}
 }
 
+/* The classes' tallies on one line, then the suppressed and baseline ones when asked for. */
+static void text_tallies(FILE *f, const struct ct_report_opts *o, const struct ct_tally *cls,
+			 const struct ct_tally *supp, const struct ct_tally *base)
+{
+	fputs("  ", f);
+	for (int c = CT_CLASS_LEAKED; c <= CT_CLASS_TEARDOWN; c++) {
+		if (c != CT_CLASS_LEAKED)
+			fputs("; ", f);
+		text_tally(f, ct_class_title(c), &cls[c], 0);
+	}
+	fputc('\n', f);
+	if (o->supp) {
+		fputs("  ", f);
+		text_tally(f, "suppressed", supp, 0);
+		fputc('\n', f);
+	}
+	if (o->baseline) {
+		fputs("  ", f);
+		text_tally(f, "in the baseline", base, 0);
+		fputc('\n', f);
+	}
+}
+
 /* The suppressions that matched a site of this assessment (one dump's). */
 static void text_supp_table(FILE *f, const struct ct_report_opts *o, const struct ct_assessment *a)
 {
@@ -205,25 +229,8 @@ static void text_leaks_of(FILE *f, const struct ct_report_opts *o, struct ct_mod
 		if (i < a->nleak && x->supp < 0)
 			n++;
 	}
-	if (m->leak_count) {
-		fputs("  ", f);
-		for (int c = CT_CLASS_LEAKED; c <= CT_CLASS_TEARDOWN; c++) {
-			if (c != CT_CLASS_LEAKED)
-				fputs("; ", f);
-			text_tally(f, ct_class_title(c), &cls[c], 0);
-		}
-		fputc('\n', f);
-		if (o->supp) {
-			fputs("  ", f);
-			text_tally(f, "suppressed", &supp, 0);
-			fputc('\n', f);
-		}
-		if (o->baseline) {
-			fputs("  ", f);
-			text_tally(f, "in the baseline", &base, 0);
-			fputc('\n', f);
-		}
-	}
+	if (m->leak_count)
+		text_tallies(f, o, cls, &supp, &base);
 	int md = ct_multi_device(m);
 	size_t k = ct_items_shown(o, n), shown = 0;
 	uint64_t rest = 0, restc = 0;
@@ -264,6 +271,116 @@ static void text_leaks(FILE *f, const struct ct_report_opts *o, struct ct_model 
 {
 	struct ct_assessment *a = ct_assess(o, &m, 1, NULL);
 	text_leaks_of(f, o, m, a);
+	ct_assessment_free(a);
+}
+
+/* ---- many dumps merged (ranks.h) ---------------------------------------------------------- */
+
+/* A merged leak site's head after "(kind, api": the reason, then the class. */
+static void merged_leak_head(FILE *f, const struct ct_merged_site *s, void *ctx)
+{
+	char reason[64];
+	(void)ctx;
+	fprintf(f, ", %s): ", ct_leak_reason(s->finding->it.leak, reason, sizeof reason));
+	put_class(f, s->finding);
+}
+
+static void merged_leak_after(FILE *f, const struct ct_merged_site *s, void *ctx)
+{
+	const struct ct_report_opts *o = ctx;
+	text_evidence(f, s->finding);
+	if (o->gen_suppressions)
+		gen_block(f, s->finding, "");
+}
+
+static void merged_growth_head(FILE *f, const struct ct_merged_site *s, void *ctx)
+{
+	(void)ctx;
+	fputs(s->finding->in_baseline ? "), in the baseline" : ")", f);
+}
+
+/* The growing sites of all dumps merged: only when a dump has a series of steps. */
+static void text_growth_merged(FILE *f, const struct ct_report_opts *o, struct ct_model *const *ms,
+			       size_t nm, const struct ct_assessment *a)
+{
+	char b[32];
+	int any = 0;
+	for (size_t d = 0; d < nm; d++) {
+		const struct ct_growth_result *g = ct_growth_get(ms[d]);
+		any |= g && g->have_series;
+	}
+	if (!any)
+		return;
+	unsigned k, w;
+	ct_growth_params(o, &k, &w);
+	struct ct_merge mg;
+	ct_merge_init(&mg, ms, nm);
+	ct_merge_findings(&mg, a, a->nleak, a->n);
+	uint64_t bytes = 0;
+	for (size_t i = 0; i < mg.n; i++)
+		bytes += mg.v[i].bytes;
+	fprintf(f, "\ngrowth (live bytes rose in at least %u of the last %u steps of each rank): ", k, w);
+	if (!mg.n)
+		fputs("none\n", f);
+	else
+		fprintf(f, "%zu site%s, +%s\n", mg.n, mg.n == 1 ? "" : "s", ct_fmt_bytes(bytes, b, sizeof b));
+	struct ct_merged_style st = {.growth = 1, .head = merged_growth_head};
+	ct_merged_put_list(f, o, &mg, &st);
+	ct_merge_free(&mg);
+}
+
+/*
+ * The leaks of many dumps (the ranks of one job) as one report: totals, the
+ * table of ranks, the leak sites merged by identity with their share in each
+ * rank, the growing sites merged the same way, the suppressions used.
+ */
+static void text_leaks_merged(FILE *f, const struct ct_report_opts *o, struct ct_model *const *ms,
+			      size_t nm)
+{
+	char b1[32];
+	struct ct_assessment *a = ct_assess(o, ms, nm, NULL);
+	struct ct_merge mg;
+	ct_merge_init(&mg, ms, nm);
+	ct_merge_findings(&mg, a, 0, a->nleak);
+	uint64_t count = 0, bytes = 0;
+	for (size_t d = 0; d < nm; d++) {
+		count += ms[d]->leak_count;
+		bytes += ms[d]->leak_bytes;
+	}
+	if (count)
+		fprintf(f, "cumtrace leaks: %" PRIu64 " allocation%s, %s (%" PRIu64 " bytes) not freed in ",
+			count, count == 1 ? "" : "s", ct_fmt_bytes(bytes, b1, sizeof b1), bytes);
+	else
+		fputs("cumtrace leaks: no leaks in ", f);
+	ct_ranks_put_desc(f, mg.ranks, mg.nranks);
+	fputc('\n', f);
+	ct_ranks_put_notes(f, mg.ranks, mg.nranks);
+	/* classes count merged sites (one class per identity); suppressed ones count per dump */
+	struct ct_tally cls[CT_CLASS_COUNT], supp = {0}, base = {0};
+	memset(cls, 0, sizeof cls);
+	for (size_t i = 0; i < mg.n; i++) {
+		const struct ct_merged_site *s = &mg.v[i];
+		struct ct_tally *t[2] = {&cls[s->finding->cls], s->finding->in_baseline ? &base : NULL};
+		for (int x = 0; x < 2 && t[x]; x++) {
+			t[x]->sites++;
+			t[x]->count += s->count;
+			t[x]->bytes += s->bytes;
+		}
+	}
+	for (size_t i = 0; i < a->nleak; i++)
+		if (a->v[i].supp >= 0)
+			ct_tally_add(&supp, &a->v[i]);
+	if (count)
+		text_tallies(f, o, cls, &supp, &base);
+	fputc('\n', f);
+	ct_ranks_put_table(f, mg.ranks, mg.nranks);
+	if (mg.n)
+		fputc('\n', f);
+	struct ct_merged_style st = {.head = merged_leak_head, .after = merged_leak_after, .ctx = (void *)o};
+	ct_merged_put_list(f, o, &mg, &st);
+	text_growth_merged(f, o, ms, nm, a);
+	text_supp_table(f, o, a);
+	ct_merge_free(&mg);
 	ct_assessment_free(a);
 }
 
@@ -405,7 +522,20 @@ static void json_growth(struct ct_json *j, const struct ct_report_opts *o,
 	ct_json_obj_end(j);
 }
 
-/* "leaks": totals, the leak groups with their verdicts, classes, suppressions, growth, gate. */
+/* A merged leak site's verdict: the same for every dump's share (one identity, one class). */
+static void json_merged_leak(struct ct_json *j, const struct ct_report_opts *o,
+			     const struct ct_merged_site *s)
+{
+	char reason[64];
+	(void)o;
+	ct_json_kv_str(j, "reason", ct_leak_reason(s->finding->it.leak, reason, sizeof reason));
+	ct_json_kv_str(j, "class", ct_class_name(s->finding->cls));
+	ct_json_kv_bool(j, "in_baseline", s->finding->in_baseline);
+	ct_json_kv_bool(j, "fails_gate", s->finding->fails);
+}
+
+/* "leaks": totals, the leak groups with their verdicts, classes, suppressions, growth, gate;
+ * for many dumps, "merged" (ranks.h). */
 static void json_leaks(struct ct_json *j, const struct ct_report_opts *o,
 		       struct ct_model *const *ms, size_t nm)
 {
@@ -463,6 +593,13 @@ static void json_leaks(struct ct_json *j, const struct ct_report_opts *o,
 	ct_json_kv_u64(j, "failing_sites", a->failing.sites);
 	ct_json_kv_u64(j, "failing_leak_bytes", a->failing_leaks.bytes);
 	ct_json_obj_end(j);
+	if (ct_ranks_merged(o, nm)) {
+		struct ct_merge mg;
+		ct_merge_init(&mg, ms, nm);
+		ct_merge_findings(&mg, a, 0, a->nleak);
+		ct_merged_json(j, o, &mg, json_merged_leak);
+		ct_merge_free(&mg);
+	}
 	ct_json_obj_end(j);
 	ct_assessment_free(a);
 }
@@ -478,7 +615,10 @@ static void render_leaks(FILE *f, const struct ct_report_opts *o, struct ct_mode
 		ct_sarif_write(f, o, ms, n);
 		return;
 	default:
-		ct_render_per_format(f, o, ms, n, text_leaks, csv_leaks);
+		if (o->format == CT_FMT_TEXT && ct_ranks_merged(o, n))
+			text_leaks_merged(f, o, ms, n);
+		else
+			ct_render_per_format(f, o, ms, n, text_leaks, csv_leaks);
 	}
 }
 

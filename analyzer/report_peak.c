@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "marks.h"
+#include "ranks.h"
 #include "render.h"
 #include "report.h"
 #include "util.h"
@@ -433,6 +434,63 @@ static void text_peak(FILE *f, const struct ct_report_opts *o, struct ct_model *
 	text_phases(f, o, m);
 }
 
+/* 1 when m has more than the peak of all devices to show: several devices, or phases. */
+static int has_details(const struct ct_model *m)
+{
+	size_t nd, np;
+	free(dev_peaks(m, &nd));
+	free(phase_rows(m, &np));
+	return nd > 1 || np > 0;
+}
+
+/*
+ * The peaks of many dumps (the ranks of one job) as one report: the sum of
+ * the ranks' own peaks, the largest, the table of ranks, and the sites live
+ * at each rank's peak merged by identity with their share in each rank.
+ */
+static void text_peak_merged(FILE *f, const struct ct_report_opts *o, struct ct_model *const *ms,
+			     size_t nm)
+{
+	char b1[32];
+	struct ct_merge mg;
+	ct_merge_init(&mg, ms, nm);
+	ct_merge_peak(&mg);
+	uint64_t sum = 0;
+	const struct ct_rank *top = NULL;
+	int details = 0;
+	for (size_t i = 0; i < mg.nranks; i++) {
+		const struct ct_model *m = mg.ranks[i].m;
+		details |= has_details(m);
+		if (!m->peak_seen)
+			continue;
+		sum += m->peak_bytes;
+		if (!top || m->peak_bytes > top->m->peak_bytes)
+			top = &mg.ranks[i];
+	}
+	if (!top) {
+		fputs("cumtrace peak: no device memory was allocated in ", f);
+		ct_ranks_put_desc(f, mg.ranks, mg.nranks);
+		fputc('\n', f);
+	} else {
+		fprintf(f, "cumtrace peak: %s (%" PRIu64 " bytes) of device memory, the sum of each rank's own peak, in ",
+			ct_fmt_bytes(sum, b1, sizeof b1), sum);
+		ct_ranks_put_desc(f, mg.ranks, mg.nranks);
+		fprintf(f, "\n  highest: rank %ld, %s (%" PRIu64 " bytes) at %.3f ms\n", top->rank,
+			ct_fmt_bytes(top->m->peak_bytes, b1, sizeof b1), top->m->peak_bytes,
+			(double)ct_model_since_start(top->m, top->m->peak_ts) / 1e6);
+	}
+	ct_ranks_put_notes(f, mg.ranks, mg.nranks);
+	if (details)
+		fputs("  each rank's devices and phases: --per-dump\n", f);
+	fputc('\n', f);
+	ct_ranks_put_table(f, mg.ranks, mg.nranks);
+	if (mg.n)
+		fputs("\nsites live at each rank's peak:\n", f);
+	struct ct_merged_style st = {0};
+	ct_merged_put_list(f, o, &mg, &st);
+	ct_merge_free(&mg);
+}
+
 /* ---- CSV: the sites at the peak of all devices ("all") and of their own device ("device") */
 
 static void csv_rows(FILE *f, const struct ct_report_opts *o, const struct ct_item *v, size_t n,
@@ -527,7 +585,8 @@ static void json_phases(struct ct_json *j, const struct ct_report_opts *o,
 	ct_json_arr_end(j);
 }
 
-/* "peak": the sum of the dumps' peaks, the time of the largest, sites at the peak. */
+/* "peak": the sum of the dumps' peaks, the time of the largest, sites at the peak;
+ * for many dumps, "merged" (ranks.h). */
 static void json_peak(struct ct_json *j, const struct ct_report_opts *o,
 		      struct ct_model *const *ms, size_t nm)
 {
@@ -574,13 +633,23 @@ static void json_peak(struct ct_json *j, const struct ct_report_opts *o,
 	free(v);
 	json_devices(j, o, ms, nm);
 	json_phases(j, o, ms, nm);
+	if (ct_ranks_merged(o, nm)) {
+		struct ct_merge mg;
+		ct_merge_init(&mg, ms, nm);
+		ct_merge_peak(&mg);
+		ct_merged_json(j, o, &mg, NULL);
+		ct_merge_free(&mg);
+	}
 	ct_json_obj_end(j);
 }
 
 static void render_peak(FILE *f, const struct ct_report_opts *o, struct ct_model *const *ms,
 			size_t n)
 {
-	ct_render_per_format(f, o, ms, n, text_peak, csv_peak);
+	if (o->format == CT_FMT_TEXT && ct_ranks_merged(o, n))
+		text_peak_merged(f, o, ms, n);
+	else
+		ct_render_per_format(f, o, ms, n, text_peak, csv_peak);
 }
 
 const struct ct_command ct_cmd_peak = {

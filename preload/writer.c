@@ -449,6 +449,25 @@ static void ct_kv(char *buf, size_t cap, size_t *len, const char *key, const cha
 	*len += (size_t)n + 1;
 }
 
+/*
+ * The distributed launcher's variables ("env.RANK=3", ...: format.h). Read
+ * here, at the first traced call like the options (config.c), never in a
+ * constructor; getenv and snprintf into static buffers allocate nothing.
+ */
+static void ct_put_launch_env(char *buf, size_t cap, size_t *len)
+{
+	static char key[64], val[CT_LAUNCH_VALUE_MAX];
+	for (unsigned i = 0; i < CT_LAUNCH_COUNT; i++) {
+		const char *name = ct_launch_env_name(i);
+		const char *v = getenv(name);
+		if (!v)
+			continue;
+		snprintf(key, sizeof key, CT_LAUNCH_KEY_PREFIX "%s", name);
+		snprintf(val, sizeof val, "%s", v);
+		ct_kv(buf, cap, len, key, val);
+	}
+}
+
 static void ct_put_process(void)
 {
 	static char buf[16384];
@@ -469,6 +488,8 @@ static void ct_put_process(void)
 		strcpy(tmp, "unknown");
 	tmp[sizeof tmp - 1] = 0;
 	ct_kv(buf, cap, &len, "host", tmp);
+	/* before the long strings (exe, cwd, argv), which may fill the record */
+	ct_put_launch_env(buf, cap, &len);
 	ssize_t n = readlink("/proc/self/exe", tmp, sizeof tmp - 1);
 	tmp[n > 0 ? n : 0] = 0;
 	ct_kv(buf, cap, &len, "exe", tmp);

@@ -104,8 +104,17 @@ enum ct_rec_type {
  * Keys: "version" (cumtrace version), "host", "exe", "cwd", "argv" (repeated,
  * in order), "output" (the expanded path), and "setting.NAME" for every
  * setting in force (stack_depth, buffer_mb, drop, flush_ms, backend, compress:
- * "zstd" or "off", clock: "tsc" or "monotonic"). Unknown keys are ignored.
- * Padding NULs may follow the last string.
+ * "zstd" or "off", clock: "tsc" or "monotonic"), and "env.NAME" for each
+ * variable of a distributed launch (CT_LAUNCH_ENV_LIST below) that is set in
+ * the process's environment when tracing starts, its value cut to
+ * CT_LAUNCH_VALUE_MAX - 1 bytes. Unknown keys are ignored. Padding NULs may
+ * follow the last string.
+ *
+ * The "env." keys were added without a version change (readers ignore keys
+ * they do not know): a dump written before them, or by a process started
+ * without a launcher, has none, and its rank is unknown. A reader takes the
+ * rank from env.RANK (torchrun, torch.distributed.launch), else
+ * env.SLURM_PROCID, env.OMPI_COMM_WORLD_RANK, env.PMI_RANK, in that order.
  */
 struct ct_rec_process {
 	struct ct_rec rec;
@@ -117,6 +126,54 @@ struct ct_rec_process {
 	uint32_t forked;	     /* 1 when this dump is a fork child's */
 	/* char strings[]; */
 };
+
+/*
+ * The environment variables of distributed launchers recorded as "env.NAME"
+ * in CT_REC_PROCESS, append only: torchrun's (and torch.distributed.launch's)
+ * rank, local rank, sizes, node rank, rendezvous address and run id, then
+ * Slurm's, Open MPI's and PMI's equivalents of the rank.
+ */
+#define CT_LAUNCH_ENV_LIST(X)                                                  \
+	X(RANK)                                                                \
+	X(LOCAL_RANK)                                                          \
+	X(WORLD_SIZE)                                                          \
+	X(LOCAL_WORLD_SIZE)                                                    \
+	X(GROUP_RANK)                                                          \
+	X(NODE_RANK)                                                           \
+	X(ROLE_RANK)                                                           \
+	X(MASTER_ADDR)                                                         \
+	X(MASTER_PORT)                                                         \
+	X(TORCHELASTIC_RUN_ID)                                                 \
+	X(TORCHELASTIC_RESTART_COUNT)                                          \
+	X(SLURM_PROCID)                                                        \
+	X(SLURM_LOCALID)                                                       \
+	X(SLURM_NTASKS)                                                        \
+	X(OMPI_COMM_WORLD_RANK)                                                \
+	X(OMPI_COMM_WORLD_LOCAL_RANK)                                          \
+	X(OMPI_COMM_WORLD_SIZE)                                                \
+	X(PMI_RANK)                                                            \
+	X(PMI_SIZE)
+
+enum ct_launch_env {
+#define CT_LAUNCH_ENUM_(name) CT_LAUNCH_##name,
+	CT_LAUNCH_ENV_LIST(CT_LAUNCH_ENUM_)
+#undef CT_LAUNCH_ENUM_
+	CT_LAUNCH_COUNT
+};
+
+#define CT_LAUNCH_KEY_PREFIX "env." /* the key of variable NAME is "env.NAME" */
+#define CT_LAUNCH_VALUE_MAX 256	    /* bytes of a value, NUL included, at most */
+
+/* The variable's name ("RANK"); NULL for ids out of range. */
+static inline const char *ct_launch_env_name(unsigned id)
+{
+	static const char *const names[] = {
+#define CT_LAUNCH_NAME_(name) #name,
+		CT_LAUNCH_ENV_LIST(CT_LAUNCH_NAME_)
+#undef CT_LAUNCH_NAME_
+	};
+	return id < CT_LAUNCH_COUNT ? names[id] : 0;
+}
 
 /* Which API family made a call. */
 enum ct_layer {

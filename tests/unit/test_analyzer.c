@@ -17,6 +17,7 @@
 #include "../../analyzer/suppress.h"
 #include "../../analyzer/symbols.h"
 #include "dumpgen.h"
+#include "golden.h"
 #include "modelload.h"
 
 static struct ct_model *load(const struct dg *g)
@@ -1158,88 +1159,6 @@ __attribute__((noinline)) static char *render(struct ct_model *m, int cmd, int f
 	return buf;
 }
 
-static int is_dir(const char *p)
-{
-	struct stat st;
-	return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-/*
- * tests/golden: $CT_GOLDEN_DIR, else next to this source file (when run from
- * the repository root), else BUILD/tests/unit/../../../tests/golden.
- */
-static char *golden_dir(void)
-{
-	const char *env = getenv("CT_GOLDEN_DIR");
-	if (env)
-		return strdup(env);
-	char *out = malloc(4200);
-	char *d = strdup(__FILE__);
-	char *slash = strrchr(d, '/');
-	if (slash)
-		*slash = 0;
-	else
-		strcpy(d, ".");
-	snprintf(out, 4200, "%s/../golden", d);
-	free(d);
-	if (is_dir(out))
-		return out;
-	char exe[4096];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-	if (n > 0) {
-		exe[n] = 0;
-		for (int i = 0; i < 4; i++) {
-			slash = strrchr(exe, '/');
-			if (slash)
-				*slash = 0;
-		}
-		snprintf(out, 4200, "%s/tests/golden", exe);
-	}
-	return out;
-}
-
-static void check_golden(const char *name, const char *text)
-{
-	char *dir = golden_dir();
-	char path[4096];
-	snprintf(path, sizeof path, "%s/%s", dir, name);
-	free(dir);
-	if (getenv("CT_GOLDEN_UPDATE")) {
-		FILE *f = fopen(path, "w");
-		ck_assert_msg(f != NULL, "cannot write %s", path);
-		fputs(text, f);
-		fclose(f);
-		return;
-	}
-	FILE *f = fopen(path, "r");
-	ck_assert_msg(f != NULL, "missing golden file %s (CT_GOLDEN_UPDATE=1 creates it)", path);
-	char *want = NULL;
-	size_t cap = 0, len = 0;
-	for (;;) {
-		if (len + 4096 + 1 > cap) {
-			cap = cap ? cap * 2 : 65536;
-			want = realloc(want, cap);
-		}
-		size_t k = fread(want + len, 1, 4096, f);
-		len += k;
-		if (k == 0)
-			break;
-	}
-	want[len] = 0;
-	fclose(f);
-	if (strcmp(want, text)) {
-		char got[4200];
-		snprintf(got, sizeof got, "%s.got", path);
-		FILE *g = fopen(got, "w");
-		if (g) {
-			fputs(text, g);
-			fclose(g);
-		}
-		ck_abort_msg("%s differs from the output (written to %s)", path, got);
-	}
-	free(want);
-}
-
 START_TEST(golden_reports)
 {
 	struct dg g;
@@ -1335,15 +1254,22 @@ START_TEST(multi_dump_totals)
 	ck_assert(a < b);
 	ck_assert_uint_eq(ct_report_leak_count(ms, 2), 2);
 	free(buf);
-	/* text: one section per dump */
-	buf = NULL;
-	f = open_memstream(&buf, &len);
+	/* text with --per-dump: one section per dump; without: one report merged
+	 * over the two (numbered by position: no rank recorded) */
 	o.format = CT_FMT_TEXT;
-	ct_report(f, &o, ms, 2);
-	fclose(f);
-	ck_assert_ptr_nonnull(strstr(buf, "not freed in pid 100 (p)"));
-	ck_assert_ptr_nonnull(strstr(buf, "not freed in pid 200 (p)"));
-	free(buf);
+	for (o.per_dump = 1; o.per_dump >= 0; o.per_dump--) {
+		buf = NULL;
+		f = open_memstream(&buf, &len);
+		ct_report(f, &o, ms, 2);
+		fclose(f);
+		int sections = o.per_dump;
+		ck_assert_int_eq(strstr(buf, "not freed in pid 100 (p)") != NULL, sections);
+		ck_assert_int_eq(strstr(buf, "not freed in pid 200 (p)") != NULL, sections);
+		ck_assert_int_eq(strstr(buf, "cumtrace leaks: 2 allocations, 3.9 KiB (4000 bytes) not "
+					     "freed in 2 ranks (0-1)\n") != NULL,
+				 !sections);
+		free(buf);
+	}
 	unload(ms[0]);
 	unload(ms[1]);
 }
