@@ -21,7 +21,7 @@
 # '^(env|build\.leak_malloc|c\.leak_malloc)'), GPU_SUITE (which parts run, any of
 # "validate features perf", default all three: validate = the planted-leak programs,
 # compute-sanitizer, PyTorch/CuPy/JAX against their allocators' statistics; features =
-# Python frames, leak classes, growth leaks, exports of torch runs; perf = traced/untraced
+# Python frames, leak classes, growth leaks, exports of torch runs, a 2-rank torchrun; perf = traced/untraced
 # throughput of a cudaMallocAsync loop and of ResNet-50 training, beside
 # compute-sanitizer and torch's own memory history), PERF_REPS (alternating
 # untraced/traced pairs per perf figure, default 3).
@@ -394,6 +394,7 @@ if suite features; then
 	run_step feat.oom 240 env OUT="$FEAT" bash "$ROOT/scripts/gpu-oom.sh"
 	run_step feat.exports 300 "${KITENV[@]}" sh "$ROOT/tests/gpu/exports_check.sh" gpu-kit "$FEAT/exports"
 	run_step feat.leak-classes 420 env OUT="$FEAT" bash "$ROOT/scripts/gpu-leak-classes.sh"
+	run_step feat.ranks 180 bash "$ROOT/scripts/gpu-ranks.sh" "$FEAT/ranks"
 	# torch's four allocator modes with NVTX steps and a leak planted in a list: the HTML
 	# report, the Perfetto trace and the leaks (classes, growth) of each
 	for m in default expandable async nocache; do

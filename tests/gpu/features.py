@@ -110,6 +110,10 @@ def features(raw, feat, train):
     add("leak classes and growth (scripts/gpu-leak-classes.sh)", "exit 0",
         "n/a" if not st else f"exit {st[0]}", None if not st else st[0] == "0")
 
+    st = step(raw, "feat.ranks")
+    add("torchrun, 2 ranks, merged reports (scripts/gpu-ranks.sh)", "exit 0",
+        "n/a" if not st else f"exit {st[0]}", None if not st else st[0] == "0")
+
     leak_line = None
     try:
         for i, l in enumerate(open(train), 1):
