@@ -85,6 +85,7 @@ static const char css[] =
 	"summary{cursor:pointer}\n"
 	"ol.stack{margin:4px 0;padding-left:30px}\n"
 	"ol.stack li{overflow-wrap:anywhere}\n"
+	"ol.stack li.own code{font-weight:700}\n"
 	".loc{color:#4a5566}\n"
 	".mod{color:#8a93a0}\n"
 	".py{font-size:10px;font-weight:700;color:#fff;background:#3572a5;border-radius:3px;"
@@ -200,9 +201,9 @@ static void put_command(FILE *f, const struct ct_model *m)
 
 /* ---- stacks ------------------------------------------------------------------------------------ */
 
-static void html_frame(FILE *f, const struct ct_frame *fr)
+static void html_frame(FILE *f, const struct ct_frame *fr, int own)
 {
-	fputs("<li>", f);
+	fputs(own ? "<li class=\"own\">" : "<li>", f);
 	if (fr->python) {
 		fputs("<span class=\"py\">py</span> <code>", f);
 		ct_html_put(f, fr->function ? fr->function : "?");
@@ -237,7 +238,11 @@ static void html_frame(FILE *f, const struct ct_frame *fr)
 	fputs("</span></li>\n", f);
 }
 
-/* A cell with the stack's innermost frame, the whole stack in a <details>. */
+/*
+ * A cell with the stack's innermost frame of the user's own code (classify.h;
+ * else its innermost frame), the whole stack in a <details> with that frame
+ * in bold.
+ */
 static void td_site(FILE *f, struct ct_model *m, uint32_t stack_id)
 {
 	fputs("<td class=\"site\">", f);
@@ -256,12 +261,14 @@ static void td_site(FILE *f, struct ct_model *m, uint32_t stack_id)
 		return;
 	}
 	char label[512];
+	int own = ct_first_user_frame(frames, n);
+	size_t top = own >= 0 ? (size_t)own : 0;
 	fputs("<details><summary><code>", f);
-	ct_html_put(f, ct_frame_label(&frames[0], 1, label, sizeof label));
+	ct_html_put(f, ct_frame_label(&frames[top], 1, label, sizeof label));
 	fprintf(f, "</code> <span class=\"muted\">%zu frame%s</span></summary><ol class=\"stack\">\n", n,
 		n == 1 ? "" : "s");
 	for (size_t i = 0; i < n; i++)
-		html_frame(f, &frames[i]);
+		html_frame(f, &frames[i], (int)i == own);
 	fputs("</ol></details></td>", f);
 }
 
