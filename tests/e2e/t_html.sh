@@ -150,3 +150,14 @@ done
 expect_eq rejected "$n" 10
 python3 "$CHECK" "$T/good-script.html" "$T/good.sum" || fail "checker rejected a hashed script"
 expect_eq hashed_script "$(jget "$T/good.sum" 'j["scripts"]')" 1
+
+# Every fuzzing seed and regression input that reads: a page that passes the checker (arbitrary bytes escaped).
+n=0
+for f in tests/fuzz/regress/* tests/fuzz/corpus/*; do
+	case $f in *.md) continue ;; esac
+	"$REPORT" html -o "$T/fz.html" "$f" 2>/dev/null || continue
+	python3 "$CHECK" "$T/fz.html" /dev/null || fail "check_html.py rejected the page of $f"
+	n=$((n + 1))
+done
+[ "$n" -gt 10 ] || fail "only $n fuzzing inputs read"
+echo "ok: $n pages of fuzzing inputs"

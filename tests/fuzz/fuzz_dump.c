@@ -71,7 +71,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				if (c->min_dumps <= 1)
 					ct_report(devnull, &o, two, 1);
 				if ((c->min_dumps == 2 || (cmd == CT_CMD_SUMMARY && fmt == CT_FMT_JSON) ||
-				     (cmd == CT_CMD_LEAKS && fmt == CT_FMT_TEXT)) &&
+				     (cmd == CT_CMD_LEAKS && fmt == CT_FMT_TEXT) || cmd == CT_CMD_HTML) &&
 				    (!c->max_dumps || c->max_dumps >= 2))
 					ct_report(devnull, &o, two, 2);
 			}
