@@ -838,6 +838,12 @@ static void html_growth(FILE *f, const struct ct_report_opts *o, struct ct_model
 	if (!g || !g->have_series)
 		return;
 	uint64_t steps = g->series.boundaries ? g->series.boundaries - 1 : 0;
+	if (steps < g->min_grew) {
+		fprintf(f, "<p class=\"muted\">Growth across steps: the marks give too few steps (%" PRIu64
+			   ") to tell.</p>\n",
+			steps);
+		return;
+	}
 	fputs("<h4>Growing sites</h4>\n<p class=\"muted\">Live bytes sampled at each step of <code>", f);
 	ct_html_put(f, g->series.name);
 	fprintf(f, "</code> (%s, %" PRIu64 " step%s); a site grows when its live bytes rose in at least "
@@ -846,10 +852,6 @@ static void html_growth(FILE *f, const struct ct_report_opts *o, struct ct_model
 	size_t n = 0, shown = 0;
 	for (size_t i = a->nleak; i < a->n; i++)
 		n += a->v[i].supp < 0;
-	if (steps < g->min_grew) {
-		fputs("<p class=\"muted\">Too few steps to tell.</p>\n", f);
-		return;
-	}
 	if (!n) {
 		fputs("<p class=\"ok\">No site grew.</p>\n", f);
 		return;
