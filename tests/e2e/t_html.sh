@@ -73,6 +73,14 @@ expect_eq demo_leak "$(jget "$T/demo.sum" "[(l['class'], l['count'], l['site'].s
 cmp -s "$T/demo.html" "$T/demo2.html" || fail "two runs wrote different pages"
 echo "ok: deterministic"
 
+# Growing sites: the rows are the leaks report's growth sites.
+traced grow "$PROGS/growth" mark >/dev/null
+html "$T/grow.html" "$T/grow.sum" "$(dump_of grow)"
+report "$T/grow.json" leaks "$(dump_of grow)"
+expect_eq growth "$(jget "$T/grow.sum" "[(g['bytes'], g['site'].split(' (')[0]) for g in $D['growth']]")" \
+	"$(jget "$T/grow.json" '[(s["growth_bytes"], s["stack"][0]["function"]) for s in j["leaks"]["growth"]["sites"]]')"
+expect_eq growth_rows "$(jget "$T/grow.sum" "len($D['growth'])")" 1
+
 # Four dumps: an overview, then one section each, in order.
 html "$T/four.html" "$T/four.sum" "$basic" "$lc" "$frag" "$st"
 report "$T/four.json" summary "$basic" "$lc" "$frag" "$st"
