@@ -141,16 +141,25 @@ static void td_dur(FILE *f, uint64_t ns)
 	fprintf(f, "<td class=\"n\">%s</td>", b);
 }
 
-/* "<th>a</th><th class=n>b</th>...": names starting with '#' are numeric columns. */
-static void thead(FILE *f, const char *const *cols)
+/*
+ * Open a table of class cls (in a horizontally scrolling box when wide) with
+ * its header row and <tbody>: cols ends with NULL, names starting with '#'
+ * are numeric columns (right-aligned).
+ */
+static void table_open(FILE *f, const char *cls, int wide, const char *const *cols)
 {
-	fputs("<thead><tr>", f);
+	fprintf(f, "%s<table class=\"%s\"><thead><tr>", wide ? "<div class=\"scroll\">" : "", cls);
 	for (; *cols; cols++)
 		if (**cols == '#')
 			fprintf(f, "<th class=\"n\">%s</th>", *cols + 1);
 		else
 			fprintf(f, "<th>%s</th>", *cols);
-	fputs("</tr></thead>\n", f);
+	fputs("</tr></thead><tbody>\n", f);
+}
+
+static void table_close(FILE *f, int wide)
+{
+	fprintf(f, "</tbody></table>%s\n", wide ? "</div>" : "");
 }
 
 /* The row that says how many rows --top left out. */
@@ -286,9 +295,7 @@ static void html_items(FILE *f, const struct ct_report_opts *o, const struct ct_
 	static const char *const cols[] = {"#", "#bytes", "#allocations", "what", "site", NULL};
 	size_t k = ct_items_shown(o, n);
 	uint64_t shown = 0;
-	fputs("<table class=\"sites\">", f);
-	thead(f, cols);
-	fputs("<tbody>\n", f);
+	table_open(f, "sites", 0, cols);
 	for (size_t i = 0; i < k; i++) {
 		fprintf(f, "<tr class=\"item\"><td class=\"n\">%zu</td>", i + 1);
 		td_bytes(f, v[i].bytes);
@@ -299,7 +306,7 @@ static void html_items(FILE *f, const struct ct_report_opts *o, const struct ct_
 		shown += v[i].bytes;
 	}
 	more_row(f, 5, total - k, total - k == 1 ? "site" : "sites", total_bytes - shown);
-	fputs("</tbody></table>\n", f);
+	table_close(f, 0);
 }
 
 /* The same for a list whose every item is at hand. */
@@ -722,10 +729,9 @@ static void html_phases(FILE *f, const struct ct_report_opts *o, const struct ct
 	}
 	fprintf(f, "<details class=\"phases\"><summary><strong>Phases</strong> (%zu): the most device "
 		   "bytes of all devices inside each NVTX range name and each span between marks; growth "
-		   "is the largest rise within one instance</summary>\n<table class=\"phases\">",
+		   "is the largest rise within one instance</summary>\n",
 		n);
-	thead(f, cols);
-	fputs("<tbody>\n", f);
+	table_open(f, "phases", 0, cols);
 	size_t k = ct_items_shown(o, n);
 	for (size_t i = 0; i < k; i++) {
 		fputs("<tr>", f);
@@ -747,7 +753,8 @@ static void html_phases(FILE *f, const struct ct_report_opts *o, const struct ct
 		fputs("</td></tr>\n", f);
 	}
 	more_row(f, 5, n - k, "phases", 0);
-	fputs("</tbody></table></details>\n", f);
+	table_close(f, 0);
+	fputs("</details>\n", f);
 	free(v);
 }
 
@@ -857,9 +864,7 @@ static void html_growth(FILE *f, const struct ct_report_opts *o, struct ct_model
 		return;
 	}
 	size_t k = ct_items_shown(o, n);
-	fputs("<table class=\"growth\">", f);
-	thead(f, cols);
-	fputs("<tbody>\n", f);
+	table_open(f, "growth", 0, cols);
 	for (size_t i = a->nleak; i < a->n && shown < k; i++) {
 		const struct ct_finding *x = &a->v[i];
 		if (x->supp >= 0)
@@ -877,7 +882,7 @@ static void html_growth(FILE *f, const struct ct_report_opts *o, struct ct_model
 		fputs("</tr>\n", f);
 	}
 	more_row(f, 8, n - k, "growing sites", 0);
-	fputs("</tbody></table>\n", f);
+	table_close(f, 0);
 }
 
 static void html_leaks(FILE *f, const struct ct_report_opts *o, struct ct_model *m, size_t d)
@@ -913,9 +918,7 @@ static void html_leaks(FILE *f, const struct ct_report_opts *o, struct ct_model 
 	if (n) {
 		size_t k = ct_items_shown(o, n), shown = 0;
 		uint64_t rest = 0;
-		fputs("<table class=\"leaks\">", f);
-		thead(f, cols);
-		fputs("<tbody>\n", f);
+		table_open(f, "leaks", 0, cols);
 		for (size_t i = 0; i < a->nleak; i++) {
 			const struct ct_finding *x = &a->v[i];
 			if (x->supp >= 0)
@@ -936,7 +939,7 @@ static void html_leaks(FILE *f, const struct ct_report_opts *o, struct ct_model 
 			fputs("</tr>\n", f);
 		}
 		more_row(f, 7, n - k, n - k == 1 ? "site" : "sites", rest);
-		fputs("</tbody></table>\n", f);
+		table_close(f, 0);
 	}
 	html_growth(f, o, m, a);
 	ct_assessment_free(a);
@@ -956,9 +959,7 @@ static void html_oom(FILE *f, const struct ct_report_opts *o, struct ct_model *m
 		   "out-of-memory (%s requested).</p>\n",
 		d, count, count == 1 ? "" : "s", ct_fmt_bytes(bytes, b1, sizeof b1));
 	size_t k = ct_items_shown(o, n);
-	fputs("<div class=\"scroll\"><table class=\"oom\">", f);
-	thead(f, cols);
-	fputs("<tbody>\n", f);
+	table_open(f, "oom", 1, cols);
 	for (size_t i = 0; i < k; i++) {
 		const struct ct_oom_view *x = &v[i];
 		fprintf(f, "<tr class=\"oom\" data-bytes=\"%" PRIu64 "\"><td class=\"n\">%zu</td>", x->size,
@@ -989,7 +990,7 @@ static void html_oom(FILE *f, const struct ct_report_opts *o, struct ct_model *m
 		free(items);
 	}
 	more_row(f, 9, (size_t)count - k, "failures", 0);
-	fputs("</tbody></table></div>\n", f);
+	table_close(f, 1);
 }
 
 /* ---- fragmentation ----------------------------------------------------------------------------- */
@@ -1161,9 +1162,7 @@ static void html_streams(FILE *f, const struct ct_report_opts *o, struct ct_mode
 		t.cross, ct_fmt_bytes(t.cross_bytes, b1, sizeof b1), t.pending,
 		ct_fmt_bytes(t.pending_bytes, b2, sizeof b2));
 	size_t k = ct_items_shown(o, n);
-	fputs("<div class=\"scroll\"><table class=\"streams\">", f);
-	thead(f, cols);
-	fputs("<tbody>\n", f);
+	table_open(f, "streams", 1, cols);
 	for (size_t i = 0; i < k; i++) {
 		const struct ct_stream_view *s = &v[i];
 		fputs("<tr class=\"stream\"><td class=\"nw\"><code>", f);
@@ -1187,7 +1186,7 @@ static void html_streams(FILE *f, const struct ct_report_opts *o, struct ct_mode
 		fputs("</tr>\n", f);
 	}
 	more_row(f, 14, n - k, "streams", 0);
-	fputs("</tbody></table></div>\n", f);
+	table_close(f, 1);
 	if (t.untracked)
 		fprintf(f, "<p class=\"muted\">%" PRIu64 " events of streams beyond the limit are not "
 			   "counted.</p>\n",
@@ -1219,9 +1218,8 @@ static void html_overview(FILE *f, struct ct_model *const *ms, size_t n)
 {
 	static const char *const cols[] = {"#", "#pid", "command", "#peak", "#not freed",
 					   "#out of memory", "dump", NULL};
-	fputs("<section class=\"dump\" id=\"overview\"><h2>Dumps</h2><table class=\"overview\">", f);
-	thead(f, cols);
-	fputs("<tbody>\n", f);
+	fputs("<section class=\"dump\" id=\"overview\"><h2>Dumps</h2>\n", f);
+	table_open(f, "overview", 0, cols);
 	for (size_t i = 0; i < n; i++) {
 		const struct ct_model *m = ms[i];
 		size_t nooms;
@@ -1239,7 +1237,8 @@ static void html_overview(FILE *f, struct ct_model *const *ms, size_t n)
 			m->read.status == CT_READ_TRUNCATED ? "truncated" : "complete",
 			m->end_seen ? "" : ", no END record");
 	}
-	fputs("</tbody></table></section>\n", f);
+	table_close(f, 0);
+	fputs("</section>\n", f);
 }
 
 static void render_html(FILE *f, const struct ct_report_opts *o, struct ct_model *const *ms,

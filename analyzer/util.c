@@ -172,36 +172,24 @@ size_t ct_utf8_seq(const unsigned char *s, size_t n)
 	return len;
 }
 
-void ct_fput_safe(FILE *f, const char *s, size_t n)
+/*
+ * Printable ASCII and valid UTF-8 as they are, everything else as \xNN; for
+ * HTML also & < > " ' as character references and U+0080..U+009F (C2 80..C2
+ * 9F: controls, HTML parse errors) as \xNN.
+ */
+static void put_escaped(FILE *f, const char *s, size_t n, int html)
 {
 	const unsigned char *p = (const unsigned char *)s;
 	size_t i = 0;
 	while (i < n) {
 		unsigned c = p[i];
-		if (c >= 0x20 && c < 0x7f) {
-			fputc((int)c, f);
-			i++;
-			continue;
-		}
-		size_t l = c >= 0x80 ? ct_utf8_seq(p + i, n - i) : 0;
-		if (l) {
-			fwrite(p + i, 1, l, f);
-			i += l;
-		} else {
-			fprintf(f, "\\x%02x", c);
-			i++;
-		}
-	}
-}
-
-void ct_html_putn(FILE *f, const char *s, size_t n)
-{
-	const unsigned char *p = (const unsigned char *)s;
-	size_t i = 0;
-	while (i < n) {
-		unsigned c = p[i];
-		const char *ref = c == '&' ? "&amp;" : c == '<' ? "&lt;" : c == '>' ? "&gt;"
-				: c == '"' ? "&quot;" : c == '\'' ? "&#39;" : NULL;
+		const char *ref = !html	       ? NULL
+				  : c == '&'   ? "&amp;"
+				  : c == '<'   ? "&lt;"
+				  : c == '>'   ? "&gt;"
+				  : c == '"'   ? "&quot;"
+				  : c == '\'' ? "&#39;"
+					       : NULL;
 		if (ref) {
 			fputs(ref, f);
 			i++;
@@ -213,8 +201,7 @@ void ct_html_putn(FILE *f, const char *s, size_t n)
 			continue;
 		}
 		size_t l = c >= 0x80 ? ct_utf8_seq(p + i, n - i) : 0;
-		/* U+0080..U+009F (C2 80..C2 9F) are controls: HTML parse errors */
-		if (l == 2 && c == 0xc2 && p[i + 1] < 0xa0)
+		if (html && l == 2 && c == 0xc2 && p[i + 1] < 0xa0)
 			l = 0;
 		if (l) {
 			fwrite(p + i, 1, l, f);
@@ -224,6 +211,16 @@ void ct_html_putn(FILE *f, const char *s, size_t n)
 			i++;
 		}
 	}
+}
+
+void ct_fput_safe(FILE *f, const char *s, size_t n)
+{
+	put_escaped(f, s, n, 0);
+}
+
+void ct_html_putn(FILE *f, const char *s, size_t n)
+{
+	put_escaped(f, s, n, 1);
 }
 
 void ct_html_put(FILE *f, const char *s)

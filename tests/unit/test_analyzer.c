@@ -1087,14 +1087,20 @@ END_TEST
 
 /* ---- JSON and reports -------------------------------------------------------------------------------- */
 
-static char *render_escape(const char *s, size_t n)
+/* What an escaping writer makes of n bytes of s (caller frees). */
+static char *escaped_by(void (*put)(FILE *, const char *, size_t), const char *s, size_t n)
 {
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
-	ct_json_escape(f, s, n);
+	put(f, s, n);
 	fclose(f);
 	return buf;
+}
+
+static char *render_escape(const char *s, size_t n)
+{
+	return escaped_by(ct_json_escape, s, n);
 }
 
 START_TEST(json_escaping)
@@ -2677,26 +2683,27 @@ END_TEST
 
 static char *html_escape(const char *s, size_t n)
 {
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
-	ct_html_putn(f, s, n);
-	fclose(f);
-	return buf;
+	return escaped_by(ct_html_putn, s, n);
 }
 
 START_TEST(html_escaping)
 {
-	char *s = html_escape("<a href=\"x\">&'b'</a>", 20);
-	ck_assert_str_eq(s, "&lt;a href=&quot;x&quot;&gt;&amp;&#39;b&#39;&lt;/a&gt;");
-	free(s);
-	/* controls, C1 controls and invalid UTF-8 as visible \xNN; valid UTF-8 as it is */
-	s = html_escape("a\x01\n\x7f\xc2\x80\xc2\xa0\xc3\xa9\xff\xe2\x82", 13);
-	ck_assert_str_eq(s, "a\\x01\\x0a\\x7f\\xc2\\x80\xc2\xa0\xc3\xa9\\xff\\xe2\\x82");
-	free(s);
-	s = html_escape("x\0y", 3);
-	ck_assert_str_eq(s, "x\\x00y");
-	free(s);
+	static const struct {
+		const char *in;
+		size_t n;
+		const char *want;
+	} v[] = {
+		{"<a href=\"x\">&'b'</a>", 20, "&lt;a href=&quot;x&quot;&gt;&amp;&#39;b&#39;&lt;/a&gt;"},
+		/* controls, C1 controls and invalid UTF-8 as visible \xNN; valid UTF-8 as it is */
+		{"a\x01\n\x7f\xc2\x80\xc2\xa0\xc3\xa9\xff\xe2\x82", 13,
+		 "a\\x01\\x0a\\x7f\\xc2\\x80\xc2\xa0\xc3\xa9\\xff\\xe2\\x82"},
+		{"x\0y", 3, "x\\x00y"},
+	};
+	for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+		char *s = html_escape(v[i].in, v[i].n);
+		ck_assert_str_eq(s, v[i].want);
+		free(s);
+	}
 }
 END_TEST
 
