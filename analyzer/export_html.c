@@ -37,7 +37,7 @@
 #include "util.h"
 #include "views.h"
 
-#define HTML_SERIES_MAX 12 /* timeline series drawn (the largest); every one is in the legend */
+#define HTML_SERIES_MAX 12 /* timeline series drawn (the largest); the page counts the rest */
 #define HTML_ARGV_MAX 1000 /* bytes of the command line shown */
 
 /* ---- the page's style sheet (its hash goes into the Content-Security-Policy) ---------------- */
@@ -281,7 +281,7 @@ static void td_site(FILE *f, struct ct_model *m, uint32_t stack_id)
 	fputs("</ol></details></td>", f);
 }
 
-/* "device, cudaMalloc, dev 0" */
+/* The kind, then "API, dev N": what a site allocated. */
 static void td_what(FILE *f, unsigned kind, unsigned api, int device)
 {
 	fprintf(f, "<td class=\"nw\">%s<br>%s, dev %d</td>", ct_kind_name(kind), ct_api_name(api),
@@ -558,6 +558,7 @@ static void html_timeline(FILE *f, const struct ct_report_opts *o, struct ct_mod
 	}
 	for (size_t i = 0; i < nooms; i++) {
 		double x = chart_x(&c, (double)ooms[i].time_ns), y = CH_T + CH_PH;
+		x = x < CH_L + 5 ? CH_L + 5 : x > CH_L + CH_PW - 5 ? CH_L + CH_PW - 5 : x; /* inside the plot */
 		ct_fmt_dur(ooms[i].time_ns, b2, sizeof b2);
 		fprintf(f, "<path class=\"oom\" d=\"M%.1f %.1fL%.1f %.1fL%.1f %.1fZ\"><title>out of memory: "
 			   "%s of %s at %s</title></path>\n",

@@ -2762,6 +2762,53 @@ START_TEST(html_escapes_dump_strings)
 }
 END_TEST
 
+/* Bounded: 15 devices draw the 12 largest series; --top 2 lists two sites of 15. */
+START_TEST(html_bounded)
+{
+	struct dg g;
+	dg_init(&g);
+	dg_header(&g);
+	dg_process(&g, 9, 1, 1000, (const char *[]){"argv=p", NULL});
+	uint64_t s1[1] = {0x401000};
+	dg_stack(&g, 1, 1, s1);
+	/* an out-of-memory failure at the very start: its marker stays inside the plot */
+	ev(&g, 1000, CT_OP_ALLOC, CT_KIND_DEVICE, CT_API_cudaMalloc, 0, 1ull << 40, 1, 1, 0, 2);
+	for (int d = 0; d < 15; d++)
+		for (int k = 0; k <= d; k++)
+			ev(&g, 2000 + (uint64_t)(d * 16 + k) * 10, CT_OP_ALLOC, CT_KIND_DEVICE, CT_API_cudaMalloc,
+			   0x100000 * (uint64_t)(d * 16 + k + 1), 4096 * (uint64_t)(d + 1), 1, 1 + (uint32_t)k,
+			   (int16_t)d, 0);
+	dg_end(&g, 10000);
+	struct ct_report_opts o = {.tool_version = "t", .cmd = CT_CMD_HTML, .format = CT_FMT_HTML,
+				   .buckets = 5, .top = 2};
+	struct ct_model *m = load_attached(&g, &o);
+	struct ct_model *one[1] = {m};
+	char *out = render_o(one, 1, &o, NULL);
+	const char *tl = strstr(out, "<svg class=\"chart timeline\"");
+	ck_assert_ptr_nonnull(tl);
+	const char *tl_end = strstr(tl, "</svg>");
+	size_t series = 0;
+	for (const char *p = tl; (p = strstr(p, "<path class=\"s\"")) && p < tl_end; p++)
+		series++;
+	ck_assert_uint_eq(series, 12);
+	ck_assert_ptr_nonnull(strstr(out, "3 smaller series are not drawn."));
+	/* the smallest devices (0, 1, 2) are the ones left out */
+	ck_assert_ptr_null(strstr(out, "device, dev 2 <span"));
+	ck_assert_ptr_nonnull(strstr(out, "device, dev 3 <span"));
+	/* each drawn series has 5 buckets: 10 points (a step each) */
+	const char *d = strstr(tl, " d=\"M");
+	size_t pts = 0;
+	for (const char *p = d + 4; *p != '"'; p++)
+		pts += *p == 'V' || *p == 'H';
+	ck_assert_uint_eq(pts, 9); /* M is the first point */
+	/* 15 devices at the peak, 2 shown */
+	ck_assert_ptr_nonnull(strstr(out, "... and 13 more sites"));
+	free(out);
+	unload(m);
+	dg_release(&g);
+}
+END_TEST
+
 START_TEST(golden_html)
 {
 	struct dg g;
@@ -2852,6 +2899,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, html_escaping);
 	tcase_add_test(tc, html_escapes_dump_strings);
 	tcase_add_test(tc, golden_html);
+	tcase_add_test(tc, html_bounded);
 	suite_add_tcase(s, tc);
 	return s;
 }
