@@ -1022,19 +1022,27 @@ static uint64_t frag_field(const struct ct_frag_state *s, size_t line)
 	return v;
 }
 
+/*
+ * The frag report's samples of a device as lines, and the state at the
+ * device's peak as dots on the peak's line: samples are the state at moments
+ * (not the most in between), so a short peak falls between two of them.
+ */
 static void frag_chart(FILE *f, const struct ct_model *m, const struct ct_frag_view *dv)
 {
 	char b[32], label[96];
 	size_t ns = dv->nsamples;
 	uint64_t mx[FRAG_LINES] = {0}, ymax = 0;
+	int drawn[FRAG_LINES] = {0};
 	for (size_t l = 0; l < FRAG_LINES; l++) {
 		for (size_t i = 0; i < ns; i++) {
 			uint64_t v = frag_field(&dv->samples[i], l);
 			if (v > mx[l])
 				mx[l] = v;
 		}
-		if (mx[l] > ymax)
-			ymax = mx[l];
+		uint64_t at_peak = dv->have_peak ? frag_field(&dv->at_peak, l) : 0;
+		drawn[l] = mx[l] || at_peak;
+		ymax = mx[l] > ymax ? mx[l] : ymax;
+		ymax = at_peak > ymax ? at_peak : ymax;
 	}
 	if (!ns || !ymax) {
 		fputs("<p class=\"muted\">Nothing live at the sample times.</p>\n", f);
@@ -1050,23 +1058,33 @@ static void frag_chart(FILE *f, const struct ct_model *m, const struct ct_frag_v
 	chart_open(&c, f, "frag", label, tmax, (double)ymax);
 	uint64_t *vals = ct_xcalloc(ns, sizeof *vals);
 	for (size_t l = 0; l < FRAG_LINES; l++) {
-		if (!mx[l])
+		if (!drawn[l])
 			continue;
 		for (size_t i = 0; i < ns; i++)
 			vals[i] = frag_field(&dv->samples[i], l);
-		snprintf(label, sizeof label, "%s: at most %s", frag_lines[l].label,
+		snprintf(label, sizeof label, "%s: at most %s at the sample times", frag_lines[l].label,
 			 ct_fmt_bytes(mx[l], b, sizeof b));
 		chart_series(&c, palette[l % PALETTE_N], label, vals, ns, t0, dt, 0, frag_lines[l].dash);
 	}
 	free(vals);
 	if (dv->have_peak) {
+		double x = chart_x(&c, (double)dv->peak_ns);
 		snprintf(label, sizeof label, "peak %s", ct_fmt_bytes(dv->at_peak.device_bytes, b, sizeof b));
 		chart_marker(&c, (double)dv->peak_ns, label);
+		for (size_t l = 0; l < FRAG_LINES; l++) {
+			uint64_t v = frag_field(&dv->at_peak, l);
+			if (!drawn[l])
+				continue;
+			fprintf(f, "<circle class=\"at-peak\" cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\" fill=\"%s\" "
+				   "data-bytes=\"%" PRIu64 "\"><title>at the peak: %s %s</title></circle>\n",
+				x, chart_y(&c, (double)v), palette[l % PALETTE_N], v, frag_lines[l].label,
+				ct_fmt_bytes(v, b, sizeof b));
+		}
 	}
 	chart_close(&c);
 	fputs("<ul class=\"legend\">\n", f);
 	for (size_t l = 0; l < FRAG_LINES; l++)
-		if (mx[l])
+		if (drawn[l])
 			legend_item(f, palette[l % PALETTE_N], frag_lines[l].label, NULL);
 	fputs("</ul>\n", f);
 }
@@ -1125,7 +1143,8 @@ static void html_frag(FILE *f, struct ct_model *m, size_t d)
 	}
 	fputs("<p class=\"muted\">Per device: the device allocations made outside stream-ordered pools, "
 	      "the span from the lowest to the highest of them and the free holes inside it; the pools' "
-	      "used and reserved bytes; VMM. Sampled just before each time.</p>\n",
+	      "used and reserved bytes; VMM. The lines are samples (the state just before each time), "
+	      "the dots the state at the device's peak.</p>\n",
 	      f);
 	for (size_t i = 0; i < n; i++) {
 		fprintf(f, "<h4 id=\"d%zu-frag-dev%d\">Device %d</h4>\n", d, v[i].device, v[i].device);

@@ -289,8 +289,21 @@ def check_chart(svg):
         series.append({"label": title.text() if title else None, "points": len(pts), "max": mx})
     if not series:
         err("%s: no series" % where)
+    dots = []
+    for c in svg.find("circle"):
+        try:
+            cx, cy, v = float(c.attrs["cx"]), float(c.attrs["cy"]), int(c.attrs["data-bytes"])
+        except (KeyError, ValueError) as e:
+            err("%s: a dot without its position or data-bytes (%s)" % (where, e))
+            continue
+        if not (px <= cx <= px + pw and py <= cy <= py + ph):
+            err("%s: a dot outside the plot" % where)
+        if abs((py + ph - cy) / ph * ymax - v) > ymax / ph:
+            err("%s: a dot of %d bytes drawn at %.0f" % (where, v, (py + ph - cy) / ph * ymax))
+        dots.append(v)
     return {"kind": [c for c in svg.classes() if c != "chart"], "t_max": tmax, "y_max": ymax,
-            "series": series, "markers": len([p for p in svg.find("path") if "s" not in p.classes()])}
+            "series": series, "dots": dots,
+            "markers": len([p for p in svg.find("path") if "s" not in p.classes()])}
 
 
 def row_site(tr):

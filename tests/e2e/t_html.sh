@@ -67,6 +67,10 @@ expect_eq demo_streams "$(jget "$T/demo.sum" "len($D['streams'])")" "$(jget "$T/
 report "$T/demo.f.json" frag "$demo"
 expect_eq demo_frag_charts "$(jget "$T/demo.sum" "len([c for c in $D['charts'] if c['kind'] == ['frag']])")" \
 	"$(jget "$T/demo.f.json" 'len(j["frag"]["devices"])')"
+# The dots at the device's peak are the frag report's state at that peak.
+FIELDS="('bytes', 'span_bytes', 'free_bytes', 'largest_hole_bytes', 'pool_used_bytes', 'pool_reserved_bytes', 'vmm_mapped_bytes', 'vmm_physical_bytes')"
+expect_eq demo_frag_dots "$(jget "$T/demo.sum" "sorted(set(v for v in [c for c in $D['charts'] if c['kind'] == ['frag']][0]['dots'] if v))")" \
+	"$(jget "$T/demo.f.json" "sorted(set(v for k, v in j['frag']['devices'][0]['at_peak'].items() if k in $FIELDS and v))")"
 expect_eq demo_leak "$(jget "$T/demo.sum" "[(l['class'], l['count'], l['site'].split(' (')[0]) for l in $D['leaks']]")" \
 	"[('leaked', 4, 'save_metrics')]"
 "$REPORT" html "$demo" >"$T/demo2.html" || fail "html to standard output"
