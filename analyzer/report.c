@@ -16,7 +16,8 @@
 #include "util.h"
 
 extern const struct ct_command ct_cmd_summary, ct_cmd_leaks, ct_cmd_peak, ct_cmd_timeline,
-	ct_cmd_oom, ct_cmd_frag, ct_cmd_streams, ct_cmd_perfetto, ct_cmd_flamegraph, ct_cmd_memviz, ct_cmd_diff;
+	ct_cmd_oom, ct_cmd_frag, ct_cmd_streams, ct_cmd_perfetto, ct_cmd_flamegraph, ct_cmd_memviz, ct_cmd_diff,
+	ct_cmd_html;
 
 /* Indexed by enum ct_cmd. */
 static const struct ct_command *const commands[CT_CMD_COUNT] = {
@@ -31,6 +32,7 @@ static const struct ct_command *const commands[CT_CMD_COUNT] = {
 	[CT_CMD_FLAMEGRAPH] = &ct_cmd_flamegraph,
 	[CT_CMD_MEMVIZ] = &ct_cmd_memviz,
 	[CT_CMD_DIFF] = &ct_cmd_diff,
+	[CT_CMD_HTML] = &ct_cmd_html,
 };
 
 static const char *const fmt_names[CT_FMT_COUNT] = {
@@ -42,6 +44,7 @@ static const char *const fmt_names[CT_FMT_COUNT] = {
 	[CT_FMT_PICKLE] = "pickle",
 	[CT_FMT_JUNIT] = "junit",
 	[CT_FMT_SARIF] = "sarif",
+	[CT_FMT_HTML] = "html",
 };
 
 const struct ct_command *ct_command_get(int cmd)

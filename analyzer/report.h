@@ -26,6 +26,7 @@ enum ct_cmd {
 	CT_CMD_FLAMEGRAPH,
 	CT_CMD_MEMVIZ,
 	CT_CMD_DIFF,
+	CT_CMD_HTML,
 	CT_CMD_COUNT
 };
 /* Output formats; a command says which it supports. */
@@ -38,6 +39,7 @@ enum ct_fmt {
 	CT_FMT_PICKLE,	   /* a Python pickle (memviz) */
 	CT_FMT_JUNIT,	   /* JUnit XML (leaks) */
 	CT_FMT_SARIF,	   /* SARIF 2.1.0 (leaks) */
+	CT_FMT_HTML,	   /* a self-contained HTML page (html) */
 	CT_FMT_COUNT
 };
 

@@ -35,6 +35,7 @@
 #include "render.h"
 #include "report.h"
 #include "util.h"
+#include "views.h"
 
 #define FRAG_MAX_DEVICES 64 /* devices tracked; events of others are counted */
 #define FRAG_MAX_POOLS 1024 /* pools tracked; allocations from others are counted */
@@ -187,21 +188,14 @@ static uint32_t tree_erase(struct fnodes *t, uint32_t *root, uint64_t ptr)
 
 /* ---- the analysis --------------------------------------------------------------------- */
 
-struct frag_stats {
-	uint64_t blocks, bytes, span, free, holes, hole; /* address space outside pools */
-	uint64_t pool_used, pool_reserved;
-	uint64_t vmm_reserved, vmm_mapped, vmm_physical;
-	uint64_t device_bytes; /* device + vmm_physical (the peak's rule) */
-};
-
 struct frag_dev {
 	int16_t device;
 	uint32_t root;
-	struct frag_stats cur; /* span, free, holes, hole: read from the root when needed */
-	struct frag_stats at_peak;
+	struct ct_frag_state cur; /* span, free, holes, hole: read from the root when needed */
+	struct ct_frag_state at_peak;
 	uint64_t peak_ts, peak_version;
 	int have_peak;
-	struct frag_stats *samples; /* K */
+	struct ct_frag_state *samples; /* K */
 };
 
 struct frag_pool {
@@ -277,9 +271,9 @@ static struct frag_pool *pool_of(struct frag *fr, uint64_t handle, int16_t devic
 }
 
 /* The current state of device d (address-space figures from its treap). */
-static struct frag_stats dev_stats(const struct frag *fr, const struct frag_dev *d)
+static struct ct_frag_state dev_stats(const struct frag *fr, const struct frag_dev *d)
 {
-	struct frag_stats s = d->cur;
+	struct ct_frag_state s = d->cur;
 	if (d->root) {
 		const struct fnode *r = &fr->nodes.v[d->root];
 		s.span = r->hi - r->lo;
@@ -328,7 +322,7 @@ static int is_frag_kind(unsigned kind)
 	       kind == CT_KIND_VMM_RESERVED || kind == CT_KIND_VMM_MAPPED;
 }
 
-static void vmm_add(struct frag_stats *s, unsigned kind, uint64_t size, int sign)
+static void vmm_add(struct ct_frag_state *s, unsigned kind, uint64_t size, int sign)
 {
 	uint64_t *v = kind == CT_KIND_VMM_RESERVED ? &s->vmm_reserved
 		      : kind == CT_KIND_VMM_MAPPED ? &s->vmm_mapped
@@ -494,8 +488,7 @@ static uint64_t sample_time(const struct ct_model *m, const struct frag *fr, siz
 	return ct_model_since_start(m, fr->t0 + (uint64_t)i * fr->width);
 }
 
-/* 1 - largest hole / free, in percent, rounded (0 when nothing is free). */
-static unsigned frag_percent(const struct frag_stats *s)
+unsigned ct_frag_percent(const struct ct_frag_state *s)
 {
 	if (!s->free || s->hole >= s->free)
 		return 0;
@@ -518,7 +511,7 @@ static const struct frag_dev **sorted_devs(const struct frag *fr)
 	return v;
 }
 
-static void text_state(FILE *f, const struct frag_stats *s)
+static void text_state(FILE *f, const struct ct_frag_state *s)
 {
 	char b[6][32];
 	fprintf(f,
@@ -527,7 +520,7 @@ static void text_state(FILE *f, const struct frag_stats *s)
 		s->blocks, s->blocks == 1 ? "" : "s", ct_fmt_bytes(s->bytes, b[0], sizeof b[0]),
 		ct_fmt_bytes(s->span, b[1], sizeof b[1]), ct_fmt_bytes(s->free, b[2], sizeof b[2]),
 		s->holes, s->holes == 1 ? "" : "s", ct_fmt_bytes(s->hole, b[3], sizeof b[3]),
-		frag_percent(s));
+		ct_frag_percent(s));
 	fprintf(f, "  stream-ordered pools: %s used of %s reserved (estimate)\n",
 		ct_fmt_bytes(s->pool_used, b[0], sizeof b[0]),
 		ct_fmt_bytes(s->pool_reserved, b[1], sizeof b[1]));
@@ -562,7 +555,7 @@ static void text_frag(FILE *f, const struct ct_report_opts *o, struct ct_model *
 			fprintf(f, "\ndevice %d (no device bytes, no peak):\n", d->device);
 		}
 		fprintf(f, "device %d at the end:\n", d->device);
-		struct frag_stats end = dev_stats(fr, d);
+		struct ct_frag_state end = dev_stats(fr, d);
 		text_state(f, &end);
 		ct_fmt_dur(fr->width, b[0], sizeof b[0]);
 		fprintf(f, "device %d over time (the state just before each time; every %s):\n",
@@ -571,13 +564,13 @@ static void text_frag(FILE *f, const struct ct_report_opts *o, struct ct_model *
 			"span", "free", "largest", "frag", "pool used", "pool rsvd", "vmm rsvd",
 			"vmm mapped", "vmm phys");
 		for (size_t i = 0; i < fr->nsamples; i++) {
-			const struct frag_stats *s = &d->samples[i];
+			const struct ct_frag_state *s = &d->samples[i];
 			ct_fmt_dur(sample_time(m, fr, i), b[0], sizeof b[0]);
 			fprintf(f, "  %12s %10s %10s %10s %10s %4u%% %10s %10s %10s %10s %10s\n", b[0],
 				ct_fmt_bytes(s->bytes, b[1], sizeof b[1]),
 				ct_fmt_bytes(s->span, b[2], sizeof b[2]),
 				ct_fmt_bytes(s->free, b[3], sizeof b[3]),
-				ct_fmt_bytes(s->hole, b[4], sizeof b[4]), frag_percent(s),
+				ct_fmt_bytes(s->hole, b[4], sizeof b[4]), ct_frag_percent(s),
 				ct_fmt_bytes(s->pool_used, b[5], sizeof b[5]),
 				ct_fmt_bytes(s->pool_reserved, b[6], sizeof b[6]),
 				ct_fmt_bytes(s->vmm_reserved, b[7], sizeof b[7]),
@@ -612,7 +605,7 @@ static void text_frag(FILE *f, const struct ct_report_opts *o, struct ct_model *
 }
 
 static void csv_state(FILE *f, const struct ct_model *m, const struct frag_dev *d, const char *at,
-		      uint64_t time_ns, const struct frag_stats *s)
+		      uint64_t time_ns, const struct ct_frag_state *s)
 {
 	fprintf(f,
 		"%" PRIu32 ",%d,%s,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
@@ -639,7 +632,7 @@ static void csv_frag(FILE *f, const struct ct_report_opts *o, struct ct_model *c
 			const struct frag_dev *d = dv[k];
 			if (d->have_peak)
 				csv_state(f, m, d, "peak", ct_model_since_start(m, d->peak_ts), &d->at_peak);
-			struct frag_stats end = dev_stats(fr, d);
+			struct ct_frag_state end = dev_stats(fr, d);
 			csv_state(f, m, d, "end", ct_model_since_start(m, m->last_ts), &end);
 			for (size_t i = 0; i < fr->nsamples; i++)
 				csv_state(f, m, d, "sample", sample_time(m, fr, i), &d->samples[i]);
@@ -648,7 +641,7 @@ static void csv_frag(FILE *f, const struct ct_report_opts *o, struct ct_model *c
 	}
 }
 
-static void json_state(struct ct_json *j, const char *key, const struct frag_stats *s)
+static void json_state(struct ct_json *j, const char *key, const struct ct_frag_state *s)
 {
 	if (key)
 		ct_json_key(j, key);
@@ -699,7 +692,7 @@ static void json_frag(struct ct_json *j, const struct ct_report_opts *o,
 				ct_json_key(j, "at_peak");
 				ct_json_null(j);
 			}
-			struct frag_stats end = dev_stats(fr, d);
+			struct ct_frag_state end = dev_stats(fr, d);
 			json_state(j, "at_end", &end);
 			ct_json_kv_u64(j, "sample_ns", fr->width);
 			ct_json_key(j, "samples");
@@ -755,3 +748,34 @@ const struct ct_command ct_cmd_frag = {
 	.render = render_frag,
 	.json_section = json_frag,
 };
+
+/* ---- the view for other renderers (views.h) ------------------------------------------------- */
+
+struct ct_frag_view *ct_view_frag(const struct ct_model *m, size_t *n)
+{
+	const struct frag *fr = m->ext[CT_EXT_FRAG];
+	*n = 0;
+	if (!fr)
+		return NULL;
+	struct ct_frag_view *out = ct_xcalloc(fr->ndev + 1, sizeof *out);
+	const struct frag_dev **dv = sorted_devs(fr);
+	for (size_t i = 0; i < fr->ndev; i++) {
+		const struct frag_dev *d = dv[i];
+		out[i] = (struct ct_frag_view){.device = d->device,
+					       .have_peak = d->have_peak,
+					       .peak_ns = d->have_peak ? ct_model_since_start(m, d->peak_ts) : 0,
+					       .at_peak = d->at_peak,
+					       .at_end = dev_stats(fr, d),
+					       .samples = d->samples,
+					       .nsamples = fr->nsamples};
+	}
+	free(dv);
+	*n = fr->ndev;
+	return out;
+}
+
+uint64_t ct_view_frag_time(const struct ct_model *m, size_t i)
+{
+	const struct frag *fr = m->ext[CT_EXT_FRAG];
+	return fr ? sample_time(m, fr, i) : 0;
+}

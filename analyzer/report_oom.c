@@ -12,6 +12,7 @@
 #include "render.h"
 #include "report.h"
 #include "util.h"
+#include "views.h"
 
 #define OOM_KEEP 256	 /* failures kept in detail; later ones are counted */
 #define OOM_PENDING 1024 /* CT_REC_MEMINFO records waiting for their failed event */
@@ -336,3 +337,48 @@ const struct ct_command ct_cmd_oom = {
 	.render = render_oom,
 	.json_section = json_oom,
 };
+
+/* ---- the view for other renderers (views.h) ------------------------------------------------- */
+
+struct ct_oom_view *ct_view_ooms(const struct ct_model *m, size_t *n, uint64_t *count,
+				 uint64_t *bytes)
+{
+	const struct oom *o = m->ext[CT_EXT_OOM];
+	*n = 0;
+	*count = *bytes = 0;
+	if (!o)
+		return NULL;
+	struct ct_oom_view *out = ct_xcalloc(o->n + 1, sizeof *out);
+	for (size_t i = 0; i < o->n; i++) {
+		const struct oom_fail *x = &o->v[i];
+		out[i] = (struct ct_oom_view){.time_ns = ct_model_since_start(m, x->ts),
+					      .size = x->size,
+					      .stream = x->stream,
+					      .tid = x->tid,
+					      .stack_id = x->stack_id,
+					      .api = x->api,
+					      .kind = x->kind,
+					      .device = x->device,
+					      .have_info = x->have_info,
+					      .info_device = x->info_device,
+					      .free_bytes = x->free_bytes,
+					      .total_bytes = x->total_bytes,
+					      .live_bytes = x->live_bytes,
+					      .live_count = x->live_count,
+					      .sites_total = x->sites_total};
+	}
+	*n = o->n;
+	*count = o->count;
+	*bytes = o->bytes;
+	return out;
+}
+
+struct ct_item *ct_view_oom_items(struct ct_model *m, size_t i, size_t *n)
+{
+	const struct oom *o = m->ext[CT_EXT_OOM];
+	*n = 0;
+	if (!o || i >= o->n)
+		return NULL;
+	*n = o->v[i].nsites;
+	return fail_items(m, &o->v[i]);
+}

@@ -13,6 +13,7 @@
 #include "render.h"
 #include "report.h"
 #include "util.h"
+#include "views.h"
 
 /* ---- phases: device bytes inside NVTX ranges and between marks ---------------------- */
 
@@ -663,3 +664,34 @@ const struct ct_command ct_cmd_peak = {
 	.json_section = json_peak,
 	.json_always = 1,
 };
+
+/* ---- the view for other renderers (views.h) ------------------------------------------------- */
+
+const struct ct_dev_peak **ct_view_dev_peaks(const struct ct_model *m, size_t *n)
+{
+	return dev_peaks(m, n);
+}
+
+struct ct_item *ct_view_dev_peak_items(struct ct_model *m, const struct ct_dev_peak *d, size_t *n)
+{
+	return ct_site_items(m, weigh_at_dev_peak, (void *)d, n);
+}
+
+struct ct_phase_view *ct_view_phases(const struct ct_model *m, size_t *n)
+{
+	const struct phase_row **v = phase_rows(m, n);
+	if (!v)
+		return NULL;
+	struct ct_phase_view *out = ct_xcalloc(*n + 1, sizeof *out);
+	for (size_t i = 0; i < *n; i++)
+		out[i] = (struct ct_phase_view){.name = v[i]->name,
+						.kind = phase_kind_names[v[i]->kind],
+						.count = v[i]->count,
+						.open_at_end = v[i]->open_at_end,
+						.peak_bytes = v[i]->peak,
+						.peak_ns = ct_model_since_start(m, v[i]->peak_ts),
+						.start_bytes = v[i]->start_bytes,
+						.growth_bytes = v[i]->growth};
+	free(v);
+	return out;
+}

@@ -27,6 +27,7 @@
 #include "render.h"
 #include "report.h"
 #include "util.h"
+#include "views.h"
 
 #define STREAMS_MAX 4096 /* streams tracked; events of later ones are counted */
 #define STREAM_DEVICES_MAX 64
@@ -390,6 +391,28 @@ static void stream_name(const struct stream *s, char *buf, size_t cap)
 		snprintf(buf, cap, "0x%" PRIx64, s->handle);
 }
 
+/* The totals over the streams and devices of st. */
+static void totals_of(const struct streams *st, struct ct_streams_totals *t)
+{
+	memset(t, 0, sizeof *t);
+	for (size_t i = 0; i < st->n; i++) {
+		uint64_t pb;
+		t->creates += st->v[i].creates;
+		t->destroys += st->v[i].destroys;
+		t->syncs += st->v[i].syncs;
+		t->sync_ns += st->v[i].sync_ns;
+		t->pending += pending_count(st, &st->v[i], &pb);
+		t->pending_bytes += pb;
+	}
+	for (size_t i = 0; i < st->ndev; i++) {
+		t->device_syncs += st->dev[i].count;
+		t->device_sync_ns += st->dev[i].ns;
+	}
+	t->cross = st->cross_count;
+	t->cross_bytes = st->cross_bytes;
+	t->untracked = st->untracked;
+}
+
 /* ---- text ---------------------------------------------------------------------------------- */
 
 static void text_streams(FILE *f, const struct ct_report_opts *o, struct ct_model *m)
@@ -404,28 +427,16 @@ static void text_streams(FILE *f, const struct ct_report_opts *o, struct ct_mode
 		fputs("  no stream activity\n", f);
 		return;
 	}
-	uint64_t creates = 0, destroys = 0, syncs = 0, sync_ns = 0, dsyncs = 0, dsync_ns = 0;
-	uint64_t pend = 0, pend_bytes = 0;
-	for (size_t i = 0; i < st->n; i++) {
-		uint64_t pb;
-		creates += st->v[i].creates;
-		destroys += st->v[i].destroys;
-		syncs += st->v[i].syncs;
-		sync_ns += st->v[i].sync_ns;
-		pend += pending_count(st, &st->v[i], &pb);
-		pend_bytes += pb;
-	}
-	for (size_t i = 0; i < st->ndev; i++) {
-		dsyncs += st->dev[i].count;
-		dsync_ns += st->dev[i].ns;
-	}
-	ct_fmt_dur(sync_ns, b[0], sizeof b[0]);
-	ct_fmt_dur(dsync_ns, b[1], sizeof b[1]);
+	struct ct_streams_totals t;
+	totals_of(st, &t);
+	uint64_t pend = t.pending, pend_bytes = t.pending_bytes;
+	ct_fmt_dur(t.sync_ns, b[0], sizeof b[0]);
+	ct_fmt_dur(t.device_sync_ns, b[1], sizeof b[1]);
 	fprintf(f,
 		"  %zu stream%s: %" PRIu64 " created, %" PRIu64 " destroyed; %" PRIu64
 		" stream synchronization%s (%s), %" PRIu64 " device synchronization%s (%s)\n",
-		st->n, st->n == 1 ? "" : "s", creates, destroys, syncs, syncs == 1 ? "" : "s", b[0],
-		dsyncs, dsyncs == 1 ? "" : "s", b[1]);
+		st->n, st->n == 1 ? "" : "s", t.creates, t.destroys, t.syncs, t.syncs == 1 ? "" : "s",
+		b[0], t.device_syncs, t.device_syncs == 1 ? "" : "s", b[1]);
 	for (size_t i = 0; i < st->ndev; i++)
 		if (st->dev[i].count) {
 			ct_fmt_dur(st->dev[i].ns, b[0], sizeof b[0]);
@@ -649,3 +660,41 @@ const struct ct_command ct_cmd_streams = {
 	.render = render_streams,
 	.json_section = json_streams,
 };
+
+/* ---- the view for other renderers (views.h) ------------------------------------------------- */
+
+struct ct_stream_view *ct_view_streams(const struct ct_model *m, struct ct_streams_totals *t,
+				       size_t *n)
+{
+	const struct streams *st = m->ext[CT_EXT_STREAMS];
+	memset(t, 0, sizeof *t);
+	*n = 0;
+	if (!st)
+		return NULL;
+	totals_of(st, t);
+	struct ct_stream_view *out = ct_xcalloc(st->n + 1, sizeof *out);
+	const struct stream **v = sorted_streams(st);
+	for (size_t i = 0; i < st->n; i++) {
+		const struct stream *s = v[i];
+		struct ct_stream_view *o = &out[i];
+		stream_name(s, o->name, sizeof o->name);
+		o->device = s->device;
+		o->creates = s->creates;
+		o->destroys = s->destroys;
+		o->syncs = s->syncs;
+		o->sync_ns = s->sync_ns;
+		o->allocs = s->allocs;
+		o->alloc_bytes = s->alloc_bytes;
+		o->live = s->live;
+		o->peak = s->peak;
+		o->peak_ns = s->peak ? ct_model_since_start(m, s->peak_ts) : 0;
+		o->frees = s->frees;
+		o->free_bytes = s->free_bytes;
+		o->cross_in = s->cross_in;
+		o->cross_in_bytes = s->cross_in_bytes;
+		o->pending = pending_count(st, s, &o->pending_bytes);
+	}
+	free(v);
+	*n = st->n;
+	return out;
+}

@@ -73,4 +73,19 @@ void ct_fput_safe(FILE *f, const char *s, size_t n);
 /* Length of a valid UTF-8 sequence at s (at most n bytes), 0 if invalid. */
 size_t ct_utf8_seq(const unsigned char *s, size_t n);
 
+/*
+ * Print n bytes of a dump-supplied string as HTML text or an attribute value
+ * (quoted with "): & < > " ' become character references; bytes below 0x20,
+ * 0x7f, C1 controls and invalid UTF-8 are shown as the text \xNN, as
+ * ct_fput_safe does, so that the output is always well-formed UTF-8 HTML.
+ */
+void ct_html_putn(FILE *f, const char *s, size_t n);
+/* The same for a NUL-terminated string (NULL prints nothing). */
+void ct_html_put(FILE *f, const char *s);
+
+/* SHA-256 of n bytes (FIPS 180-4) into out. */
+void ct_sha256(const void *data, size_t n, uint8_t out[32]);
+/* Standard base64 with padding of n bytes into out (cap >= 4 * ((n + 2) / 3) + 1); returns out. */
+char *ct_base64(const uint8_t *in, size_t n, char *out, size_t cap);
+
 #endif

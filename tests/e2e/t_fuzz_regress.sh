@@ -8,8 +8,8 @@ n=0
 for f in tests/fuzz/regress/* tests/fuzz/corpus/*; do
 	[ -f "$f" ] || continue
 	case $f in *.md) continue ;; esac
-	for cmd in summary leaks peak timeline perfetto flamegraph memviz; do
-		case $cmd in perfetto | flamegraph | memviz) fmt= ;; *) fmt="--format json" ;; esac
+	for cmd in summary leaks peak timeline perfetto flamegraph memviz html; do
+		case $cmd in perfetto | flamegraph | memviz | html) fmt= ;; *) fmt="--format json" ;; esac
 		set +e
 		# shellcheck disable=SC2086
 		"$REPORT" "$cmd" $fmt -o /dev/null "$f" 2>"$T/err.txt"

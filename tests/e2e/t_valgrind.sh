@@ -15,12 +15,13 @@ vg() { # what, report args...: run the analyzer under memcheck, fail on any erro
 for cmd in leaks peak summary timeline; do
 	vg "$cmd json basic" "$cmd" --format json "$(dump_of basic)"
 done
-for cmd in perfetto flamegraph memviz; do
+for cmd in perfetto flamegraph memviz html; do
 	vg "$cmd basic" "$cmd" "$(dump_of basic)"
 done
 vg "speedscope vmm" flamegraph --of allocs --format speedscope "$(dump_of vmm)"
 vg "leaks text vmm" leaks --format text "$(dump_of vmm)"
 vg "timeline csv vmm" timeline --format csv "$(dump_of vmm)"
+vg "html basic vmm" html "$(dump_of basic)" "$(dump_of vmm)"
 # and a truncated dump (the warning is the only line allowed on stderr)
 head -c 3001 "$(dump_of basic)" >"$T/cut.dump"
 valgrind -q --error-exitcode=9 --leak-check=full "$REPORT" leaks --format json -o "$T/out" "$T/cut.dump" \

@@ -72,7 +72,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 					ct_report(devnull, &o, two, 1);
 				/* two dumps: the reports merged over ranks (ranks.h) among them */
 				if ((c->min_dumps == 2 || (cmd == CT_CMD_SUMMARY && fmt <= CT_FMT_JSON) ||
-				     ((cmd == CT_CMD_LEAKS || cmd == CT_CMD_PEAK) && fmt == CT_FMT_TEXT)) &&
+				     ((cmd == CT_CMD_LEAKS || cmd == CT_CMD_PEAK) && fmt == CT_FMT_TEXT) ||
+				     cmd == CT_CMD_HTML) &&
 				    (!c->max_dumps || c->max_dumps >= 2))
 					ct_report(devnull, &o, two, 2);
 			}

@@ -16,6 +16,7 @@
 #include "../../analyzer/symbolize.h"
 #include "../../analyzer/suppress.h"
 #include "../../analyzer/symbols.h"
+#include "../../analyzer/util.h"
 #include "dumpgen.h"
 #include "golden.h"
 #include "modelload.h"
@@ -1087,14 +1088,20 @@ END_TEST
 
 /* ---- JSON and reports -------------------------------------------------------------------------------- */
 
-static char *render_escape(const char *s, size_t n)
+/* What an escaping writer makes of n bytes of s (caller frees). */
+static char *escaped_by(void (*put)(FILE *, const char *, size_t), const char *s, size_t n)
 {
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
-	ct_json_escape(f, s, n);
+	put(f, s, n);
 	fclose(f);
 	return buf;
+}
+
+static char *render_escape(const char *s, size_t n)
+{
+	return escaped_by(ct_json_escape, s, n);
 }
 
 START_TEST(json_escaping)
@@ -2550,6 +2557,218 @@ START_TEST(memviz_keeps_the_latest_entries)
 }
 END_TEST
 
+/* ---- html ---------------------------------------------------------------------------------------- */
+
+static char *hex_of(const uint8_t *p, size_t n)
+{
+	char *s = malloc(2 * n + 1);
+	for (size_t i = 0; i < n; i++)
+		snprintf(s + 2 * i, 3, "%02x", p[i]);
+	return s;
+}
+
+START_TEST(sha256_and_base64)
+{
+	/* FIPS 180-4 examples, and lengths around the one- and two-block tails */
+	static const struct {
+		size_t len; /* of 'a' repeated, or of text when text is set */
+		const char *text, *want;
+	} v[] = {
+		{0, "", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
+		{3, "abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"},
+		{56, "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq",
+		 "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"},
+		{55, NULL, "9f4390f8d30c2dd92ec9f095b65e2b9ae9b0a925a5258e241c9f1e910f734318"},
+		{64, NULL, "ffe054fe7ae0cb6dc65c3af9b61d5209f439851db43d0ba5997337df154668eb"},
+		{119, NULL, "31eba51c313a5c08226adf18d4a359cfdfd8d2e816b13f4af952f7ea6584dcfb"},
+		{1000, NULL, "41edece42d63e8d9bf515a9ba6932e1c20cbc9f5a5d134645adb5db1b9737ea3"},
+	};
+	char *a = malloc(1000);
+	memset(a, 'a', 1000);
+	for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+		uint8_t d[32];
+		ct_sha256(v[i].text ? v[i].text : a, v[i].len, d);
+		char *h = hex_of(d, sizeof d);
+		ck_assert_msg(!strcmp(h, v[i].want), "sha256 of %zu bytes: %s", v[i].len, h);
+		free(h);
+	}
+	free(a);
+	/* RFC 4648 section 10 */
+	static const char *const b64[][2] = {{"", ""},		{"f", "Zg=="},	   {"fo", "Zm8="},
+					     {"foo", "Zm9v"},	{"foob", "Zm9vYg=="}, {"fooba", "Zm9vYmE="},
+					     {"foobar", "Zm9vYmFy"}};
+	for (size_t i = 0; i < sizeof b64 / sizeof b64[0]; i++) {
+		char out[16];
+		ct_base64((const uint8_t *)b64[i][0], strlen(b64[i][0]), out, sizeof out);
+		ck_assert_str_eq(out, b64[i][1]);
+	}
+	char small[5];
+	ck_assert_str_eq(ct_base64((const uint8_t *)"foobar", 6, small, sizeof small), "Zm9v");
+}
+END_TEST
+
+static char *html_escape(const char *s, size_t n)
+{
+	return escaped_by(ct_html_putn, s, n);
+}
+
+START_TEST(html_escaping)
+{
+	static const struct {
+		const char *in;
+		size_t n;
+		const char *want;
+	} v[] = {
+		{"<a href=\"x\">&'b'</a>", 20, "&lt;a href=&quot;x&quot;&gt;&amp;&#39;b&#39;&lt;/a&gt;"},
+		/* controls, C1 controls and invalid UTF-8 as visible \xNN; valid UTF-8 as it is */
+		{"a\x01\n\x7f\xc2\x80\xc2\xa0\xc3\xa9\xff\xe2\x82", 13,
+		 "a\\x01\\x0a\\x7f\\xc2\\x80\xc2\xa0\xc3\xa9\\xff\\xe2\\x82"},
+		{"x\0y", 3, "x\\x00y"},
+	};
+	for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+		char *s = html_escape(v[i].in, v[i].n);
+		ck_assert_str_eq(s, v[i].want);
+		free(s);
+	}
+}
+END_TEST
+
+/* A dump whose every string is hostile markup: argv, module path, Python files and functions, marks. */
+static void hostile_dump(struct dg *g)
+{
+	dg_init(g);
+	dg_header(g);
+	dg_process(g, 77, 1, 1000,
+		   (const char *[]){"exe=/bin/<b>x</b>", "cwd=/w\"'&", "argv=</title><script>alert(1)</script>",
+				    "argv=<img src=x onerror=alert(2)>", "host=\"><svg onload=alert(3)>", NULL});
+	dg_module(g, 0x400000, 0x400000, 0x480000, NULL, 0, "/opt/lib<iframe onload=x>&.so");
+	uint64_t s1[2] = {0x401234, 0x401500};
+	dg_stack(g, 1, 2, s1);
+	dg_pystring(g, 1, "<script src=//evil.example/x.js></script>.py");
+	dg_pystring(g, 2, "f\"oo<style>@import url(//e)</style>");
+	struct ct_pyframe pf[1] = {{1, 2, 7}};
+	dg_pystack(g, 1, 1, pf);
+	dg_mark_kind(g, 1500, 1, CT_MARK_INSTANT, 0, "<a href=//e>mark</a>");
+	dg_alloc_py(g, 2000, 0x10000, 4096, 1, 1);
+	dg_alloc(g, 2100, 0x20000, 8192, 1);
+	dg_mark_kind(g, 2200, 1, CT_MARK_INSTANT, 0, "<a href=//e>mark</a>");
+	dg_end(g, 3000);
+}
+
+START_TEST(html_escapes_dump_strings)
+{
+	struct dg g;
+	hostile_dump(&g);
+	struct ct_report_opts o = {.tool_version = "t", .cmd = CT_CMD_HTML, .format = CT_FMT_HTML,
+				   .buckets = 10, .top = 20};
+	struct ct_model *m = load_attached(&g, &o);
+	struct ct_model *one[1] = {m};
+	char *out = render_o(one, 1, &o, NULL);
+	/* the only markup is the page's own: no element from the dump, no quote closing an attribute */
+	static const char *const never[] = {"<script", "<img", "<iframe", "<b>", "<svg onload", "<a href=/",
+					    "\"><svg", "onerror=alert(2)>"};
+	for (size_t i = 0; i < sizeof never / sizeof never[0]; i++)
+		ck_assert_msg(strstr(out, never[i]) == NULL, "%s in the page", never[i]);
+	static const char *const escaped[] = {
+		"&lt;/title&gt;&lt;script&gt;alert(1)&lt;/script&gt;", "&lt;img src=x onerror=alert(2)&gt;",
+		"/w&quot;&#39;&amp;", "/bin/&lt;b&gt;x&lt;/b&gt;",
+		"&lt;script src=//evil.example/x.js&gt;&lt;/script&gt;.py:7",
+		"f&quot;oo&lt;style&gt;@import url(//e)&lt;/style&gt;", "&lt;a href=//e&gt;mark&lt;/a&gt;",
+		"in lib&lt;iframe onload=x&gt;&amp;.so+0x"};
+	for (size_t i = 0; i < sizeof escaped / sizeof escaped[0]; i++)
+		ck_assert_msg(strstr(out, escaped[i]) != NULL, "%s not in the page", escaped[i]);
+	/* one <style>, one <title>, the CSP before both */
+	const char *csp = strstr(out, "Content-Security-Policy");
+	ck_assert_ptr_nonnull(csp);
+	ck_assert(csp < strstr(out, "<style>") && csp < strstr(out, "<title>"));
+	ck_assert_ptr_null(strstr(strstr(out, "<style>") + 1, "<style"));
+	free(out);
+	unload(m);
+	dg_release(&g);
+}
+END_TEST
+
+/* Bounded: 15 devices draw the 12 largest series; --top 2 lists two sites of 15. */
+START_TEST(html_bounded)
+{
+	struct dg g;
+	dg_init(&g);
+	dg_header(&g);
+	dg_process(&g, 9, 1, 1000, (const char *[]){"argv=p", NULL});
+	uint64_t s1[1] = {0x401000};
+	dg_stack(&g, 1, 1, s1);
+	/* an out-of-memory failure at the very start: its marker stays inside the plot */
+	ev(&g, 1000, CT_OP_ALLOC, CT_KIND_DEVICE, CT_API_cudaMalloc, 0, 1ull << 40, 1, 1, 0, 2);
+	for (int d = 0; d < 15; d++)
+		for (int k = 0; k <= d; k++)
+			ev(&g, 2000 + (uint64_t)(d * 16 + k) * 10, CT_OP_ALLOC, CT_KIND_DEVICE, CT_API_cudaMalloc,
+			   0x100000 * (uint64_t)(d * 16 + k + 1), 4096 * (uint64_t)(d + 1), 1, 1 + (uint32_t)k,
+			   (int16_t)d, 0);
+	dg_end(&g, 10000);
+	struct ct_report_opts o = {.tool_version = "t", .cmd = CT_CMD_HTML, .format = CT_FMT_HTML,
+				   .buckets = 5, .top = 2};
+	struct ct_model *m = load_attached(&g, &o);
+	struct ct_model *one[1] = {m};
+	char *out = render_o(one, 1, &o, NULL);
+	const char *tl = strstr(out, "<svg class=\"chart timeline\"");
+	ck_assert_ptr_nonnull(tl);
+	const char *tl_end = strstr(tl, "</svg>");
+	size_t series = 0;
+	for (const char *p = tl; (p = strstr(p, "<path class=\"s\"")) && p < tl_end; p++)
+		series++;
+	ck_assert_uint_eq(series, 12);
+	ck_assert_ptr_nonnull(strstr(out, "3 smaller series are not drawn."));
+	/* the smallest devices (0, 1, 2) are the ones left out */
+	ck_assert_ptr_null(strstr(out, "device, dev 2 <span"));
+	ck_assert_ptr_nonnull(strstr(out, "device, dev 3 <span"));
+	/* each drawn series has 5 buckets: 10 points (a step each) */
+	const char *d = strstr(tl, " d=\"M");
+	size_t pts = 0;
+	for (const char *p = d + 4; *p != '"'; p++)
+		pts += *p == 'V' || *p == 'H';
+	ck_assert_uint_eq(pts, 9); /* M is the first point */
+	/* 15 devices at the peak, 2 shown */
+	ck_assert_ptr_nonnull(strstr(out, "... and 13 more sites"));
+	free(out);
+	unload(m);
+	dg_release(&g);
+}
+END_TEST
+
+START_TEST(golden_html)
+{
+	struct dg g;
+	export_dump(&g);
+	struct ct_report_opts o = {.buckets = 20, .top = 20, .tool_version = "test", .cmd = CT_CMD_HTML,
+				   .format = CT_FMT_HTML};
+	struct ct_model *ms[2];
+	ms[0] = load_attached(&g, &o);
+	dg_release(&g);
+	char *out = render_o(ms, 1, &o, NULL);
+	check_golden("html-report.html", out);
+	/* the style sheet's hash is in the policy */
+	const char *st = strstr(out, "<style>") + 7;
+	const char *end = strstr(st, "</style>");
+	uint8_t d[32];
+	char want[64];
+	ct_sha256(st, (size_t)(end - st), d);
+	ct_base64(d, sizeof d, want, sizeof want);
+	ck_assert_ptr_nonnull(strstr(out, want));
+	free(out);
+	/* two dumps: an overview, then a section each; --top 1 cuts every list */
+	golden_dump(&g);
+	ms[1] = load_attached(&g, &o);
+	ms[1]->path = strdup("golden.bin");
+	dg_release(&g);
+	o.top = 1;
+	out = render_o(ms, 2, &o, NULL);
+	check_golden("html-two-top1.html", out);
+	free(out);
+	unload(ms[0]);
+	unload(ms[1]);
+}
+END_TEST
+
 
 static Suite *suite(void)
 {
@@ -2602,6 +2821,11 @@ static Suite *suite(void)
 	tcase_add_test(tc, perfetto_keeps_the_largest_slices);
 	tcase_add_test(tc, perfetto_spool_moves_to_a_file);
 	tcase_add_test(tc, memviz_keeps_the_latest_entries);
+	tcase_add_test(tc, sha256_and_base64);
+	tcase_add_test(tc, html_escaping);
+	tcase_add_test(tc, html_escapes_dump_strings);
+	tcase_add_test(tc, golden_html);
+	tcase_add_test(tc, html_bounded);
 	suite_add_tcase(s, tc);
 	return s;
 }

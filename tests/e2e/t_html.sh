@@ -1,0 +1,175 @@
+# The html command on traced programs: a self-contained page that passes
+# tests/e2e/check_html.py (well-formed, nothing loaded from outside, the
+# Content-Security-Policy hashes, charts whose lines reach their maxima),
+# whose figures equal the JSON reports'; the dump's strings escaped; the
+# options honoured; the same bytes each run; and the checker rejects broken
+# pages (so that it can fail).
+. tests/e2e/lib.sh
+command -v python3 >/dev/null || { echo "python3 not found"; exit 77; }
+CHECK=$ROOT/tests/e2e/check_html.py
+traced basic "$PROGS/basic" '</title><script>alert("x")</script>' "a&b 'q'" >/dev/null
+traced lc "$PROGS/leak_classes" >/dev/null
+traced demo "$PROGS/demo_train" >/dev/null
+traced frag "$PROGS/frag" >/dev/null
+traced st "$PROGS/streams" >/dev/null
+basic=$(dump_of basic)
+lc=$(dump_of lc)
+demo=$(dump_of demo)
+frag=$(dump_of frag)
+st=$(dump_of st)
+
+# html OUT SUMMARY ARGS...: write the page and check it
+html() {
+	out=$1 sum=$2
+	shift 2
+	"$REPORT" html -o "$out" "$@" || fail "html $* exited $?"
+	python3 "$CHECK" "$out" "$sum" || fail "check_html.py rejected $out"
+}
+D='j["dumps"][0]'
+
+# Leak classes: the rows are the leaks report's sites, each labelled with its innermost frame.
+html "$T/lc.html" "$T/lc.sum" "$lc"
+report "$T/lc.json" leaks "$lc"
+expect_eq lc_leaks "$(jget "$T/lc.sum" "[(l['class'], l['bytes'], l['count']) for l in $D['leaks']]")" \
+	"$(jget "$T/lc.json" '[(s["class"], s["bytes"], s["count"]) for s in j["leaks"]["sites"]]')"
+# The site's label is its innermost frame of the program's own code (in the stack shown), not the allocator's.
+expect_eq lc_sites "$(jget "$T/lc.sum" "[l['site'].split(' (')[0] for l in $D['leaks']]")" \
+	"['main', 'main', 'user_leak', 'main', 'reset_device_1']"
+python3 - "$T/lc.sum" "$T/lc.json" <<'PY' || fail "a site label is not a frame of its stack"
+import json, sys
+h, r = (json.load(open(p)) for p in sys.argv[1:])
+for l, s in zip(h["dumps"][0]["leaks"], r["leaks"]["sites"]):
+    fn, line = l["site"].split(" (")[0], int(l["site"].rsplit(":", 1)[1].rstrip(")"))
+    assert (fn, line) in [(f["function"], f["line"]) for f in s["stack"]] and l["frames"] == len(s["stack"]), (l, s["stack"])
+PY
+# The peak and the sites live then; each timeline series reaches its (kind, device) peak.
+expect_eq lc_peak "$(jget "$T/lc.sum" "$D['peak_bytes']")" "$(jget "$T/lc.json" 'j["peak"]["bytes"]')"
+expect_eq lc_peak_sites "$(jget "$T/lc.sum" "[s['bytes'] for s in $D['peak_sites']]")" \
+	"$(jget "$T/lc.json" '[s["bytes"] for s in j["peak"]["sites"]]')"
+expect_eq lc_timeline "$(jget "$T/lc.sum" "sorted((s['label'].split(':')[0], s['max']) for s in $D['charts'][0]['series'])")" \
+	"$(jget "$T/lc.json" 'sorted(("%s dev %s" % (k, d), s["peak_bytes"]) for k, kv in j["summary"]["kinds"].items() for d, s in kv["devices"].items())')"
+expect_eq lc_sections "$(jget "$T/lc.sum" "$D['sections']")" \
+	"['d1-timeline', 'd1-peak', 'd1-leaks', 'd1-frag', 'd1-streams']"
+
+# basic: the out-of-memory row and its marker; argv with markup shown as text, no script.
+html "$T/basic.html" "$T/basic.sum" "$basic"
+expect_eq basic_oom "$(jget "$T/basic.sum" "[(o['bytes'], o['site'].split(' (')[0]) for o in $D['ooms']]")" "[(68719476736, 'main')]"
+expect_eq basic_oom_marker "$(jget "$T/basic.sum" "$D['charts'][0]['markers']")" 1
+expect_eq argv_text "$(jget "$T/basic.sum" "$D['title'].endswith('basic </title><script>alert(\"x\")</script> a&b \'q\'')")" True
+expect_eq no_script "$(jget "$T/basic.sum" 'j["scripts"]')" 0
+grep -q '&lt;/title&gt;&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; a&amp;b &#39;q&#39;' "$T/basic.html" ||
+	fail "argv is not escaped as expected"
+
+# demo: streams, fragmentation per device, phases; the same bytes on a second run.
+html "$T/demo.html" "$T/demo.sum" "$demo"
+report "$T/demo.json" streams "$demo"
+expect_eq demo_streams "$(jget "$T/demo.sum" "len($D['streams'])")" "$(jget "$T/demo.json" 'len(j["streams"]["streams"])')"
+report "$T/demo.f.json" frag "$demo"
+expect_eq demo_frag_charts "$(jget "$T/demo.sum" "len([c for c in $D['charts'] if c['kind'] == ['frag']])")" \
+	"$(jget "$T/demo.f.json" 'len(j["frag"]["devices"])')"
+# The dots at the device's peak are the frag report's state at that peak.
+FIELDS="('bytes', 'span_bytes', 'free_bytes', 'largest_hole_bytes', 'pool_used_bytes', 'pool_reserved_bytes', 'vmm_mapped_bytes', 'vmm_physical_bytes')"
+expect_eq demo_frag_dots "$(jget "$T/demo.sum" "sorted(set(v for v in [c for c in $D['charts'] if c['kind'] == ['frag']][0]['dots'] if v))")" \
+	"$(jget "$T/demo.f.json" "sorted(set(v for k, v in j['frag']['devices'][0]['at_peak'].items() if k in $FIELDS and v))")"
+expect_eq demo_leak "$(jget "$T/demo.sum" "[(l['class'], l['count'], l['site'].split(' (')[0]) for l in $D['leaks']]")" \
+	"[('leaked', 4, 'save_metrics')]"
+"$REPORT" html "$demo" >"$T/demo2.html" || fail "html to standard output"
+cmp -s "$T/demo.html" "$T/demo2.html" || fail "two runs wrote different pages"
+echo "ok: deterministic"
+
+# Growing sites: the rows are the leaks report's growth sites.
+traced grow "$PROGS/growth" mark >/dev/null
+html "$T/grow.html" "$T/grow.sum" "$(dump_of grow)"
+report "$T/grow.json" leaks "$(dump_of grow)"
+expect_eq growth "$(jget "$T/grow.sum" "[(g['bytes'], g['site'].split(' (')[0]) for g in $D['growth']]")" \
+	"$(jget "$T/grow.json" '[(s["growth_bytes"], s["stack"][0]["function"]) for s in j["leaks"]["growth"]["sites"]]')"
+expect_eq growth_rows "$(jget "$T/grow.sum" "len($D['growth'])")" 1
+
+# Four dumps: an overview, then one section each, in order.
+html "$T/four.html" "$T/four.sum" "$basic" "$lc" "$frag" "$st"
+report "$T/four.json" summary "$basic" "$lc" "$frag" "$st"
+expect_eq four_pids "$(jget "$T/four.sum" '[d["pid"] for d in j["dumps"]]')" "$(jget "$T/four.json" '[d["pid"] for d in j["dumps"]]')"
+expect_eq four_peaks "$(jget "$T/four.sum" '[d["peak_bytes"] for d in j["dumps"]]')" \
+	"$(jget "$T/four.json" '[d["peak_bytes"] for d in j["dumps"]]')"
+grep -q '<section class="dump" id="overview">' "$T/four.html" || fail "no overview"
+
+# Options: --top 1 cuts every list and says how much; --buckets N is N steps; --no-symbols.
+html "$T/top.html" "$T/top.sum" --top 1 --buckets 7 "$lc"
+expect_eq top1 "$(jget "$T/top.sum" "(len($D['leaks']), len($D['peak_sites']))")" "(1, 1)"
+expect_eq top1_more "$(jget "$T/top.sum" "$D['more_rows'][0]")" "... and 4 more sites: 10.0 MiB (--top 0 shows all)"
+expect_eq buckets "$(jget "$T/top.sum" "set(s['points'] for s in $D['charts'][0]['series'])")" "{14}"
+html "$T/nosym.html" "$T/nosym.sum" --no-symbols "$lc"
+expect_eq nosym "$(jget "$T/nosym.sum" "all('+0x' in l['site'] and '(' not in l['site'] for l in $D['leaks'])")" True
+
+# Python frames (<module> is markup to escape); --native shows the interpreter's frames instead.
+if python3 -c 'import ctypes' 2>/dev/null; then
+	traced py python3 "$ROOT/tests/e2e/py_leaky.py" "$FAKE"
+	py=$(dump_of py)
+	html "$T/py.html" "$T/py.sum" "$py"
+	expect_eq py_site "$(jget "$T/py.sum" "$D['leaks'][0]['site'].split(' (')[0]")" leaky
+	grep -q '<code>&lt;module&gt;</code>' "$T/py.html" || fail "no escaped <module> frame"
+	html "$T/pyn.html" "$T/pyn.sum" --native "$py"
+	expect_eq native_site "$(jget "$T/pyn.sum" "$D['leaks'][0]['site'].split(' (')[0] != 'leaky'")" True
+	! grep -q '&lt;module&gt;' "$T/pyn.html" || fail "--native still shows Python frames"
+fi
+
+# The golden pages (tests/golden/html-*.html, from tests/unit/test_analyzer.c) pass too.
+for g in "$ROOT"/tests/golden/html-*.html; do
+	python3 "$CHECK" "$g" "$T/g.sum" || fail "check_html.py rejected $g"
+done
+echo "ok: golden pages"
+
+# Usage errors
+"$REPORT" html --format json "$lc" 2>"$T/err" && fail "--format json accepted"
+grep -q "html: no json output" "$T/err" || fail "unexpected error: $(cat "$T/err")"
+echo "ok: usage errors"
+
+# The checker rejects broken pages, and accepts a script whose hash the policy carries.
+python3 - "$T/lc.html" "$T" <<'PY'
+import base64, hashlib, re, sys
+t, out = open(sys.argv[1]).read(), sys.argv[2]
+def h(s):
+    return base64.b64encode(hashlib.sha256(s.encode()).digest()).decode()
+bad = {
+    "an unclosed cell": t.replace("</td>", "", 1),
+    "an external image": t.replace("<main>", '<main><img src="https://example.com/x.png" alt="">', 1),
+    "a changed style sheet": t.replace("body{", "body{color:red;", 1),
+    "a script without its hash": t.replace("</body>", "<script>alert(1)</script></body>", 1),
+    "a script with another hash": t.replace("default-src 'none';", "default-src 'none'; script-src 'sha256-%s';" % h("x"), 1)
+                                   .replace("</body>", "<script>alert(1)</script></body>", 1),
+    "a series drawn below its maximum": re.sub(r'data-max="(\d+)"', lambda m: 'data-max="%d"' % (2 * int(m.group(1)) + 65536), t, 1),
+    "a div inside a p": t.replace('<p class="muted">', '<p class="muted"><div>x</div>', 1),
+    "a link to no element": t.replace('href="#d1-peak"', 'href="#nowhere"', 1),
+    "an event handler": t.replace("<main>", '<main onclick="x()">', 1),
+    "a policy that allows inline scripts": t.replace("default-src 'none';", "default-src 'none'; script-src 'unsafe-inline';", 1),
+}
+for i, (what, page) in enumerate(bad.items()):
+    assert page != t, what
+    open("%s/bad%d.html" % (out, i), "w").write(page)
+    open("%s/bad%d.what" % (out, i), "w").write(what)
+s = "document.title = 'ok';"
+open(out + "/good-script.html", "w").write(
+    t.replace("default-src 'none';", "default-src 'none'; script-src 'sha256-%s';" % h(s), 1)
+     .replace("</body>", "<script>%s</script></body>" % s, 1))
+PY
+n=0
+for f in "$T"/bad*.html; do
+	what=$(cat "${f%.html}.what")
+	if python3 "$CHECK" "$f" /dev/null 2>"$T/err"; then fail "checker accepted $what"; fi
+	echo "ok: rejects $what: $(head -n 1 "$T/err")"
+	n=$((n + 1))
+done
+expect_eq rejected "$n" 10
+python3 "$CHECK" "$T/good-script.html" "$T/good.sum" || fail "checker rejected a hashed script"
+expect_eq hashed_script "$(jget "$T/good.sum" 'j["scripts"]')" 1
+
+# Every fuzzing seed and regression input that reads: a page that passes the checker (arbitrary bytes escaped).
+n=0
+for f in tests/fuzz/regress/* tests/fuzz/corpus/*; do
+	case $f in *.md) continue ;; esac
+	"$REPORT" html -o "$T/fz.html" "$f" 2>/dev/null || continue
+	python3 "$CHECK" "$T/fz.html" /dev/null || fail "check_html.py rejected the page of $f"
+	n=$((n + 1))
+done
+[ "$n" -gt 10 ] || fail "only $n fuzzing inputs read"
+echo "ok: $n pages of fuzzing inputs"
