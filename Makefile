@@ -3,6 +3,7 @@
 #   make                     build/libcumtrace.so and build/cumtrace-report
 #   make check               unit tests (Check) and end-to-end tests on the fake CUDA runtime
 #   make check SANITIZE=address,undefined   the same, built with sanitizers in build-address,undefined/
+#   make check SANITIZE=thread              the same under ThreadSanitizer, in build-thread/
 #   make bench               capture-cost benchmark
 #   make install PREFIX=/usr/local
 #   V=1                      show the commands

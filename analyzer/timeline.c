@@ -28,37 +28,48 @@ void ct_tl_start(struct ct_timeline *tl, uint64_t t0)
 	tl->end_idx = 0;
 }
 
-/* Double the width: merge bucket pairs. */
-static void merge(struct ct_timeline *tl)
+/*
+ * Double the width k times (k >= 1) in one pass: each run of 2^k buckets
+ * merges (max) into one, as k pairwise merges would leave them. A trace whose
+ * first and last times are far apart needs dozens of doublings at once.
+ */
+static void merge(struct ct_timeline *tl, unsigned k)
 {
+	size_t group = k < 20 ? (size_t)1 << k : (size_t)1 << 20; /* >= CT_TL_FINE: all in one */
+	size_t kept = group < CT_TL_FINE ? CT_TL_FINE / group : 1;
 	for (size_t s = 0; s < tl->nseries; s++) {
 		struct ct_tl_series *se = &tl->series[s];
-		for (size_t i = 0; i < CT_TL_FINE / 2; i++) {
-			uint64_t a = se->b[2 * i], b = se->b[2 * i + 1];
-			se->b[i] = a > b ? a : b;
+		for (size_t i = 0; i < kept; i++) {
+			uint64_t m = 0;
+			for (size_t j = i * group; j < (i + 1) * group && j < CT_TL_FINE; j++)
+				if (se->b[j] > m)
+					m = se->b[j];
+			se->b[i] = m;
 		}
-		memset(se->b + CT_TL_FINE / 2, 0, CT_TL_FINE / 2 * sizeof *se->b);
-		se->last /= 2;
+		memset(se->b + kept, 0, (CT_TL_FINE - kept) * sizeof *se->b);
+		se->last = k < 64 ? se->last >> k : 0;
 	}
-	tl->end_idx /= 2;
-	if (tl->width > UINT64_MAX / 2)
-		tl->width = UINT64_MAX; /* cannot happen with 64-bit ns below 2^64 */
-	else
-		tl->width *= 2;
+	tl->end_idx = k < 64 ? tl->end_idx >> k : 0;
+	for (unsigned i = 0; i < k; i++)
+		tl->width = tl->width > UINT64_MAX / 2 ? UINT64_MAX : tl->width * 2;
 }
 
+/* The bucket of ts, doubling the width first as often as it takes to reach ts. */
 static size_t index_of(struct ct_timeline *tl, uint64_t ts)
 {
 	if (!tl->started)
 		ct_tl_start(tl, ts);
 	if (ts < tl->t0)
 		return 0; /* late or earlier than the start: first bucket */
-	for (;;) {
-		uint64_t idx = (ts - tl->t0) / tl->width;
-		if (idx < CT_TL_FINE)
-			return (size_t)idx;
-		merge(tl);
+	uint64_t w = tl->width;
+	unsigned k = 0;
+	while ((ts - tl->t0) / w >= CT_TL_FINE) {
+		w = w > UINT64_MAX / 2 ? UINT64_MAX : w * 2;
+		k++;
 	}
+	if (k)
+		merge(tl, k);
+	return (size_t)((ts - tl->t0) / tl->width);
 }
 
 void ct_tl_touch(struct ct_timeline *tl, uint64_t ts)

@@ -49,10 +49,26 @@ CT_EXEC_WRAPPER(execvp, ct_execv_fn, (const char *file, char *const argv[]), (fi
 
 typedef void (*ct_exit_fn)(int);
 
-/* Finish the dump, then leave through the real function. */
-__attribute__((noreturn)) static void ct_exit_through(const char *name, int status)
+/*
+ * _exit, _Exit and abort are async-signal-safe, and programs call them from
+ * signal handlers: their real functions are looked up when the library loads,
+ * since dlsym takes the loader's lock and may allocate (a handler that
+ * interrupted malloc would deadlock).
+ */
+static void *_Atomic ct_real_exit, *_Atomic ct_real_Exit, *_Atomic ct_real_abort;
+
+__attribute__((constructor)) static void ct_process_resolve(void)
 {
-	ct_exit_fn fn = (ct_exit_fn)ct_dlsym_next(name);
+	ct_real_symbol(&ct_real_exit, "_exit");
+	ct_real_symbol(&ct_real_Exit, "_Exit");
+	ct_real_symbol(&ct_real_abort, "abort");
+}
+
+/* Finish the dump, then leave through the real function. */
+__attribute__((noreturn)) static void ct_exit_through(void *_Atomic *cache, const char *name,
+						       int status)
+{
+	ct_exit_fn fn = (ct_exit_fn)ct_real_symbol(cache, name);
 	ct_shutdown();
 	if (fn)
 		fn(status);
@@ -62,12 +78,12 @@ __attribute__((noreturn)) static void ct_exit_through(const char *name, int stat
 
 CT_EXPORT void _exit(int status)
 {
-	ct_exit_through("_exit", status);
+	ct_exit_through(&ct_real_exit, "_exit", status);
 }
 
 CT_EXPORT void _Exit(int status)
 {
-	ct_exit_through("_Exit", status);
+	ct_exit_through(&ct_real_Exit, "_Exit", status);
 }
 
 typedef void (*ct_abort_fn)(void);
@@ -77,7 +93,7 @@ typedef void (*ct_abort_fn)(void);
 CT_EXPORT void abort(void);
 void abort(void)
 {
-	ct_abort_fn fn = (ct_abort_fn)ct_dlsym_next("abort");
+	ct_abort_fn fn = (ct_abort_fn)ct_real_symbol(&ct_real_abort, "abort");
 	ct_flush_sync();
 	if (fn)
 		fn();

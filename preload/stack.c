@@ -15,6 +15,22 @@
 
 #include "hooks.h"
 
+/*
+ * Under ThreadSanitizer, frames are walked with unw_step instead of
+ * unw_backtrace. unw_backtrace's fast path keeps a per-thread trace cache
+ * freed by a pthread key destructor that takes a mutex; that destructor may
+ * run after TSan has finished the exiting thread, and TSan then crashes in its
+ * mutex hook (github.com/google/sanitizers/issues/943). unw_step uses no
+ * thread-specific data. Other builds keep the faster unw_backtrace.
+ */
+#if defined(__SANITIZE_THREAD__)
+#define CT_STACK_STEP 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define CT_STACK_STEP 1
+#endif
+#endif
+
 #define CT_STACK_SLOTS (1u << 18)
 #define CT_INTERN_PROBES 64
 
@@ -68,13 +84,34 @@ int ct_is_own_address(const void *p)
 	return a >= ct_self_lo && a < ct_self_hi;
 }
 
+/* Up to want return addresses of the callers of this function into raw; returns how many. */
+static int ct_unwind(void **raw, int want)
+{
+#ifdef CT_STACK_STEP
+	unw_context_t uc;
+	unw_cursor_t cursor;
+	int n = 0;
+	if (unw_getcontext(&uc) < 0 || unw_init_local(&cursor, &uc) < 0)
+		return 0;
+	while (n < want && unw_step(&cursor) > 0) {
+		unw_word_t ip;
+		if (unw_get_reg(&cursor, UNW_REG_IP, &ip) < 0)
+			break;
+		raw[n++] = (void *)(uintptr_t)ip;
+	}
+	return n;
+#else
+	return unw_backtrace(raw, want);
+#endif
+}
+
 int ct_stack_capture(uint64_t *ips, int max)
 {
 	void *raw[CT_STACK_MAX + 8];
 	int want = max + 8;
 	if (want > (int)(sizeof raw / sizeof raw[0]))
 		want = (int)(sizeof raw / sizeof raw[0]);
-	int n = unw_backtrace(raw, want);
+	int n = ct_unwind(raw, want);
 	int out = 0;
 	int i = 0;
 	/* The innermost frames are the shim's own: skip them. */

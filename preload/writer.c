@@ -43,7 +43,7 @@ static int ct_is_fork_child;
 static pthread_mutex_t ct_round_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t ct_direct_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_t ct_writer_thread;
-static int ct_writer_started;
+static _Atomic int ct_writer_joinable; /* started, and nobody has joined it yet */
 static _Atomic int ct_writer_stop;
 static _Atomic int ct_kick_word;
 static _Atomic int ct_writer_sleeping;
@@ -656,7 +656,7 @@ int ct_ensure_started(void)
 			     strerror(rc));
 		goto done;
 	}
-	ct_writer_started = 1;
+	atomic_store(&ct_writer_joinable, 1);
 	ct_catch_fatal();
 	final = CT_STATE_RUNNING;
 done:
@@ -699,22 +699,34 @@ void ct_flush_sync(void)
 	pthread_mutex_unlock(&ct_round_lock);
 }
 
+/* Stop the writer thread and wait for it to end; the first caller does, later ones return. */
+static void ct_writer_join(void)
+{
+	if (!atomic_exchange(&ct_writer_joinable, 0))
+		return;
+	atomic_store(&ct_writer_stop, 1);
+	atomic_store(&ct_kick_word, 1);
+	ct_futex(&ct_kick_word, FUTEX_WAKE_PRIVATE, 1, NULL);
+	pthread_join(ct_writer_thread, NULL);
+}
+
 void ct_shutdown(void)
 {
 	/* A vfork child shares our memory: the writer is the parent's. */
 	if (getpid() != ct_pid)
 		return;
 	int expect = CT_STATE_RUNNING;
-	if (!atomic_compare_exchange_strong(&ct_state, &expect, CT_STATE_FINISHED))
+	if (!atomic_compare_exchange_strong(&ct_state, &expect, CT_STATE_FINISHED)) {
+		/* Tracing stopped on a write error: the writer left its loop; reap the thread. */
+		if (expect == CT_STATE_DISABLED) {
+			int saved_errno = errno;
+			ct_writer_join();
+			errno = saved_errno;
+		}
 		return;
-	int saved_errno = errno;
-	if (ct_writer_started) {
-		atomic_store(&ct_writer_stop, 1);
-		atomic_store(&ct_kick_word, 1);
-		ct_futex(&ct_kick_word, FUTEX_WAKE_PRIVATE, 1, NULL);
-		pthread_join(ct_writer_thread, NULL);
-		ct_writer_started = 0;
 	}
+	int saved_errno = errno;
+	ct_writer_join();
 	pthread_mutex_lock(&ct_round_lock);
 	/* ct_round skips nothing in FINISHED state: it checks only DISABLED. */
 	ct_round();
@@ -772,7 +784,7 @@ static void ct_fork_child(void)
 	if (ct_fd >= 0)
 		close(ct_fd);
 	ct_fd = -1;
-	ct_writer_started = 0;
+	atomic_store(&ct_writer_joinable, 0); /* the parent's writer is not in this process */
 	struct ct_ring *r = atomic_exchange(&ct_rings, NULL);
 	while (r) {
 		struct ct_ring *next = r->next;

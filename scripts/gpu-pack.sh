@@ -3,6 +3,8 @@
 # scripts/gpu-validate.sh (see docs/gpu-results.md):
 #
 #   gpu-kit/libcumtrace.so, gpu-kit/cumtrace-report   the binaries built here
+#   gpu-kit/fuzz_dump   the dump fuzzer (clang here; its libFuzzer and sanitizer runtimes
+#                       are static), for bash scripts/fuzz-long.sh --bin gpu-kit/fuzz_dump
 #   gpu-kit/lib/        shared libraries they need that the GPU machine (Ubuntu 24.04)
 #                       lacks: libunwind, libdw, libelf
 #   gpu-kit/lib-extra/  their other non-glibc dependencies (liblzma, zlib, ...): used
@@ -35,6 +37,9 @@ is_system_lib() {
 echo "gpu-pack: make -k in $ROOT"
 make -k -j"$(nproc)" "$BUILD/libcumtrace.so" "$BUILD/cumtrace-report"
 make_rc=$?
+if command -v "${FUZZ_CC:-clang}" >/dev/null 2>&1; then
+	make -j"$(nproc)" "$BUILD/fuzz/fuzz_dump" >/dev/null || echo "gpu-pack: the fuzzer did not build" >&2
+fi
 
 grep -qxF '/gpu-kit/' .git/info/exclude 2>/dev/null || {
 	mkdir -p .git/info && echo '/gpu-kit/' >>.git/info/exclude
@@ -43,7 +48,7 @@ grep -qxF '/gpu-kit/' .git/info/exclude 2>/dev/null || {
 rm -rf "$KIT"
 mkdir -p "$KIT/lib" "$KIT/lib-extra" "$KIT/src"
 missing=()
-for f in "$BUILD/libcumtrace.so" "$BUILD/cumtrace-report"; do
+for f in "$BUILD/libcumtrace.so" "$BUILD/cumtrace-report" "$BUILD/fuzz/fuzz_dump"; do
 	if [ -f "$f" ]; then
 		cp "$f" "$KIT/"
 	else
@@ -54,7 +59,7 @@ done
 # Dependencies, from ldd on the binaries and then on each library copied (closure).
 declare -A seen=()
 queue=()
-for f in "$KIT/libcumtrace.so" "$KIT/cumtrace-report"; do
+for f in "$KIT/libcumtrace.so" "$KIT/cumtrace-report" "$KIT/fuzz_dump"; do
 	[ -f "$f" ] && queue+=("$f")
 done
 unresolved=()
@@ -93,7 +98,7 @@ rm -rf "$KIT/src/__pycache__"
 	echo "unresolved libraries: ${unresolved[*]:-none}"
 	echo
 	(cd "$KIT" && find . -type f ! -name MANIFEST.txt -print0 | sort -z | xargs -0 sha256sum)
-	for f in "$KIT/libcumtrace.so" "$KIT/cumtrace-report"; do
+	for f in "$KIT/libcumtrace.so" "$KIT/cumtrace-report" "$KIT/fuzz_dump"; do
 		[ -f "$f" ] || continue
 		echo
 		echo "ldd ${f##*/} (here):"
@@ -114,6 +119,9 @@ if [ ${#unresolved[@]} -gt 0 ]; then
 fi
 for f in "${missing[@]}"; do
 	case $f in
+	*fuzz_dump)
+		echo "gpu-pack: MISSING $f: no fuzzer in the kit (clang missing here?); scripts/fuzz-long.sh needs one" >&2
+		;;
 	*libcumtrace.so)
 		echo "gpu-pack: MISSING $f: the shim did not build; the kit cannot trace" >&2
 		status=1

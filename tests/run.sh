@@ -11,6 +11,8 @@ skipped=0
 failed_names=""
 log_dir=$BUILD/tests/logs
 mkdir -p "$log_dir"
+# ThreadSanitizer builds (SANITIZE=thread): a race fails the test; see tests/e2e/lib.sh.
+export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:exitcode=66:suppressions=$(pwd)/tests/tsan.supp}
 
 run_one() { # name, command...
 	name=$1

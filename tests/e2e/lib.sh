@@ -23,6 +23,19 @@ esac
 # The wrapper puts libcumtrace first in LD_PRELOAD; the instrumented test
 # programs initialise ASan from their preinit array before any library runs.
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:verify_asan_link_order=0}
+# ThreadSanitizer: a race report fails the test (exit 66); tests/tsan.supp
+# holds the reports from third-party code (tests/run.sh sets the same).
+export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:exitcode=66:suppressions=$ROOT/tests/tsan.supp}
+
+# tsan_build: true in a ThreadSanitizer build. ThreadSanitizer does not support
+# a thread started in the fork child of a threaded process (the shim's writer
+# there): it dies, or with die_after_fork=0 finds the parent's writer's id
+# reused ("dup thread with used id") and dies. Tests of traced fork children
+# skip that part.
+tsan_build() {
+	case ${SANITIZE:-} in *thread*) return 0 ;; esac
+	return 1
+}
 
 fail() {
 	echo "FAIL: $*" >&2
@@ -36,9 +49,16 @@ traced() {
 	LD_LIBRARY_PATH=$FAKE LD_PRELOAD=$PRELOAD CUMTRACE_OUTPUT="$T/$name.%p.dump" "$@"
 }
 
-# untraced CMD...: the same program against the fake runtime, no shim
+# untraced CMD...: the same program against the fake runtime, no shim. Under
+# ThreadSanitizer an uninstrumented interpreter (python3) that dlopens the
+# instrumented fake runtime loads libtsan late, after glibc sized the static
+# TLS block: keep room there for libtsan's thread-local data.
 untraced() {
-	LD_LIBRARY_PATH=$FAKE "$@"
+	if tsan_build; then
+		LD_LIBRARY_PATH=$FAKE GLIBC_TUNABLES=glibc.rtld.optional_static_tls=1048576 "$@"
+	else
+		LD_LIBRARY_PATH=$FAKE "$@"
+	fi
 }
 
 # dump_of NAME: the single dump a traced run left (fails if not exactly one)

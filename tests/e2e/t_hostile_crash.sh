@@ -4,9 +4,10 @@
 # loads, and it holds all N allocations: the dump is complete up to the crash.
 # Every mode is checked before the test fails, so one run shows them all.
 . tests/e2e/lib.sh
-# Under AddressSanitizer, let the program's own signal handlers (and the
-# default actions) have SIGSEGV and SIGABRT, as without it.
+# Under AddressSanitizer and ThreadSanitizer, let the program's own signal
+# handlers (and the default actions) have SIGSEGV and SIGABRT, as without them.
 export ASAN_OPTIONS="$ASAN_OPTIONS:handle_segv=0:handle_abort=0:allow_user_segv_handler=1"
+export TSAN_OPTIONS="$TSAN_OPTIONS:handle_segv=0:handle_abort=0:allow_user_segv_handler=1"
 N=1000
 bad=""
 for mode in segv abort segvdfl; do

@@ -1,27 +1,55 @@
 /*
- * libFuzzer harness: the input bytes are a dump. Each input is read by the
- * in-memory loader (the same streaming reader as files, with a small chunk so
- * refills and records straddling chunks are exercised), then every report
- * (every command of the table in report.c) is rendered in every format it
- * writes to /dev/null for the model alone, and some for two models (the
- * multi-dump paths); every other rendering uses suppressions, generated
- * suppression blocks and the model as its own baseline, and the gate is
- * evaluated with every option. Symbols come from the dump's CT_REC_SYMBOLS
- * records only: module paths in a fuzzed dump must not make the harness open arbitrary
- * files.
+ * libFuzzer harness: an input is a selector of CT_FUZZ_SEL bytes followed by
+ * a dump. The selector picks ONE rendering (a command, one of its formats and
+ * its options, below); the dump is read by the in-memory loader (the same
+ * streaming reader as files, with a chunk size the selector picks, so that
+ * refills and records straddling chunks are exercised) and that one report is
+ * written to /dev/null, then the gate is evaluated when the selector asks.
+ * Rendering one report per input instead of all of them is what makes the
+ * fuzzer fast: every command stays reachable through the selector's first
+ * byte, and libFuzzer mutates the selector like any other byte.
  *
- * Built and run by `make fuzz` (see the Makefile); crashes, leaks, timeouts
- * and out-of-memory inputs are kept in tests/fuzz/regress/.
+ * An input that starts with the dump's magic (CT_MAGIC) has no selector: it is
+ * a dump, rendered as by selector 0 (summary, text). This keeps a bare dump
+ * dropped into tests/fuzz/corpus/ valid; tests/fuzz/seed.sh prefixes one.
+ *
+ * Selector bytes:
+ *   s[0]  command: s[0] % CT_CMD_COUNT (enum ct_cmd)
+ *   s[1]  bits 0-3: format, the (n % count)-th of those the command writes
+ *         bit 4: suppressions (supp_text)   bit 5: --gen-suppressions (text, json)
+ *         bit 6: the model as its own --baseline   bit 7: two dumps (the model twice)
+ *   s[2]  bits 0-1: read chunk (4096, default 1 MiB, 61, 3 bytes)
+ *         bits 2-3: flame graph --of (leaks, peak, allocs)
+ *         bit 4: evaluate the gate (--fail-on-leak, --max-leak-bytes, --max-peak-bytes)
+ *         bit 5: exporter limits from N (--counter-us N*100, --max-slices/--max-entries N+1)
+ *         bit 6: --growth K/W and --steps from s[3]   bit 7: reorder queue of at most N+1 events
+ *   s[3]  bits 0-4: N, the number behind --buckets (0 = 60), --top (0 = all) and the limits
+ *         bits 5-7: K of --growth; bit 7 also fails the gate on every leak class
+ * Commands and formats are taken modulo their counts, so that a command added
+ * to the table is fuzzed without a change here. Option combinations that
+ * main.c refuses (usage errors) are never made.
+ *
+ * Symbols come from the dump's CT_REC_SYMBOLS records only: module paths in a
+ * fuzzed dump must not make the harness open arbitrary files.
+ *
+ * Built and run by `make fuzz` (see the Makefile) and scripts/fuzz-long.sh;
+ * crashes, leaks, timeouts and out-of-memory inputs are kept in
+ * tests/fuzz/regress/.
  */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "cumtrace/format.h"
 #include "gate.h"
+#include "growth.h"
 #include "model.h"
 #include "report.h"
 #include "suppress.h"
+
+#define CT_FUZZ_SEL 4 /* selector bytes before the dump (tests/e2e/t_fuzz_regress.sh knows it) */
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -33,6 +61,69 @@ static const char supp_text[] = "leak:^lib*.so$\nleak:main\n"
 				"{\n s\n cumtrace:Leak\n match-leak-kinds: cache\n ...\n obj:*/lib?*\n}\n"
 				"{\n g\n cumtrace:Growth\n fun:*\n src:*.c:1\n ...\n fun:???\n}\n";
 
+/* The (n % count)-th format that command c writes (it writes at least one). */
+static int nth_format(const struct ct_command *c, unsigned n)
+{
+	unsigned count = 0;
+	for (int fmt = 0; fmt < CT_FMT_COUNT; fmt++)
+		count += (c->formats >> fmt) & 1u;
+	n %= count;
+	for (int fmt = 0; fmt < CT_FMT_COUNT; fmt++)
+		if ((c->formats & 1u << fmt) && n-- == 0)
+			return fmt;
+	abort(); /* unreachable: count > 0 */
+}
+
+/*
+ * The options of selector s (CT_FUZZ_SEL bytes) for model m: the report
+ * options, the reader options, the number of dumps and whether to evaluate
+ * the gate.
+ */
+static void select_opts(const uint8_t *s, struct ct_model *m, struct ct_report_opts *o,
+			struct ct_read_opts *r, size_t *ndumps, int *gate)
+{
+	static const size_t chunks[4] = {4096, 0, 61, 3};
+	const struct ct_command *c = ct_command_get(s[0] % CT_CMD_COUNT);
+	unsigned n = s[3] & 31u, k = s[3] >> 5;
+
+	*o = (struct ct_report_opts){.cmd = s[0] % CT_CMD_COUNT, .tool_version = "fuzz"};
+	o->format = nth_format(c, s[1] & 15u);
+	o->buckets = n ? n : 60;
+	o->top = n;
+	if (s[1] & 0x10)
+		o->supp = supp;
+	if ((s[1] & 0x20) && (o->format == CT_FMT_TEXT || o->format == CT_FMT_JSON))
+		o->gen_suppressions = 1;
+	if ((s[1] & 0x40) && !c->baseline_first)
+		o->baseline = m;
+	*ndumps = c->min_dumps;
+	if ((s[1] & 0x80) && (!c->max_dumps || c->max_dumps >= 2) && *ndumps < 2)
+		*ndumps = 2;
+
+	*r = (struct ct_read_opts){.chunk_size = chunks[s[2] & 3u]};
+	o->flame_of = (s[2] >> 2 & 3u) % 3;
+	*gate = (s[2] & 0x10) != 0;
+	if (*gate) {
+		o->fail_on_leak = o->have_max_leak_bytes = o->have_max_peak_bytes = 1;
+		o->max_leak_bytes = (uint64_t)n << 20;
+		o->max_peak_bytes = (uint64_t)n << 30;
+		o->fail_classes = k & 4u ? CT_CLASS_ALL : 0;
+	}
+	if (s[2] & 0x20) {
+		o->counter_us = (uint64_t)n * 100;
+		o->max_slices = o->max_entries = n + 1;
+	} else {
+		o->counter_us = CT_PERFETTO_COUNTER_US;
+	}
+	if (s[2] & 0x40) {
+		o->growth_window = 1 + n % CT_GROWTH_WINDOW_MAX;
+		o->growth_min = 1 + k % o->growth_window;
+		o->growth_steps = k & 1u ? "step" : "train";
+	}
+	if (s[2] & 0x80)
+		r->max_pending = n + 1;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (!devnull) {
@@ -42,50 +133,34 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (!devnull || ct_supp_load_text(supp, "fuzz", supp_text, sizeof supp_text - 1, err, sizeof err))
 			abort();
 	}
+	uint8_t sel[CT_FUZZ_SEL] = {0};
+	if (size < CT_MAGIC_LEN || memcmp(data, CT_MAGIC, CT_MAGIC_LEN)) {
+		size_t n = size < CT_FUZZ_SEL ? size : CT_FUZZ_SEL;
+		memcpy(sel, data, n);
+		data += n;
+		size -= n;
+	}
 	struct ct_model *m = malloc(sizeof *m);
 	if (!m)
 		abort();
 	ct_model_init(m);
 	ct_symtab_set_symbolize(m->syms, CT_SYMBOLIZE_EMBEDDED);
-	struct ct_read_opts opts = {.chunk_size = 4096, .max_pending = 0};
-	struct ct_report_opts base = {.buckets = 60, .top = 20, .tool_version = "fuzz"};
-	ct_report_attach_all(m, &base);
-	int st = ct_model_load_mem(m, data, size, &opts);
-	if (st != CT_READ_ERROR) {
+	struct ct_report_opts o;
+	struct ct_read_opts ro;
+	size_t ndumps;
+	int gate;
+	select_opts(sel, m, &o, &ro, &ndumps, &gate);
+	/* as main.c does: the command's observers and the gate's, then the dump */
+	ct_report_attach(m, &o);
+	ct_gate_attach(m, &o);
+	if (ct_model_load_mem(m, data, size, &ro) != CT_READ_ERROR) {
 		struct ct_model *two[2] = {m, m};
-		for (int cmd = 0; cmd < CT_CMD_COUNT; cmd++) {
-			const struct ct_command *c = ct_command_get(cmd);
-			for (int fmt = 0; fmt < CT_FMT_COUNT; fmt++) {
-				if (!(c->formats & 1u << fmt))
-					continue;
-				struct ct_report_opts o = base;
-				o.cmd = cmd;
-				o.format = fmt;
-				o.top = fmt == CT_FMT_JSON ? 0 : 20;
-				/* every other rendering with suppressions, generated blocks, a baseline */
-				if ((cmd + fmt) & 1) {
-					o.supp = supp;
-					o.gen_suppressions = 1;
-					o.baseline = m;
-				}
-				if (c->min_dumps <= 1)
-					ct_report(devnull, &o, two, 1);
-				/* two dumps: the reports merged over ranks (ranks.h) among them */
-				if ((c->min_dumps == 2 || (cmd == CT_CMD_SUMMARY && fmt <= CT_FMT_JSON) ||
-				     ((cmd == CT_CMD_LEAKS || cmd == CT_CMD_PEAK) && fmt == CT_FMT_TEXT) ||
-				     cmd == CT_CMD_HTML) &&
-				    (!c->max_dumps || c->max_dumps >= 2))
-					ct_report(devnull, &o, two, 2);
-			}
+		ct_report(devnull, &o, two, ndumps);
+		(void)ct_report_leak_count(two, ndumps);
+		if (gate) {
+			char reason[512];
+			(void)ct_gate_check(&o, two, ndumps, reason, sizeof reason);
 		}
-		(void)ct_report_leak_count(two, 2);
-		char reason[512];
-		struct ct_report_opts g = base;
-		g.cmd = CT_CMD_DIFF;
-		g.fail_on_leak = g.have_max_leak_bytes = g.have_max_peak_bytes = 1;
-		g.fail_classes = CT_CLASS_ALL;
-		g.supp = supp;
-		(void)ct_gate_check(&g, two, 2, reason, sizeof reason);
 		fflush(devnull);
 	}
 	ct_model_free(m);

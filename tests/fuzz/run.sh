@@ -2,6 +2,9 @@
 # Run the dump fuzzer (built by `make fuzz`) for FUZZ_SECONDS over the seed
 # corpus and every regression input, then keep each crashing, leaking,
 # timing-out or out-of-memory input in tests/fuzz/regress/ and fail.
+# The seeds are given to the fuzzer once per command (tests/fuzz/seed.sh
+# expand): each seed's selector picks one command, and mutating the first
+# byte of a few-KiB input is rare.
 #   FUZZ=build/fuzz/fuzz_dump FUZZ_SECONDS=60 sh tests/fuzz/run.sh [EXTRA LIBFUZZER FLAGS]
 # Environment: FUZZ (binary), FUZZ_DIR (work dir), FUZZ_SECONDS (default 60),
 # FUZZ_JOBS (parallel fuzzing jobs, default 1).
@@ -14,7 +17,10 @@ SEEDS=tests/fuzz/corpus
 REGRESS=tests/fuzz/regress
 work=$FUZZ_DIR/corpus
 art=$FUZZ_DIR/artifacts
+expanded=$FUZZ_DIR/seeds
 mkdir -p "$work" "$art" "$REGRESS"
+rm -rf "$expanded"
+sh tests/fuzz/seed.sh expand "$SEEDS" "$expanded" || exit 1
 rm -f "$art"/crash-* "$art"/leak-* "$art"/timeout-* "$art"/oom-* "$art"/slow-unit-*
 
 # The limits are part of the contract: no input may make the analyzer use
@@ -40,7 +46,7 @@ if [ "$replay" -eq 0 ] && [ "$FUZZ_SECONDS" -gt 0 ]; then
 	fi
 	# shellcheck disable=SC2086
 	"$FUZZ" $flags $par -max_total_time="$FUZZ_SECONDS" -artifact_prefix="$art/" "$@" \
-		"$work" "$SEEDS" "$REGRESS" >"$FUZZ_DIR/fuzz.log" 2>&1
+		"$work" "$expanded" "$REGRESS" >"$FUZZ_DIR/fuzz.log" 2>&1
 	fuzz=$?
 	grep -E '^stat::number_of_executed_units|^stat::peak_rss_mb|^#[0-9]+.*DONE' "$FUZZ_DIR/fuzz.log" || tail -n 5 "$FUZZ_DIR/fuzz.log"
 fi
