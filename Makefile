@@ -122,6 +122,8 @@ $(BUILD)/tests/progs/%: tests/e2e/progs/%.c $(FAKE_CUDART) $(FAKE_CUDA)
 	@mkdir -p $(@D)
 	@echo "  CC      $@"
 	$(Q)$(CC) $(PROG_CFLAGS) -o $@ $< -L$(FAKE_DIR) -l:libcudart.so.13 -ldl -lpthread $(ALL_LDFLAGS)
+# The overhead benchmark's program is built as real programs are: optimized, no frame pointers.
+$(BUILD)/tests/progs/async_loop: PROG_CFLAGS += -O2 -fomit-frame-pointer
 
 # C++ test programs (tests/e2e/progs/NAME.cc): optimized, so that the compiler
 # inlines and the symbol tests see inline frames and mangled names.

@@ -33,6 +33,7 @@ static struct ct_option_desc ct_options[CT_OPT_COUNT] = {
 	[CT_OPT_BACKEND] = {"CUMTRACE_BACKEND", 0, 0, 0, 1, NULL},
 	[CT_OPT_COMPRESS] = {"CUMTRACE_COMPRESS", 1, 0, 1, 0, NULL},
 	[CT_OPT_CLOCK] = {"CUMTRACE_CLOCK", 0, 0, 0, 1, NULL},
+	[CT_OPT_STACK_CACHE] = {"CUMTRACE_STACK_CACHE", 1, 0, 1, 0, NULL},
 };
 
 static _Atomic int ct_options_done;

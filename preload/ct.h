@@ -36,6 +36,7 @@ enum ct_option {
 	CT_OPT_BACKEND,	    /* CUMTRACE_BACKEND: "interpose" (default) or "cupti" */
 	CT_OPT_COMPRESS,    /* CUMTRACE_COMPRESS: 1 = zstd-compress writer rounds (default) */
 	CT_OPT_CLOCK,	    /* CUMTRACE_CLOCK: "monotonic" = never read the CPU's counter */
+	CT_OPT_STACK_CACHE, /* CUMTRACE_STACK_CACHE: 0 = unwind every stack afresh */
 	CT_OPT_COUNT
 };
 
@@ -309,6 +310,18 @@ CT_HIDDEN void ct_stack_init(void);
  */
 CT_HIDDEN int ct_stack_capture(uint64_t *ips, int max);
 /*
+ * The same stack, for a traced call whose wrapper recorded its frame address
+ * (struct ct_call.frame, x86-64): from the thread's stack cache when the
+ * cached stack is proven still current (stackcache.c), else unwound and
+ * cached. frame NULL, or the cache off: ct_stack_capture. *hash is the
+ * stack's ct_stack_hash when the cache knows it, else 0.
+ */
+CT_HIDDEN int ct_stack_capture_at(uint64_t *ips, int max, const void *frame, uint64_t *hash);
+/* Create what the stack cache needs process-wide (at load, from ct_stack_init). */
+CT_HIDDEN void ct_stack_cache_init(void);
+/* "on" when ct_stack_capture_at uses the cache (x86-64, CUMTRACE_STACK_CACHE=1), else "off". */
+CT_HIDDEN const char *ct_stack_cache_name(void);
+/*
  * Intern a stack. Returns its id (>= 1), or 0 when the table is full.
  * *must_write is set (to the table slot) when the caller is the one to emit
  * its CT_REC_STACK; it must then call ct_stack_written(slot, ok) with ok = 1
@@ -316,6 +329,10 @@ CT_HIDDEN int ct_stack_capture(uint64_t *ips, int max);
  * the stack then writes it).
  */
 CT_HIDDEN uint32_t ct_stack_intern(const uint64_t *ips, int depth, void **must_write);
+/* The hash ct_stack_intern keys a stack of depth >= 1 by. */
+CT_HIDDEN uint64_t ct_stack_hash(const uint64_t *ips, int depth);
+/* ct_stack_intern of a stack whose ct_stack_hash is known. */
+CT_HIDDEN uint32_t ct_stack_intern_hash(uint64_t hash, void **must_write);
 CT_HIDDEN void ct_stack_written(void *slot, int ok);
 /* Forget every interned stack (fork child: its dump starts empty). */
 CT_HIDDEN void ct_stack_reset(void);
@@ -324,9 +341,12 @@ CT_HIDDEN uint64_t ct_stack_count(void);
 
 /* ---- recording (record.c) ---------------------------------------------------- */
 
+struct ct_stack_cache;
+
 /* Per-thread state, in initial-exec TLS: a handful of bytes. */
 struct ct_thread {
 	struct ct_ring *ring;
+	struct ct_stack_cache *stacks; /* this thread's stack cache, mapped at first use */
 	uint32_t tid;
 	int16_t device;	 /* from the last successful cudaSetDevice */
 	uint8_t in_hook; /* a traced call is in progress on this thread */
@@ -345,6 +365,12 @@ struct ct_call {
 	uint8_t op, kind;
 	uint8_t layer;
 	int16_t device;
+	/*
+	 * The frame address of the wrapper that made the call (x86-64, calls
+	 * that want a stack): the caller's frame pointer at [0], the return
+	 * address into the caller at [1]; NULL when unknown.
+	 */
+	const void *frame;
 };
 
 /* ct_call_begin's slow half: tracing not running yet, off, or recorded by CUPTI. */
@@ -470,6 +496,7 @@ static inline void ct_call_start(struct ct_thread *t, struct ct_call *call)
 	t->in_hook = 1;
 	call->ptr = call->size = call->stream = call->aux = 0;
 	call->flags = 0;
+	call->frame = NULL;
 	call->device = t->device;
 	call->t0 = ct_ticks();
 }

@@ -54,6 +54,23 @@ CT_HIDDEN void ct_meminfo_after_failure(const struct ct_call *c);
 #define CT_P(x) ((uint64_t)(uintptr_t)(x))
 
 /*
+ * A wrapper that may want a stack keeps its own frame address in c.frame,
+ * which makes the compiler give ct_traced_NAME a frame pointer (the wrapper's
+ * operation is a constant: the others are left alone). Reached by a tail call
+ * from the export, that frame's record holds the caller's frame pointer and
+ * the return address into the caller: the stack cache's key (stackcache.c).
+ */
+#if defined(__x86_64__)
+#define CT_CALL_FRAME(c, op)                                                                 \
+	do {                                                                                 \
+		if (ct_op_wants_stack(op))                                                   \
+			(c).frame = __builtin_frame_address(0);                              \
+	} while (0)
+#else
+#define CT_CALL_FRAME(c, op) ((void)0)
+#endif
+
+/*
  * One wrapper: forwards to the real function, passes its return value and
  * errno back unchanged, and records the call unless it is nested inside
  * another traced call or tracing is off. ret_t is the API's status type, ok
@@ -75,6 +92,7 @@ CT_HIDDEN void ct_meminfo_after_failure(const struct ct_call *c);
 		c.op = CT_OP_##op_;                                                           \
 		c.kind = CT_KIND_##kind_;                                                     \
 		c.layer = layer_;                                                             \
+		CT_CALL_FRAME(c, CT_OP_##op_);                                                \
 		in;                                                                           \
 		ret_t rc = fn args;                                                           \
 		c.result = (int32_t)rc;                                                       \

@@ -174,11 +174,13 @@ static CT_ALWAYS_INLINE inline void ct_call_end_full(struct ct_call *call, uint6
 	struct ct_thread *t = &ct_tls;
 	uint32_t tid = ct_thread_tid(t);
 	uint64_t ips[CT_STACK_MAX];
+	uint64_t hash = 0;
 	int depth = 0;
 	long want = ct_option(CT_OPT_STACK_DEPTH);
 	if (want > 0 && ct_op_wants_stack(call->op))
-		depth = call->layer == CT_LAYER_CUPTI ? ct_cupti_stack_capture(ips, (int)want)
-						      : ct_stack_capture(ips, (int)want);
+		depth = call->layer == CT_LAYER_CUPTI
+				? ct_cupti_stack_capture(ips, (int)want)
+				: ct_stack_capture_at(ips, (int)want, call->frame, &hash);
 	uint32_t py_id = 0;
 	if (want > 0 && ct_op_wants_stack(call->op) && call->layer != CT_LAYER_CUPTI)
 		py_id = ct_py_capture(ct_py_emit, t);
@@ -200,7 +202,8 @@ static CT_ALWAYS_INLINE inline void ct_call_end_full(struct ct_call *call, uint6
 	uint32_t stack_id = 0;
 	void *slot = NULL;
 	if (depth > 0)
-		stack_id = ct_stack_intern(ips, depth, &slot);
+		stack_id = hash ? ct_stack_intern_hash(hash, &slot)
+				: ct_stack_intern(ips, depth, &slot);
 	ct_ring_lock(ring);
 	if (slot) {
 		uint32_t len = (uint32_t)(sizeof(struct ct_rec_stack) + (size_t)depth * 8);

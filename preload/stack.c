@@ -76,6 +76,7 @@ void ct_stack_init(void)
 {
 	dl_iterate_phdr(ct_find_self, (void *)(uintptr_t)&ct_stack_init);
 	unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+	ct_stack_cache_init();
 }
 
 int ct_is_own_address(const void *p)
@@ -134,7 +135,7 @@ static inline uint64_t ct_hash_step(uint64_t h, uint64_t v)
  * multiply chains overlap instead of running one after another, which a
  * 22-frame stack notices.
  */
-static uint64_t ct_stack_hash(const uint64_t *ips, int depth)
+uint64_t ct_stack_hash(const uint64_t *ips, int depth)
 {
 	uint64_t h[4] = {0x9e3779b97f4a7c15ull ^ (uint64_t)depth, 0xc2b2ae3d27d4eb4full,
 			 0x165667b19e3779f9ull, 0x27d4eb2f165667c5ull};
@@ -225,6 +226,11 @@ uint32_t ct_stack_intern(const uint64_t *ips, int depth, void **must_write)
 	if (depth <= 0)
 		return 0;
 	return ct_intern(&ct_stacks, ct_stack_hash(ips, depth), must_write);
+}
+
+uint32_t ct_stack_intern_hash(uint64_t hash, void **must_write)
+{
+	return ct_intern(&ct_stacks, hash, must_write);
 }
 
 void ct_stack_written(void *slot, int ok)

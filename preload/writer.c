@@ -522,6 +522,7 @@ static void ct_put_process(void)
 	ct_kv(buf, cap, &len, "setting.backend", ct_backend_name());
 	ct_kv(buf, cap, &len, "setting.compress", ct_compress ? "zstd" : "off");
 	ct_kv(buf, cap, &len, "setting.clock", ct_clock_name());
+	ct_kv(buf, cap, &len, "setting.stack_cache", ct_stack_cache_name());
 	p->rec.size = CT_REC_ALIGN((uint32_t)len);
 	struct ct_file_header fh;
 	memcpy(fh.magic, CT_MAGIC, CT_MAGIC_LEN);

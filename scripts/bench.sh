@@ -7,6 +7,8 @@
 #            traces the same number of malloc/free pairs at the same depth.
 #            Cost per pair = traced - untraced (wall time); per event = half.
 #            Python rows: tests/e2e/py_bench.py (ctypes, 10 Python frames).
+#   loop     tests/e2e/progs/async_loop (issue #6) under callgrind: the shim's
+#            instructions per allocation, stack cache on and off (LOOP_STEPS).
 #   scaling  1, 2, 4, 8 threads at once, stacks off: CPU time (every thread of
 #            the process, the writer's included) per event, traced - untraced;
 #            on fewer cores than threads wall time would measure the queueing.
@@ -136,6 +138,30 @@ if command -v python3 >/dev/null 2>&1; then
 		row "capture, python3 $loader d22, Python frames on: ns/event" "$(calc "($pf1 - $pb) / 2")"
 		row "capture, python3 $loader: Python frames, ns per allocation" "$(calc "$pf1 - $pf0")"
 	done
+fi
+
+# ---- the stream-ordered loop of issue #6, counted by callgrind ------------------------------
+# Instructions inside run() (8 cudaMallocAsync + 8 cudaFreeAsync a step, 6 frames
+# deep, -O2) traced - untraced, per allocation with its free: exact where time is noisy.
+if command -v valgrind >/dev/null 2>&1; then
+	loop=$root/$BUILD/tests/progs/async_loop
+	steps=${LOOP_STEPS:-5000}
+	allocs=$((8 * (steps + steps / 10)))
+	# irs [ENV...]: instructions callgrind counts in run(), the program run under ENV
+	irs() {
+		(cd "$tmp" && LD_LIBRARY_PATH="$fake" valgrind --tool=callgrind --trace-children=yes \
+			--toggle-collect=run --callgrind-out-file="$tmp/cg.%p" env CUMTRACE_QUIET=1 \
+			CUMTRACE_OUTPUT="$tmp/l.%p.dump" "$@" "$loop" "$steps" >/dev/null 2>"$tmp/cg.err")
+		rm -f "$tmp"/cg.[0-9]* "$tmp"/l.*.dump
+		sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$tmp/cg.err" | tail -n 1
+	}
+	lbase=$(irs)
+	lon=$(irs LD_PRELOAD="$shim")
+	loff=$(irs LD_PRELOAD="$shim" CUMTRACE_STACK_CACHE=0)
+	row "loop d5 -O2 (callgrind): instructions/alloc, cache on" "$(calc "($lon - $lbase) / $allocs")"
+	row "loop d5 -O2 (callgrind): instructions/alloc, cache off" "$(calc "($loff - $lbase) / $allocs")"
+else
+	row "loop d5 -O2 (callgrind)" "no valgrind" "" ""
 fi
 
 # ---- scaling: CPU time per event -------------------------------------------------------------
