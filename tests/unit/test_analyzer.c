@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ckmain.h"
 #include "../../analyzer/gate.h"
 #include "../../analyzer/json.h"
 #include "../../analyzer/marks.h"
@@ -2832,9 +2833,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ct_check_main(suite());
 }

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ckmain.h"
 #include "../../analyzer/progress.h"
 #include "../../analyzer/ranks.h"
 #include "../../analyzer/report.h"
@@ -368,9 +369,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return ct_check_main(suite());
 }

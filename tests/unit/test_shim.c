@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ckmain.h"
 #include "../../preload/ct.h"
 
 /* Append one record of len bytes holding seq in its first payload word. */
@@ -254,9 +255,5 @@ static Suite *shim_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(shim_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ct_check_main(shim_suite());
 }
