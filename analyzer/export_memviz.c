@@ -81,7 +81,7 @@ enum {
 	X(segment_pool_id) X(is_expandable) X(frames) X(blocks) X(size) X(state)                   \
 	X(active_allocated) X(large) X(small) X(action) X(addr) X(time_us) X(device_free) X(alloc) \
 	X(free_requested) X(free_completed) X(segment_alloc) X(segment_free) X(oom) X(filename)    \
-	X(line) X(name)
+	X(line) X(name) X(compile_context) X(user_metadata) X(external_annotations)
 
 enum pk_key {
 #define PK_ENUM_(n) K_##n,
@@ -423,6 +423,11 @@ static void write_entry(struct mv_out *o, const struct mv_entry *e)
 	write_frames(o, e->stack);
 	pk_key(p, K_time_us);
 	pk_uint(p, time_us(o->m, e->ts));
+	/* torch >= 2.6 writes these on every entry; the values it writes when it has none */
+	pk_key(p, K_compile_context);
+	pk_str(p, "N/A");
+	pk_key(p, K_user_metadata);
+	pk_str(p, "");
 	pk_op(p, PK_SETITEMS);
 }
 
@@ -595,6 +600,8 @@ static void render_memviz(FILE *f, const struct ct_report_opts *o, struct ct_mod
 	pk_str(p, "trace_alloc_overflowed");
 	pk_bool(p, st->dropped != 0);
 	pk_op(p, PK_SETITEMS);
+	pk_key(p, K_external_annotations); /* torch 2.11: a list, empty without annotations */
+	pk_op(p, PK_EMPTY_LIST);
 	pk_op(p, PK_SETITEMS);
 	pk_op(p, PK_STOP);
 
