@@ -35,6 +35,11 @@ static const struct ct_rule rules[] = {
 	{CT_RULE_CACHE, "jax", "JAX/XLA allocator", CT_RULE_MODULE, "xla_extension.so"},
 	{CT_RULE_CACHE, "jax", "JAX/XLA allocator", CT_RULE_MODULE, "libjax*.so*"},
 	{CT_RULE_CACHE, "jax", "JAX/XLA allocator", CT_RULE_PATH, "*/jaxlib/*"},
+	/* JAX >= 0.5 on CUDA: the allocator's device memory comes from the PJRT plugin's
+	 * stream executor (xla_cuda_plugin.so in jax_plugins/xla_cuda*), also via VMM */
+	{CT_RULE_CACHE, "jax", "JAX/XLA allocator", CT_RULE_MODULE, "xla_cuda_plugin.so"},
+	{CT_RULE_CACHE, "jax", "JAX/XLA allocator", CT_RULE_FUNCTION, "stream_executor::*"},
+	{CT_RULE_CACHE, "jax", "JAX/XLA allocator", CT_RULE_PATH, "*/jax_plugins/*"},
 	/* libraries that keep workspaces and buffers of their own */
 	{CT_RULE_CACHE, "cublas", "cuBLAS workspace", CT_RULE_MODULE, "libcublas.so*"},
 	{CT_RULE_CACHE, "cublas", "cuBLAS workspace", CT_RULE_MODULE, "libcublasLt.so*"},

@@ -110,7 +110,9 @@ if j:
         row(fn + ": one merged site" + how, 1 if want else 0, len(v))
         if v:
             row(fn + " per rank", want, shares(v[0]))
-            row(fn + " class", "leaked", v[0]["class"])
+            # torch's allocator made the CUDA call: its class is cache (README, leak classes),
+            # as for every tensor a program keeps; growth or the site's Python frame name it
+            row(fn + " class", "cache", v[0]["class"])
 try:
     t = open(text).read()
     want = "ranks 0-%d: %d x %.1f MiB" % (nproc - 1, nproc, leak_mib)

@@ -210,6 +210,13 @@ START_TEST(classify_real_world_stacks)
 	struct ct_frame j2[1] = {nat(NULL, "/venv/lib/python3.12/site-packages/jaxlib/xla_extension.so", NULL, 0)};
 	ck_assert_int_eq(classify_one(j2, 1, 0, &al, &fr), CT_CLASS_CACHE);
 	ck_assert_str_eq(al, "jax");
+	/* the stack the H200 recorded under JAX 0.11 (frames as the report printed them) */
+	struct ct_frame j3[2] = {
+		nat("stream_executor::gpu::CudaDeviceAllocator::Allocate(unsigned long)",
+		    "/venv/lib/python3.12/site-packages/jax_plugins/xla_cuda13/xla_cuda_plugin.so", NULL, 0),
+		user};
+	ck_assert_int_eq(classify_one(j3, 2, 0, &al, &fr), CT_CLASS_CACHE);
+	ck_assert_str_eq(al, "jax");
 	static const struct {
 		const char *module, *allocator;
 	} libs[] = {{"/usr/lib/libcublasLt.so.13.0.1", "cublas"},
