@@ -56,6 +56,10 @@ ONLY=${GPU_ONLY:-}
 SUITE=" ${GPU_SUITE:-validate features perf} "
 PERF_REPS=${PERF_REPS:-3}
 LEAK_BYTES=1048588 # 262147 float32: a size nothing else in train.py allocates
+# the features runs' list leak: larger than any block torch's cache holds, so that every
+# step's leaked tensor needs new device memory (a cudaMalloc or a VMM mapping) in every
+# allocator mode; a 1 MiB one is carved from cached segments and never reaches CUDA
+FEAT_LEAK_BYTES=209715212
 
 export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
 # Never let a traced program use NVLink multicast (see the device notes).
@@ -399,7 +403,7 @@ if suite features; then
 	# report, the Perfetto trace and the leaks (classes, growth) of each
 	for m in default expandable async nocache; do
 		traced "feat.torch.$m" 120 env NVTX_INJECTION64_PATH="$SHIM" python3 "$TRAIN" --mode "$m" \
-			--nvtx --steps 30 --leak-bytes "$LEAK_BYTES"
+			--nvtx --steps 30 --leak-bytes "$FEAT_LEAK_BYTES"
 		dump=$(pick_dump "feat.torch.$m")
 		[ -n "$dump" ] || continue
 		run_step "feat.torch.$m.html" 120 "${KITENV[@]}" "$REPORT" html -o "$FEAT/torch-$m.html" "$dump"
