@@ -115,8 +115,16 @@ for f in "$OUT"/artifacts/crash-* "$OUT"/artifacts/leak-* "$OUT"/artifacts/timeo
 	found=$((found + 1))
 	cp "$f" "$REGRESS/"
 	echo "fuzz-long: FOUND $(basename "$f") -> $REGRESS/$(basename "$f")"
+	# the input itself, so that it survives where only this output comes back (a remote run)
+	echo "fuzz-long: $(basename "$f") in base64 (base64 -d > FILE):"
+	base64 -w 76 "$f"
 done
-[ $found -eq 0 ] || rc=1
+if [ $found -ne 0 ]; then
+	rc=1
+	echo "fuzz-long: the jobs' reports:"
+	grep -h -A40 -E 'ERROR: (libFuzzer|AddressSanitizer|LeakSanitizer|UndefinedBehaviorSanitizer)' \
+		"$OUT"/logs/fuzz-*.log | head -n 400
+fi
 
 # 5. the grown corpus, minimized together with the seeds
 if [ "$(find "$OUT/corpus" -type f | wc -l)" -gt 0 ]; then
