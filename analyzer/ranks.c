@@ -372,6 +372,21 @@ static const char *run_id_of(const struct ct_model *m)
 	return m->launch[CT_LAUNCH_TORCHELASTIC_RUN_ID];
 }
 
+const struct ct_rank *ct_ranks_top_peak(const struct ct_rank *r, size_t n, uint64_t *sum)
+{
+	const struct ct_rank *top = NULL;
+	*sum = 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct ct_model *m = r[i].m;
+		if (!m->peak_seen)
+			continue;
+		*sum += m->peak_bytes;
+		if (!top || m->peak_bytes > top->m->peak_bytes)
+			top = &r[i];
+	}
+	return top;
+}
+
 void ct_ranks_put_desc(FILE *f, const struct ct_rank *r, size_t n)
 {
 	char list[256];

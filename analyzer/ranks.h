@@ -123,6 +123,11 @@ void ct_merge_findings(struct ct_merge *mg, const struct ct_assessment *a, size_
  */
 #define CT_MERGE_PEAK_CLASS (-1)
 void ct_merge_peak(struct ct_merge *mg);
+/*
+ * The rank with the highest peak among those that allocated device memory
+ * (NULL when none did); *sum is the sum of those ranks' own peaks.
+ */
+const struct ct_rank *ct_ranks_top_peak(const struct ct_rank *r, size_t n, uint64_t *sum);
 
 /* ---- text --------------------------------------------------------------------------- */
 

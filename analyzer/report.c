@@ -345,7 +345,7 @@ static void text_summary_merged(FILE *f, const struct ct_report_opts *o, struct 
 	char b1[32];
 	struct ct_api_stats api[CT_API_COUNT + 1];
 	uint64_t events = 0, allocs = 0, frees = 0, failed = 0, unmatched = 0, doubles = 0, bytes = 0;
-	uint64_t peak = 0, leak_count = 0, leak_bytes = 0, marks = 0;
+	uint64_t peak, leak_count = 0, leak_bytes = 0, marks = 0;
 	memset(api, 0, sizeof api);
 	for (size_t d = 0; d < nm; d++) {
 		const struct ct_model *m = ms[d];
@@ -356,7 +356,6 @@ static void text_summary_merged(FILE *f, const struct ct_report_opts *o, struct 
 		unmatched += m->unmatched_frees;
 		doubles += m->double_allocs;
 		bytes += m->read.file_bytes;
-		peak += m->peak_bytes;
 		leak_count += m->leak_count;
 		leak_bytes += m->leak_bytes;
 		marks += m->marks;
@@ -388,10 +387,7 @@ static void text_summary_merged(FILE *f, const struct ct_report_opts *o, struct 
 	ct_ranks_put_table(f, mg.ranks, mg.nranks);
 	text_apis(f, api);
 	fputc('\n', f);
-	const struct ct_rank *top = NULL;
-	for (size_t i = 0; i < mg.nranks; i++)
-		if (mg.ranks[i].m->peak_seen && (!top || mg.ranks[i].m->peak_bytes > top->m->peak_bytes))
-			top = &mg.ranks[i];
+	const struct ct_rank *top = ct_ranks_top_peak(mg.ranks, mg.nranks, &peak);
 	if (top) {
 		fprintf(f, "  peak device memory: %s (%" PRIu64 " bytes), the sum of each rank's own peak; ",
 			ct_fmt_bytes(peak, b1, sizeof b1), peak);

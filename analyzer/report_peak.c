@@ -456,18 +456,11 @@ static void text_peak_merged(FILE *f, const struct ct_report_opts *o, struct ct_
 	struct ct_merge mg;
 	ct_merge_init(&mg, ms, nm);
 	ct_merge_peak(&mg);
-	uint64_t sum = 0;
-	const struct ct_rank *top = NULL;
+	uint64_t sum;
+	const struct ct_rank *top = ct_ranks_top_peak(mg.ranks, mg.nranks, &sum);
 	int details = 0;
-	for (size_t i = 0; i < mg.nranks; i++) {
-		const struct ct_model *m = mg.ranks[i].m;
-		details |= has_details(m);
-		if (!m->peak_seen)
-			continue;
-		sum += m->peak_bytes;
-		if (!top || m->peak_bytes > top->m->peak_bytes)
-			top = &mg.ranks[i];
-	}
+	for (size_t i = 0; i < mg.nranks; i++)
+		details |= has_details(mg.ranks[i].m);
 	if (!top) {
 		fputs("cumtrace peak: no device memory was allocated in ", f);
 		ct_ranks_put_desc(f, mg.ranks, mg.nranks);
