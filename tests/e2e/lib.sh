@@ -37,6 +37,14 @@ tsan_build() {
 	return 1
 }
 
+# no_fork_under_tsan: skip (exit 77) a test of traced fork children in a ThreadSanitizer build.
+no_fork_under_tsan() {
+	if tsan_build; then
+		echo "ThreadSanitizer does not support threads started in a fork child: a traced fork child starts a writer thread"
+		exit 77
+	fi
+}
+
 fail() {
 	echo "FAIL: $*" >&2
 	exit 1

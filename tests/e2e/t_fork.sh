@@ -1,10 +1,7 @@
 # fork: the child writes its own dump naming its parent; a child that never
 # calls CUDA writes none.
 . tests/e2e/lib.sh
-if tsan_build; then
-	echo "ThreadSanitizer does not support threads started in a fork child: the traced fork child starts a writer thread"
-	exit 77
-fi
+no_fork_under_tsan
 traced fork "$PROGS/forker" >"$T/out.txt"
 read -r _ parent _ child _ idle <"$T/out.txt"
 [ -f "$T/fork.$parent.dump" ] || fail "no parent dump"

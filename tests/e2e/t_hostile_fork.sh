@@ -6,10 +6,7 @@
 # names its parent pid and holds exactly the child's allocations (none of the
 # parent's unflushed events); the parent's allocations and frees are exact.
 . tests/e2e/lib.sh
-if tsan_build; then
-	echo "ThreadSanitizer does not support threads started in a fork child: its fork children start writer threads"
-	exit 77
-fi
+no_fork_under_tsan
 set +e
 traced fork timeout 20 "$PROGS/hostile_fork" >"$T/out.txt" 2>"$T/err.txt"
 rc=$?
