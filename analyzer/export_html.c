@@ -1048,6 +1048,10 @@ static void frag_chart(FILE *f, const struct ct_model *m, const struct ct_frag_v
 		fputs("<p class=\"muted\">Nothing live at the sample times.</p>\n", f);
 		return;
 	}
+	if (ns < 2) { /* a line needs two: a dump that spans no time */
+		fputs("<p class=\"muted\">One sample time only: no chart over time.</p>\n", f);
+		return;
+	}
 	double dt = ns > 1 ? (double)(ct_view_frag_time(m, 1) - ct_view_frag_time(m, 0)) : 1;
 	double t0 = (double)ct_view_frag_time(m, 0);
 	double tmax = t0 + dt * (double)(ns - 1);

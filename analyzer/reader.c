@@ -15,7 +15,7 @@
 
 #define DEFAULT_CHUNK (1u << 20)
 #define DEFAULT_MAX_PENDING ((size_t)1 << 20)
-#define MAX_PENDING_LIMIT ((size_t)8 << 20)
+#define MAX_PENDING_LIMIT ((size_t)2 << 20) /* 96 B each: 192 MiB */
 
 struct pending {
 	struct ct_rec_event ev;
@@ -60,7 +60,8 @@ struct rd {
 	unsigned char *zbuf;
 	int in_zstd;	   /* dispatching the records of a CT_REC_ZSTD */
 	uint64_t zstd_pos; /* ... this one, at this offset of its decompressed run */
-	const struct ct_read_opts *opts; /* progress callback, or NULL */
+	const struct ct_read_opts *opts; /* progress callback, record budget, or NULL */
+	uint64_t record_bytes;		 /* bytes of records read, decompressed ones included */
 	uint64_t total;			 /* size of the input, 0 unknown */
 };
 
@@ -256,6 +257,11 @@ static void heap_pop(struct rd *r, struct pending *out)
 	}
 	if (n)
 		r->heap[i] = last;
+	/* give back what a burst of out-of-order events took */
+	if (r->heap_cap > KEEP_QUEUE && n < r->heap_cap / 4) {
+		r->heap_cap /= 2;
+		r->heap = ct_xrealloc(r->heap, r->heap_cap * sizeof *r->heap);
+	}
 }
 
 static const struct pending *tq_first(const struct rd *r, const struct tq *t)
@@ -345,17 +351,15 @@ static void pending_push(struct rd *r, const struct pending *p)
 	struct tq *t = tq_of(r, p->ev.tid);
 	if (t && (t->n == 0 || !pend_less(p, &t->q[(t->head + t->n - 1) & (t->cap - 1)]))) {
 		if (t->n == t->cap) {
-			size_t cap = t->cap ? t->cap * 2 : 64;
-			struct pending *q = ct_xmalloc(cap * sizeof *q);
-			size_t first = t->cap - t->head; /* full: [head, cap) then [0, head) */
-			if (t->n) {
-				memcpy(q, t->q + t->head, first * sizeof *q);
-				memcpy(q + first, t->q, t->head * sizeof *q);
-			}
-			free(t->q);
-			t->q = q;
+			/*
+			 * Full: [head, cap) then [0, head). realloc (mremap for
+			 * large rings: no second copy in memory), then move
+			 * [0, head) behind the old end.
+			 */
+			size_t old = t->cap, cap = old ? old * 2 : 8;
+			t->q = ct_xrealloc(t->q, cap * sizeof *t->q);
+			memcpy(t->q + old, t->q, t->head * sizeof *t->q);
 			t->cap = cap;
-			t->head = 0;
 		}
 		t->q[(t->head + t->n) & (t->cap - 1)] = *p;
 		if (t->n++ == 0) {
@@ -416,16 +420,21 @@ static struct pending *pending_take(struct rd *r, struct pending *tmp)
 /* How far behind the newest writer round the reorder window reaches. */
 #define CT_REORDER_SLACK_NS (100u * 1000u * 1000u)
 
-static void release_one(struct rd *r)
+/* Hand event p, the oldest not yet handed out, to the callbacks. */
+static void deliver(struct rd *r, struct pending *p)
 {
-	struct pending tmp;
-	struct pending *p = pending_take(r, &tmp);
 	r->last_released_ts = p->ev.ts_ns;
 	r->released_any = 1;
 	if (p->pystack_id && r->cb->pycombine)
 		p->ev.stack_id = r->cb->pycombine(r->cb->ctx, p->ev.stack_id, p->pystack_id);
 	if (r->cb->event)
 		r->cb->event(r->cb->ctx, &p->ev);
+}
+
+static void release_one(struct rd *r)
+{
+	struct pending tmp;
+	deliver(r, pending_take(r, &tmp));
 }
 
 static void release_upto(struct rd *r, uint64_t ts)
@@ -573,11 +582,21 @@ static int dispatch(struct rd *r, const unsigned char *p, unsigned type, uint32_
 			return 0; /* nobody wants them in order: hold nothing */
 		if (r->released_any && pe.ev.ts_ns < r->last_released_ts)
 			r->res->late_events++;
-		pending_push(r, &pe);
-		if (r->pending_n > r->max_pending) {
+		if (r->pending_n >= r->max_pending) {
+			/*
+			 * Full: hand out the oldest of the window and this event
+			 * before pushing, so that the window (and each queue's
+			 * ring) never holds more than max_pending events.
+			 */
+			int from_queue;
 			r->res->forced_releases++;
+			if (pend_less(&pe, pending_min(r, &from_queue))) {
+				deliver(r, &pe);
+				return 0;
+			}
 			release_one(r);
 		}
+		pending_push(r, &pe);
 		return 0;
 	}
 	case CT_REC_STACK: {
@@ -813,6 +832,7 @@ static int read_zstd(struct rd *r, const unsigned char *p, uint32_t size, uint64
 			ZSTD_isError(got) ? ZSTD_getErrorName(got) : "short output");
 		return -1;
 	}
+	r->record_bytes += z.raw_size;
 	r->in_zstd = 1;
 	for (size_t pos = 0; pos < z.raw_size;) {
 		struct ct_rec h;
@@ -857,6 +877,12 @@ static int run(struct rd *r)
 			r->res->truncated_offset = off;
 			break;
 		}
+		if (r->opts && r->opts->max_record_bytes && r->record_bytes >= r->opts->max_record_bytes) {
+			r->res->status = CT_READ_TRUNCATED;
+			r->res->truncated_offset = off;
+			r->res->budget_stopped = 1;
+			break;
+		}
 		struct ct_rec h;
 		memcpy(&h, r->buf + r->start, sizeof h);
 		if (check_header(r, &h, off) < 0)
@@ -868,6 +894,7 @@ static int run(struct rd *r)
 			r->res->truncated_offset = off;
 			break;
 		}
+		r->record_bytes += h.size;
 		if (h.type == CT_REC_ZSTD) {
 			if (read_zstd(r, r->buf + r->start, h.size, off) < 0)
 				goto out;

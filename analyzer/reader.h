@@ -74,8 +74,18 @@ struct ct_reader_cb {
 
 struct ct_read_opts {
 	size_t chunk_size;  /* bytes per read(2); 0 = 1 MiB */
-	size_t max_pending; /* events held for reordering; 0 = 1 Mi events, or more
-			     * when the dump says its rings are larger (setting.buffer_mb) */
+	size_t max_pending; /* events held for reordering; 0 = 1 Mi events, or up to
+			     * 2 Mi (192 MiB) when the dump says its rings are larger
+			     * (setting.buffer_mb) */
+	/*
+	 * Stop before the next record once this many bytes of records were
+	 * read, those decompressed from CT_REC_ZSTD counted at their
+	 * decompressed size; 0 = no limit. The result is then
+	 * CT_READ_TRUNCATED at that record, with budget_stopped set. The
+	 * fuzzer's budget: a 64 KiB input can decompress to gigabytes of
+	 * events (tests/fuzz/fuzz_dump.c).
+	 */
+	uint64_t max_record_bytes;
 	/*
 	 * Called after every read(2) (and once at end of file) with the bytes
 	 * read so far, the size of the file (0 when unknown) and the events
@@ -96,6 +106,7 @@ struct ct_read_result {
 	char error[512];	   /* CT_READ_ERROR: one line, no file name, no newline */
 	uint64_t error_offset;	   /* CT_READ_ERROR on a record: its offset */
 	uint64_t truncated_offset; /* CT_READ_TRUNCATED: offset of the partial record */
+	int budget_stopped;	   /* CT_READ_TRUNCATED by max_record_bytes, not the file */
 	uint64_t file_bytes;	   /* bytes read */
 	unsigned version;	   /* file header version */
 	uint64_t records;	   /* complete records read, those inside CT_REC_ZSTD included */

@@ -579,10 +579,54 @@ START_TEST(pending_is_bounded)
 	struct ct_read_opts o = {.max_pending = 8};
 	ck_assert_int_eq(ct_read_mem(g.p, g.n, &o, &cb, &res), CT_READ_OK);
 	ck_assert_uint_eq(l.nev, 100);
-	ck_assert_uint_le(res.max_pending_seen, 9);
+	ck_assert_uint_eq(res.max_pending_seen, 8); /* never one more: a queue's ring never outgrows it */
 	ck_assert_uint_eq(res.forced_releases, 92);
 	for (size_t i = 1; i < 100; i++)
 		ck_assert_uint_lt(l.ts[i - 1], l.ts[i]);
+	dg_release(&g);
+}
+END_TEST
+
+/*
+ * max_record_bytes: the reader stops before the first record past the budget,
+ * counting a compressed run at its decompressed size, and says so.
+ */
+START_TEST(record_budget)
+{
+	struct dg g, z;
+	dg_init(&g);
+	dg_init(&z);
+	dg_header(&g);
+	for (int i = 0; i < 50; i++)
+		ev_tid(&z, 1000 + (uint64_t)i, 1);
+	dg_zstd(&g, z.p, z.n); /* 50 events, 50 * 80 bytes decompressed */
+	size_t after_zstd = g.n;
+	for (int i = 0; i < 50; i++)
+		ev_tid(&g, 2000 + (uint64_t)i, 1);
+	size_t ev_size = (g.n - after_zstd) / 50;
+	struct rec_log l;
+	struct ct_read_result res;
+	struct ct_reader_cb cb = log_cb(&l);
+
+	struct ct_read_opts o = {.max_record_bytes = z.n}; /* the run alone fills it */
+	ck_assert_int_eq(ct_read_mem(g.p, g.n, &o, &cb, &res), CT_READ_TRUNCATED);
+	ck_assert_int_eq(res.budget_stopped, 1);
+	ck_assert_uint_eq(res.truncated_offset, after_zstd);
+	ck_assert_uint_eq(l.nev, 50);
+
+	o.max_record_bytes = (after_zstd - sizeof(struct ct_file_header)) + z.n + 10 * ev_size;
+	cb = log_cb(&l);
+	ck_assert_int_eq(ct_read_mem(g.p, g.n, &o, &cb, &res), CT_READ_TRUNCATED);
+	ck_assert_int_eq(res.budget_stopped, 1);
+	ck_assert_uint_eq(res.truncated_offset, after_zstd + 10 * ev_size);
+	ck_assert_uint_eq(l.nev, 60);
+
+	o.max_record_bytes = 0; /* no limit */
+	cb = log_cb(&l);
+	ck_assert_int_eq(ct_read_mem(g.p, g.n, &o, &cb, &res), CT_READ_OK);
+	ck_assert_int_eq(res.budget_stopped, 0);
+	ck_assert_uint_eq(l.nev, 100);
+	dg_release(&z);
 	dg_release(&g);
 }
 END_TEST
@@ -1156,6 +1200,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, longer_records_accepted);
 	tcase_add_test(tc, reorder_across_batches);
 	tcase_add_test(tc, pending_is_bounded);
+	tcase_add_test(tc, record_budget);
 	tcase_add_test(tc, files_and_non_files);
 	tcase_add_test(tc, process_strings);
 	tcase_add_test(tc, random_mutations);
