@@ -50,35 +50,43 @@ static void merge(struct ct_timeline *tl, unsigned k)
 		se->last = k < 64 ? se->last >> k : 0;
 	}
 	tl->end_idx = k < 64 ? tl->end_idx >> k : 0;
-	for (unsigned i = 0; i < k; i++)
-		tl->width = tl->width > UINT64_MAX / 2 ? UINT64_MAX : tl->width * 2;
+	/* (2^64 - 1) >> 52 < CT_TL_FINE: the shift never passes 52 */
+	tl->shift += k;
+	tl->width = (uint64_t)CT_TL_WIDTH0 << tl->shift;
 }
 
-/* The bucket of ts, doubling the width first as often as it takes to reach ts. */
+/*
+ * The bucket of ts, doubling the width first as often as it takes to reach
+ * ts. The width is a power of two: a shift, not a division (once per event).
+ */
 static size_t index_of(struct ct_timeline *tl, uint64_t ts)
 {
 	if (!tl->started)
 		ct_tl_start(tl, ts);
 	if (ts < tl->t0)
 		return 0; /* late or earlier than the start: first bucket */
-	uint64_t w = tl->width;
-	unsigned k = 0;
-	while ((ts - tl->t0) / w >= CT_TL_FINE) {
-		w = w > UINT64_MAX / 2 ? UINT64_MAX : w * 2;
-		k++;
-	}
-	if (k)
+	uint64_t d = ts - tl->t0;
+	if ((d >> tl->shift) >= CT_TL_FINE) {
+		unsigned k = 0;
+		while ((d >> (tl->shift + k)) >= CT_TL_FINE)
+			k++;
 		merge(tl, k);
-	return (size_t)((ts - tl->t0) / tl->width);
+	}
+	return (size_t)(d >> tl->shift);
 }
 
-void ct_tl_touch(struct ct_timeline *tl, uint64_t ts)
+/* Time advances to ts, whose bucket is idx. */
+static void touch_at(struct ct_timeline *tl, uint64_t ts, size_t idx)
 {
-	size_t idx = index_of(tl, ts);
 	if (ts > tl->t_end)
 		tl->t_end = ts;
 	if (idx > tl->end_idx)
 		tl->end_idx = idx;
+}
+
+void ct_tl_touch(struct ct_timeline *tl, uint64_t ts)
+{
+	touch_at(tl, ts, index_of(tl, ts));
 }
 
 static void fill_to(struct ct_tl_series *se, size_t idx)
@@ -100,8 +108,8 @@ static int series_eq(const void *ctx, uint32_t idx, const void *key)
 void ct_tl_update(struct ct_timeline *tl, uint8_t kind, int16_t device, uint64_t ts,
 		  uint64_t live)
 {
-	ct_tl_touch(tl, ts);
 	size_t idx = index_of(tl, ts);
+	touch_at(tl, ts, idx);
 	struct ct_tl_series key = {.kind = kind, .device = device};
 	uint64_t h = ct_hash2(kind, (uint16_t)device);
 	uint32_t si = ct_imap_get(&tl->map, h, series_eq, tl, &key);

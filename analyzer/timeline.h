@@ -15,7 +15,7 @@
 #include "util.h"
 
 #define CT_TL_FINE 4096
-#define CT_TL_WIDTH0 1u
+#define CT_TL_WIDTH0 1u /* a power of two: widths stay powers of two */
 #define CT_TL_MAX_SERIES 256
 
 struct ct_tl_series {
@@ -29,7 +29,8 @@ struct ct_tl_series {
 struct ct_timeline {
 	int started;
 	uint64_t t0;	 /* start of bucket 0 */
-	uint64_t width;	 /* ns per fine bucket */
+	uint64_t width;	 /* ns per fine bucket: 1 << shift */
+	unsigned shift;
 	uint64_t t_end;	 /* latest time seen */
 	size_t end_idx;	 /* bucket of t_end */
 	struct ct_tl_series *series;
