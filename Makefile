@@ -112,6 +112,16 @@ $(FAKE_CUDART): $(BUILD)/obj/tests/fake/cudart.o tests/fake/cudart.map
 		-o $@ $(BUILD)/obj/tests/fake/cudart.o $(ALL_LDFLAGS) -ldl -lpthread
 	$(Q)ln -sf libcudart.so.13 $(FAKE_DIR)/libcudart.so
 
+# Null runtime for the benchmark's scaling rows (tests/fake/nullrt.c): its own
+# folder, so that LD_LIBRARY_PATH picks it instead of the fake runtime.
+NULLRT := $(BUILD)/tests/nullrt/libcudart.so.13
+
+$(NULLRT): $(BUILD)/obj/tests/fake/nullrt.o tests/fake/nullrt.map
+	@mkdir -p $(@D)
+	@echo "  LD      $@"
+	$(Q)$(CC) -shared -Wl,--version-script=tests/fake/nullrt.map -Wl,-soname,libcudart.so.13 \
+		-o $@ $(BUILD)/obj/tests/fake/nullrt.o $(ALL_LDFLAGS)
+
 # ---- test programs: each tests/e2e/progs/NAME.c becomes build/tests/progs/NAME
 PROG_SRC := $(wildcard tests/e2e/progs/*.c)
 PROGS := $(PROG_SRC:tests/e2e/progs/%.c=$(BUILD)/tests/progs/%)
@@ -234,7 +244,7 @@ tests: all $(FAKE_CUDART) $(FAKE_CUDA) $(FAKE_CUPTI) $(TLIBS) $(PROGS) $(UNITS) 
 check: tests
 	$(Q)BUILD=$(BUILD) SANITIZE=$(SANITIZE) sh tests/run.sh
 
-bench: all $(FAKE_CUDART) $(FAKE_CUDA) $(PROGS) $(GENDUMP)
+bench: all $(FAKE_CUDART) $(FAKE_CUDA) $(NULLRT) $(PROGS) $(GENDUMP)
 	$(Q)BUILD=$(BUILD) sh scripts/bench.sh
 
 demo: all $(FAKE_CUDART) $(FAKE_CUDA) $(PROGS)
