@@ -6,7 +6,18 @@
 #include "pystack.h"
 #include "util.h"
 
+/*
+ * Strings and stacks are kept in the order they came, found by id through a
+ * hash index: ids are the dump's, so an array indexed by them would let one
+ * record with a large id make the analyzer allocate in proportion to the id.
+ */
+struct ct_pystring {
+	uint32_t id;
+	char *s;
+};
+
 struct ct_pystack {
+	uint32_t id;
 	unsigned depth;
 	struct ct_pyframe *frames;
 };
@@ -16,10 +27,12 @@ struct ct_combo {
 };
 
 struct ct_pytab {
-	char **strings; /* by id */
+	struct ct_pystring *strings;
 	size_t nstrings, capstrings;
-	struct ct_pystack *stacks; /* by id */
+	struct ct_imap stringmap;
+	struct ct_pystack *stacks;
 	size_t nstacks, capstacks;
+	struct ct_imap stackmap;
 	struct ct_combo *combos; /* combined id = CT_PY_COMBINED | (index + 1) */
 	size_t ncombos, capcombos;
 	struct ct_imap combomap;
@@ -42,48 +55,66 @@ void ct_pytab_free(struct ct_pytab *t)
 	if (!t)
 		return;
 	for (size_t i = 0; i < t->nstrings; i++)
-		free(t->strings[i]);
+		free(t->strings[i].s);
 	for (size_t i = 0; i < t->nstacks; i++)
 		free(t->stacks[i].frames);
 	free(t->strings);
 	free(t->stacks);
 	free(t->combos);
+	ct_imap_free(&t->stringmap);
+	ct_imap_free(&t->stackmap);
 	ct_imap_free(&t->combomap);
 	free(t);
+}
+
+static int string_eq(const void *ctx, uint32_t idx, const void *key)
+{
+	return ((const struct ct_pytab *)ctx)->strings[idx].id == *(const uint32_t *)key;
+}
+
+static int stack_eq(const void *ctx, uint32_t idx, const void *key)
+{
+	return ((const struct ct_pytab *)ctx)->stacks[idx].id == *(const uint32_t *)key;
+}
+
+/* The string of id, NULL when none came. */
+static const char *py_string(const struct ct_pytab *t, uint32_t id)
+{
+	uint32_t i = ct_imap_get(&t->stringmap, ct_mix64(id), string_eq, t, &id);
+	return i == CT_IMAP_NONE ? NULL : t->strings[i].s;
+}
+
+/* The stack of id, NULL when none came. */
+static const struct ct_pystack *py_stack(const struct ct_pytab *t, uint32_t id)
+{
+	uint32_t i = ct_imap_get(&t->stackmap, ct_mix64(id), stack_eq, t, &id);
+	return i == CT_IMAP_NONE ? NULL : &t->stacks[i];
 }
 
 #define CT_PY_ID_MAX (1u << 24) /* ids beyond this are taken as corrupt and ignored */
 
 void ct_pytab_add_string(struct ct_pytab *t, uint32_t id, const char *s, size_t len)
 {
-	if (!id || id > CT_PY_ID_MAX)
+	if (!id || id > CT_PY_ID_MAX || py_string(t, id))
 		return;
-	if (id >= t->nstrings) {
-		t->strings = ct_xgrow(t->strings, &t->capstrings, (size_t)id + 1, sizeof *t->strings);
-		memset(t->strings + t->nstrings, 0, ((size_t)id + 1 - t->nstrings) * sizeof *t->strings);
-		t->nstrings = (size_t)id + 1;
-	}
-	if (t->strings[id])
-		return;
+	t->strings = ct_xgrow(t->strings, &t->capstrings, t->nstrings + 1, sizeof *t->strings);
 	size_t n = len ? strnlen(s, len) : 0;
-	t->strings[id] = ct_xstrndup(s, n);
+	t->strings[t->nstrings] = (struct ct_pystring){id, ct_xstrndup(s, n)};
+	ct_imap_put(&t->stringmap, ct_mix64(id), (uint32_t)t->nstrings++);
 }
 
 void ct_pytab_add_stack(struct ct_pytab *t, uint32_t id, unsigned depth,
 			const struct ct_pyframe *frames)
 {
-	if (!id || id > CT_PY_ID_MAX)
+	if (!id || id > CT_PY_ID_MAX || !depth || py_stack(t, id))
 		return;
-	if (id >= t->nstacks) {
-		t->stacks = ct_xgrow(t->stacks, &t->capstacks, (size_t)id + 1, sizeof *t->stacks);
-		memset(t->stacks + t->nstacks, 0, ((size_t)id + 1 - t->nstacks) * sizeof *t->stacks);
-		t->nstacks = (size_t)id + 1;
-	}
-	if (t->stacks[id].frames || !depth)
-		return;
-	t->stacks[id].frames = ct_xmalloc(depth * sizeof *frames);
-	memcpy(t->stacks[id].frames, frames, depth * sizeof *frames);
-	t->stacks[id].depth = depth;
+	t->stacks = ct_xgrow(t->stacks, &t->capstacks, t->nstacks + 1, sizeof *t->stacks);
+	struct ct_pystack *st = &t->stacks[t->nstacks];
+	st->id = id;
+	st->depth = depth;
+	st->frames = ct_xmalloc(depth * sizeof *frames);
+	memcpy(st->frames, frames, depth * sizeof *frames);
+	ct_imap_put(&t->stackmap, ct_mix64(id), (uint32_t)t->nstacks++);
 }
 
 static int combo_eq(const void *ctx, uint32_t idx, const void *key)
@@ -124,8 +155,7 @@ int ct_frames_has(struct ct_model *m, uint32_t id)
 	const struct ct_combo *c = combo_of(m->py, id);
 	if (!c)
 		return ct_symtab_has_stack(m->syms, id);
-	return (c->py_id < m->py->nstacks && m->py->stacks[c->py_id].frames) ||
-	       (c->native_id && ct_symtab_has_stack(m->syms, c->native_id));
+	return py_stack(m->py, c->py_id) || (c->native_id && ct_symtab_has_stack(m->syms, c->native_id));
 }
 
 /* Frames of the interpreter itself: libpython, or a python executable's Py* code. */
@@ -145,18 +175,18 @@ static int is_interp(const struct ct_frame *f)
 static size_t py_frames(const struct ct_pytab *t, uint32_t py_id, struct ct_frame *out,
 			size_t max)
 {
-	if (py_id >= t->nstacks || !t->stacks[py_id].frames)
+	const struct ct_pystack *s = py_stack(t, py_id);
+	if (!s)
 		return 0;
-	const struct ct_pystack *s = &t->stacks[py_id];
 	size_t n = 0;
 	for (unsigned i = 0; i < s->depth && n < max; i++) {
 		const struct ct_pyframe *pf = &s->frames[i];
 		struct ct_frame f;
 		memset(&f, 0, sizeof f);
 		f.python = 1;
-		f.file = pf->file_id < t->nstrings ? t->strings[pf->file_id] : NULL;
+		f.file = py_string(t, pf->file_id);
 		f.file_short = f.file;
-		f.function = pf->func_id < t->nstrings ? t->strings[pf->func_id] : NULL;
+		f.function = py_string(t, pf->func_id);
 		f.line = pf->line > 0 ? (unsigned)pf->line : 0;
 		out[n++] = f;
 	}

@@ -2242,6 +2242,50 @@ __attribute__((noinline)) static char *render_o(struct ct_model *const *ms, size
 	return buf;
 }
 
+/*
+ * Python string and stack ids are the dump's: the largest accepted (2^24)
+ * work like small ones and take no memory in proportion to them (a table
+ * indexed by id took 256 MiB for one record: tests/fuzz/regress/oom-a9311639...).
+ */
+START_TEST(pystack_sparse_ids)
+{
+	const uint32_t big = 1u << 24;
+	struct dg g;
+	dg_init(&g);
+	dg_header(&g);
+	dg_process(&g, 77, 1, 1000, (const char *[]){"argv=prog", NULL});
+	pystring(&g, big - 1, "far.py");
+	pystring(&g, big, "deep_step");
+	pystring(&g, big + 1, "ignored_string"); /* past the limit: not kept */
+	struct {
+		struct ct_rec_pystack h;
+		struct ct_pyframe f[1];
+	} ps;
+	memset(&ps, 0, sizeof ps);
+	ps.h.rec.type = CT_REC_PYSTACK;
+	ps.h.pystack_id = big;
+	ps.h.depth = 1;
+	ps.f[0] = (struct ct_pyframe){big - 1, big, 42};
+	dg_record(&g, &ps, sizeof ps, NULL, 0, 0);
+	ps.h.pystack_id = 3; /* a small id beside it */
+	ps.f[0] = (struct ct_pyframe){big - 1, big + 1, 7};
+	dg_record(&g, &ps, sizeof ps, NULL, 0, 0);
+	alloc_py(&g, 2000, 0x10000, 4096, 1, 0, big);
+	alloc_py(&g, 3000, 0x20000, 8192, 1, 0, 3);
+	dg_end(&g, 4000);
+	struct ct_report_opts o = {.cmd = CT_CMD_LEAKS, .format = CT_FMT_TEXT, .top = 10,
+				   .tool_version = "test"};
+	struct ct_model *m = load_attached(&g, &o);
+	char *out = render_o(&m, 1, &o, NULL);
+	ck_assert_msg(strstr(out, "deep_step") && strstr(out, "far.py:42"), "%s", out);
+	ck_assert_msg(strstr(out, "far.py:7") && !strstr(out, "ignored_string"), "%s", out);
+	free(out);
+	ct_model_free(m);
+	free(m);
+	dg_release(&g);
+}
+END_TEST
+
 /* Bytes as lines of 16: offset, hex, printable ASCII. */
 static char *hexdump(const unsigned char *p, size_t n)
 {
@@ -2827,6 +2871,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, html_escapes_dump_strings);
 	tcase_add_test(tc, golden_html);
 	tcase_add_test(tc, html_bounded);
+	tcase_add_test(tc, pystack_sparse_ids);
 	suite_add_tcase(s, tc);
 	return s;
 }
