@@ -2257,19 +2257,9 @@ START_TEST(pystack_sparse_ids)
 	pystring(&g, big - 1, "far.py");
 	pystring(&g, big, "deep_step");
 	pystring(&g, big + 1, "ignored_string"); /* past the limit: not kept */
-	struct {
-		struct ct_rec_pystack h;
-		struct ct_pyframe f[1];
-	} ps;
-	memset(&ps, 0, sizeof ps);
-	ps.h.rec.type = CT_REC_PYSTACK;
-	ps.h.pystack_id = big;
-	ps.h.depth = 1;
-	ps.f[0] = (struct ct_pyframe){big - 1, big, 42};
-	dg_record(&g, &ps, sizeof ps, NULL, 0, 0);
-	ps.h.pystack_id = 3; /* a small id beside it */
-	ps.f[0] = (struct ct_pyframe){big - 1, big + 1, 7};
-	dg_record(&g, &ps, sizeof ps, NULL, 0, 0);
+	struct ct_pyframe far = {big - 1, big, 42}, near = {big - 1, big + 1, 7};
+	dg_pystack(&g, big, 1, &far);
+	dg_pystack(&g, 3, 1, &near); /* a small id beside it */
 	alloc_py(&g, 2000, 0x10000, 4096, 1, 0, big);
 	alloc_py(&g, 3000, 0x20000, 8192, 1, 0, 3);
 	dg_end(&g, 4000);
