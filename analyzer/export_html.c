@@ -1052,7 +1052,7 @@ static void frag_chart(FILE *f, const struct ct_model *m, const struct ct_frag_v
 		fputs("<p class=\"muted\">One sample time only: no chart over time.</p>\n", f);
 		return;
 	}
-	double dt = ns > 1 ? (double)(ct_view_frag_time(m, 1) - ct_view_frag_time(m, 0)) : 1;
+	double dt = (double)(ct_view_frag_time(m, 1) - ct_view_frag_time(m, 0));
 	double t0 = (double)ct_view_frag_time(m, 0);
 	double tmax = t0 + dt * (double)(ns - 1);
 	if (dv->have_peak && (double)dv->peak_ns > tmax)

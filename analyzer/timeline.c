@@ -66,12 +66,11 @@ static size_t index_of(struct ct_timeline *tl, uint64_t ts)
 	if (ts < tl->t0)
 		return 0; /* late or earlier than the start: first bucket */
 	uint64_t d = ts - tl->t0;
-	if ((d >> tl->shift) >= CT_TL_FINE) {
-		unsigned k = 0;
-		while ((d >> (tl->shift + k)) >= CT_TL_FINE)
-			k++;
+	unsigned k = 0;
+	while ((d >> (tl->shift + k)) >= CT_TL_FINE)
+		k++;
+	if (k)
 		merge(tl, k);
-	}
 	return (size_t)(d >> tl->shift);
 }
 
