@@ -61,7 +61,7 @@ $(BUILD)/obj/preload/entry.o: ALL_CFLAGS := $(filter-out -fsanitize=% -fno-sanit
 ANALYZER_SRC := $(filter-out analyzer/main.c,$(wildcard analyzer/*.c))
 ANALYZER_OBJ := $(ANALYZER_SRC:%.c=$(BUILD)/obj/%.o)
 ANALYZER_LIB := $(BUILD)/libctanalyzer.a
-ANALYZER_LIBS := -ldw -lelf -lzstd -lm
+ANALYZER_LIBS := -ldw -lelf -lzstd -lm -lpthread
 REPORT := $(BUILD)/cumtrace-report
 
 $(ANALYZER_LIB): $(ANALYZER_OBJ)

@@ -75,7 +75,9 @@ void ct_model_free(struct ct_model *m)
 
 static size_t live_home(const struct ct_model *m, unsigned ns, uint64_t ptr)
 {
-	return (size_t)ct_hash2(ns, ptr) & m->live_mask;
+	/* Fibonacci hashing: the product's top bits depend on every bit of the
+	 * address (its low ones are zero: blocks are aligned) */
+	return (size_t)(((ptr ^ (uint64_t)ns << 58) * 0x9e3779b97f4a7c15ull) >> m->live_shift);
 }
 
 static size_t live_find(const struct ct_model *m, unsigned ns, uint64_t ptr)
@@ -107,6 +109,7 @@ static void live_insert(struct ct_model *m, const struct ct_block *e)
 		struct ct_block *old = m->live;
 		m->live = ct_xcalloc(ncap, sizeof *m->live);
 		m->live_mask = ncap - 1;
+		m->live_shift = 64u - (unsigned)__builtin_ctzll(ncap);
 		for (size_t i = 0; i < ocap; i++)
 			if (old[i].ns)
 				live_place(m, &old[i]);
@@ -574,6 +577,21 @@ static void do_unmap(struct ct_model *m, const struct ct_rec_event *ev)
 	}
 }
 
+struct ckey {
+	uint64_t ts, ptr;
+	uint8_t ns;
+};
+
+static int ckey_cmp(const void *a, const void *b)
+{
+	const struct ckey *x = a, *y = b;
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	if (x->ns != y->ns)
+		return x->ns < y->ns ? -1 : 1;
+	return (x->ptr > y->ptr) - (x->ptr < y->ptr);
+}
+
 static void checkpoint(struct ct_model *m, const struct ct_rec_event *ev)
 {
 	/* nothing live on that device: no need to scan the live set */
@@ -583,10 +601,7 @@ static void checkpoint(struct ct_model *m, const struct ct_rec_event *ev)
 	if (!any)
 		return;
 	size_t n = 0, cap = 0;
-	struct {
-		uint8_t ns;
-		uint64_t ptr;
-	} *keys = NULL;
+	struct ckey *keys = NULL;
 	for (size_t i = 0; m->live_mask && i <= m->live_mask; i++) {
 		const struct ct_block *e = &m->live[i];
 		if (!e->ns || m->sites[e->site].device != ev->device)
@@ -594,8 +609,12 @@ static void checkpoint(struct ct_model *m, const struct ct_rec_event *ev)
 		keys = ct_xgrow(keys, &cap, n + 1, sizeof *keys);
 		keys[n].ns = e->ns;
 		keys[n].ptr = e->ptr;
+		keys[n].ts = e->ts;
 		n++;
 	}
+	/* in allocation order, not the hash table's: observers see the same sequence of
+	 * releases whatever the table's layout */
+	qsort(keys, n, sizeof *keys, ckey_cmp);
 	for (size_t i = 0; i < n; i++) {
 		size_t slot = live_find(m, keys[i].ns, keys[i].ptr);
 		if (slot != SIZE_MAX)

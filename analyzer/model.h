@@ -198,6 +198,7 @@ struct ct_model {
 	struct ct_block *live;
 	void *retired; /* recently retired blocks, model.c */
 	size_t live_mask, live_count;
+	unsigned live_shift; /* 64 - log2(live_mask + 1) */
 
 	struct ct_site *sites;
 	size_t nsites, capsites;

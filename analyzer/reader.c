@@ -12,6 +12,7 @@
 #include <zstd.h>
 
 #include "util.h"
+#include "zprefetch.h"
 
 #define DEFAULT_CHUNK (1u << 20)
 #define DEFAULT_MAX_PENDING ((size_t)1 << 20)
@@ -42,7 +43,7 @@ struct rd {
 	size_t ntq, tq_cap, last_tq;
 	uint32_t *tq_map;   /* open addressing: tid -> queue index + 1 */
 	size_t tq_map_cap;  /* a power of two, or 0 */
-	uint32_t *mheap;    /* the non-empty queues, a min-heap by their first event */
+	struct mkey *mheap; /* the non-empty queues, a min-heap by their first event */
 	size_t mheap_n, mheap_cap;
 	struct pending *heap; /* events out of their thread's order: a min-heap */
 	size_t heap_n, heap_cap;
@@ -58,6 +59,9 @@ struct rd {
 	/* CT_REC_ZSTD: made at the first one, CT_ZSTD_RAW_MAX bytes */
 	ZSTD_DCtx *dctx;
 	unsigned char *zbuf;
+	struct ct_zpre *zpre; /* decompresses the next CT_REC_ZSTD meanwhile */
+	int zpre_off;	      /* none: out of memory, or the caller said so */
+	int peeking;	      /* fill() for a prefetch: a read error is not yet one */
 	int in_zstd;	   /* dispatching the records of a CT_REC_ZSTD */
 	uint64_t zstd_pos; /* ... this one, at this offset of its decompressed run */
 	const struct ct_read_opts *opts; /* progress callback, record budget, or NULL */
@@ -177,6 +181,8 @@ static int fill(struct rd *r, size_t need)
 			want = r->chunk;
 		ssize_t k = src_read(&r->src, r->buf + r->end, want);
 		if (k < 0) {
+			if (r->peeking)
+				return -1; /* the reader meets it again when it gets there */
 			set_error(r, r->buf_off + r->end, "read error at offset %llu: %s",
 				  (unsigned long long)(r->buf_off + r->end), strerror(errno));
 			return -1;
@@ -213,7 +219,12 @@ struct tq {
 	uint32_t tid;
 	struct pending *q;   /* ring: item i at q[(head + i) & (cap - 1)] */
 	size_t head, n, cap; /* cap a power of two, or 0 */
-	size_t pos;	     /* index in mheap while non-empty */
+};
+
+/* A non-empty queue in the merge heap, with its first event's order key. */
+struct mkey {
+	uint64_t ts, seq;
+	uint32_t tid, q;
 };
 
 static int pend_less(const struct pending *a, const struct pending *b)
@@ -270,41 +281,48 @@ static const struct pending *tq_first(const struct rd *r, const struct tq *t)
 	return &t->q[t->head];
 }
 
-static int mheap_less(const struct rd *r, size_t a, size_t b)
+static int mkey_less(const struct mkey *a, const struct mkey *b)
 {
-	return pend_less(tq_first(r, &r->tq[r->mheap[a]]), tq_first(r, &r->tq[r->mheap[b]]));
+	if (a->ts != b->ts)
+		return a->ts < b->ts;
+	if (a->tid != b->tid)
+		return a->tid < b->tid;
+	return a->seq < b->seq;
 }
 
-static void mheap_swap(struct rd *r, size_t a, size_t b)
+static void mkey_set(struct mkey *k, const struct pending *p, uint32_t q)
 {
-	uint32_t x = r->mheap[a];
-	r->mheap[a] = r->mheap[b];
-	r->mheap[b] = x;
-	r->tq[r->mheap[a]].pos = a;
-	r->tq[r->mheap[b]].pos = b;
+	k->ts = p->ev.ts_ns;
+	k->seq = p->seq;
+	k->tid = p->ev.tid;
+	k->q = q;
 }
 
 static void mheap_up(struct rd *r, size_t i)
 {
-	while (i && mheap_less(r, i, (i - 1) / 2)) {
-		mheap_swap(r, i, (i - 1) / 2);
+	struct mkey k = r->mheap[i];
+	while (i && mkey_less(&k, &r->mheap[(i - 1) / 2])) {
+		r->mheap[i] = r->mheap[(i - 1) / 2];
 		i = (i - 1) / 2;
 	}
+	r->mheap[i] = k;
 }
 
 static void mheap_down(struct rd *r, size_t i)
 {
+	struct mkey k = r->mheap[i];
 	for (;;) {
 		size_t c = 2 * i + 1;
 		if (c >= r->mheap_n)
-			return;
-		if (c + 1 < r->mheap_n && mheap_less(r, c + 1, c))
+			break;
+		if (c + 1 < r->mheap_n && mkey_less(&r->mheap[c + 1], &r->mheap[c]))
 			c++;
-		if (!mheap_less(r, c, i))
-			return;
-		mheap_swap(r, i, c);
+		if (!mkey_less(&r->mheap[c], &k))
+			break;
+		r->mheap[i] = r->mheap[c];
 		i = c;
 	}
+	r->mheap[i] = k;
 }
 
 /* The queue of thread tid, made on first sight; NULL past MAX_QUEUES. */
@@ -363,9 +381,8 @@ static void pending_push(struct rd *r, const struct pending *p)
 		}
 		t->q[(t->head + t->n) & (t->cap - 1)] = *p;
 		if (t->n++ == 0) {
-			t->pos = r->mheap_n;
-			r->mheap[r->mheap_n++] = (uint32_t)(t - r->tq);
-			mheap_up(r, t->pos);
+			mkey_set(&r->mheap[r->mheap_n], p, (uint32_t)(t - r->tq));
+			mheap_up(r, r->mheap_n++);
 		}
 	} else {
 		heap_push(r, p);
@@ -378,7 +395,7 @@ static void pending_push(struct rd *r, const struct pending *p)
 /* The smallest held event: from a queue (*from_queue = 1) or the heap. */
 static const struct pending *pending_min(const struct rd *r, int *from_queue)
 {
-	const struct pending *a = r->mheap_n ? tq_first(r, &r->tq[r->mheap[0]]) : NULL;
+	const struct pending *a = r->mheap_n ? tq_first(r, &r->tq[r->mheap[0].q]) : NULL;
 	const struct pending *b = r->heap_n ? &r->heap[0] : NULL;
 	*from_queue = a && (!b || pend_less(a, b));
 	return *from_queue ? a : b;
@@ -397,9 +414,11 @@ static struct pending *pending_take(struct rd *r, struct pending *tmp)
 		heap_pop(r, tmp);
 		return tmp;
 	}
-	struct tq *t = &r->tq[r->mheap[0]];
+	struct tq *t = &r->tq[r->mheap[0].q];
 	struct pending *p = &t->q[t->head];
 	t->head = (t->head + 1) & (t->cap - 1);
+	/* the window outgrows the caches: fetch the queue's next events early */
+	__builtin_prefetch(&t->q[(t->head + 8) & (t->cap - 1)]);
 	if (--t->n == 0) {
 		if (t->cap > KEEP_QUEUE || r->ntq > KEEP_QUEUE) {
 			*tmp = *p;
@@ -410,7 +429,8 @@ static struct pending *pending_take(struct rd *r, struct pending *tmp)
 		}
 		t->head = 0;
 		r->mheap[0] = r->mheap[--r->mheap_n];
-		r->tq[r->mheap[0]].pos = 0;
+	} else {
+		mkey_set(&r->mheap[0], &t->q[t->head], r->mheap[0].q);
 	}
 	if (r->mheap_n > 1)
 		mheap_down(r, 0);
@@ -786,6 +806,44 @@ static int check_header(struct rd *r, const struct ct_rec *h, uint64_t off)
 }
 
 /*
+ * Make at least need bytes available at buf[start] for a look ahead: 0 when
+ * they are; a read error is left for the reader to meet in its turn.
+ */
+static int peek(struct rd *r, size_t need)
+{
+	if (need > r->cap)
+		return -1;
+	r->peeking = 1;
+	int rc = fill(r, need);
+	r->peeking = 0;
+	return rc < 0 || r->end - r->start < need ? -1 : 0;
+}
+
+/*
+ * The CT_REC_ZSTD of size bytes at off (at buf[start]) is decompressed:
+ * when the record after it looks like another one, hand that frame to the
+ * worker (zprefetch.h: the reader still checks it when it gets there).
+ */
+static void prefetch_next(struct rd *r, uint64_t off, uint32_t size)
+{
+	if (r->zpre_off)
+		return;
+	if (!r->zpre && !(r->zpre = ct_zpre_new())) {
+		r->zpre_off = 1;
+		return;
+	}
+	struct ct_rec_zstd z;
+	if (peek(r, (size_t)size + sizeof z) < 0)
+		return;
+	memcpy(&z, r->buf + r->start + size, sizeof z);
+	if (z.rec.type != CT_REC_ZSTD || z.rec.size < sizeof z || z.rec.size > CT_REC_MAX ||
+	    z.frame_size > z.rec.size - sizeof z || peek(r, (size_t)size + z.rec.size) < 0)
+		return;
+	(void)ct_zpre_post(r->zpre, off + size, r->buf + r->start + size + sizeof z, z.frame_size,
+			   z.raw_size);
+}
+
+/*
  * A CT_REC_ZSTD at off: check the frame, decompress it into the one buffer
  * and dispatch the records it holds as if they stood in the file here.
  */
@@ -826,12 +884,17 @@ static int read_zstd(struct rd *r, const unsigned char *p, uint32_t size, uint64
 			return -1;
 		}
 	}
-	size_t got = ZSTD_decompressDCtx(r->dctx, r->zbuf, z.raw_size, frame, z.frame_size);
+	size_t got;
+	if (ct_zpre_take(r->zpre, off, &r->zbuf, &got))
+		r->res->zstd_prefetched++;
+	else
+		got = ZSTD_decompressDCtx(r->dctx, r->zbuf, z.raw_size, frame, z.frame_size);
 	if (ZSTD_isError(got) || got != z.raw_size) {
 		corrupt(r, off, "zstd frame does not decompress: %s",
 			ZSTD_isError(got) ? ZSTD_getErrorName(got) : "short output");
 		return -1;
 	}
+	prefetch_next(r, off, size);
 	r->record_bytes += z.raw_size;
 	r->in_zstd = 1;
 	for (size_t pos = 0; pos < z.raw_size;) {
@@ -912,6 +975,8 @@ out:
 	free(r->buf);
 	pending_free(r);
 	free(r->scratch);
+	ct_zpre_free(r->zpre);
+	r->zpre = NULL;
 	free(r->zbuf);
 	ZSTD_freeDCtx(r->dctx);
 	r->buf = NULL;
@@ -934,6 +999,7 @@ static void rd_init(struct rd *r, const struct ct_read_opts *opts, const struct 
 	r->explicit_pending = opts && opts->max_pending;
 	r->opts = opts;
 	r->src.fd = -1;
+	r->zpre_off = opts && opts->no_prefetch;
 }
 
 int ct_read_mem(const void *data, size_t len, const struct ct_read_opts *opts,

@@ -87,6 +87,13 @@ struct ct_read_opts {
 	 */
 	uint64_t max_record_bytes;
 	/*
+	 * Decompress every CT_REC_ZSTD on the calling thread. By default the
+	 * next one is decompressed on a second thread while the current one's
+	 * records are dispatched (zprefetch.h); what the reader delivers is the
+	 * same either way.
+	 */
+	int no_prefetch;
+	/*
 	 * Called after every read(2) (and once at end of file) with the bytes
 	 * read so far, the size of the file (0 when unknown) and the events
 	 * read so far; NULL = not called. For progress lines (progress.h).
@@ -114,6 +121,7 @@ struct ct_read_result {
 	uint64_t batches;	   /* CT_REC_BATCH records */
 	uint64_t unknown_records;  /* records skipped (unknown or reserved type) */
 	uint64_t zstd_records;	   /* CT_REC_ZSTD records (decompressed and read) */
+	uint64_t zstd_prefetched;  /* ... of them decompressed ahead on the second thread */
 	int error_in_zstd;	   /* CT_READ_ERROR in a record inside a CT_REC_ZSTD ... */
 	uint64_t error_zstd_pos;   /* ... at this offset of its decompressed run */
 	uint64_t late_events;	   /* events older than one already released */

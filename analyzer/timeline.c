@@ -33,7 +33,7 @@ void ct_tl_start(struct ct_timeline *tl, uint64_t t0)
  * merges (max) into one, as k pairwise merges would leave them. A trace whose
  * first and last times are far apart needs dozens of doublings at once.
  */
-static void merge(struct ct_timeline *tl, unsigned k)
+__attribute__((noinline)) static void merge(struct ct_timeline *tl, unsigned k)
 {
 	size_t group = k < 20 ? (size_t)1 << k : (size_t)1 << 20; /* >= CT_TL_FINE: all in one */
 	size_t kept = group < CT_TL_FINE ? CT_TL_FINE / group : 1;
@@ -59,18 +59,19 @@ static void merge(struct ct_timeline *tl, unsigned k)
  * The bucket of ts, doubling the width first as often as it takes to reach
  * ts. The width is a power of two: a shift, not a division (once per event).
  */
-static size_t index_of(struct ct_timeline *tl, uint64_t ts)
+static inline size_t index_of(struct ct_timeline *tl, uint64_t ts)
 {
 	if (!tl->started)
 		ct_tl_start(tl, ts);
 	if (ts < tl->t0)
 		return 0; /* late or earlier than the start: first bucket */
 	uint64_t d = ts - tl->t0;
-	unsigned k = 0;
+	if ((d >> tl->shift) < CT_TL_FINE)
+		return (size_t)(d >> tl->shift);
+	unsigned k = 1;
 	while ((d >> (tl->shift + k)) >= CT_TL_FINE)
 		k++;
-	if (k)
-		merge(tl, k);
+	merge(tl, k);
 	return (size_t)(d >> tl->shift);
 }
 
@@ -110,8 +111,14 @@ void ct_tl_update(struct ct_timeline *tl, uint8_t kind, int16_t device, uint64_t
 	size_t idx = index_of(tl, ts);
 	touch_at(tl, ts, idx);
 	struct ct_tl_series key = {.kind = kind, .device = device};
+	uint32_t si;
+	if (tl->have_last && tl->series[tl->last_si].kind == kind &&
+	    tl->series[tl->last_si].device == device) {
+		si = tl->last_si;
+		goto found;
+	}
 	uint64_t h = ct_hash2(kind, (uint16_t)device);
-	uint32_t si = ct_imap_get(&tl->map, h, series_eq, tl, &key);
+	si = ct_imap_get(&tl->map, h, series_eq, tl, &key);
 	if (si == CT_IMAP_NONE) {
 		if (tl->nseries >= CT_TL_MAX_SERIES) {
 			tl->dropped_series++;
@@ -126,6 +133,9 @@ void ct_tl_update(struct ct_timeline *tl, uint8_t kind, int16_t device, uint64_t
 		se->last = idx; /* nothing was live before: buckets before stay 0 */
 		ct_imap_put(&tl->map, h, si);
 	}
+	tl->have_last = 1;
+	tl->last_si = si;
+found:;
 	struct ct_tl_series *se = &tl->series[si];
 	fill_to(se, idx);
 	se->cur = live;
@@ -179,6 +189,7 @@ void ct_tl_sort(struct ct_timeline *tl)
 	if (tl->nseries > 1)
 		qsort(tl->series, tl->nseries, sizeof *tl->series, cmp_series);
 	/* the index no longer matches: rebuild */
+	tl->have_last = 0;
 	ct_imap_free(&tl->map);
 	for (size_t i = 0; i < tl->nseries; i++)
 		ct_imap_put(&tl->map,

@@ -63,20 +63,6 @@ char *ct_xstrndup(const char *s, size_t n)
 	return p;
 }
 
-uint32_t ct_imap_get(const struct ct_imap *m, uint64_t hash, ct_imap_eq_fn eq, const void *ctx,
-		     const void *key)
-{
-	if (!m->mask)
-		return CT_IMAP_NONE;
-	for (size_t i = hash & m->mask;; i = (i + 1) & m->mask) {
-		const struct ct_imap_slot *s = &m->slots[i];
-		if (!s->idx1)
-			return CT_IMAP_NONE;
-		if (s->hash == hash && eq(ctx, s->idx1 - 1, key))
-			return s->idx1 - 1;
-	}
-}
-
 static void imap_insert_raw(struct ct_imap_slot *slots, size_t mask, uint64_t hash, uint32_t idx1)
 {
 	size_t i = hash & mask;

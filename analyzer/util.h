@@ -55,8 +55,20 @@ struct ct_imap {
 /* eq returns nonzero when element idx of ctx has the key. */
 typedef int (*ct_imap_eq_fn)(const void *ctx, uint32_t idx, const void *key);
 
-uint32_t ct_imap_get(const struct ct_imap *m, uint64_t hash, ct_imap_eq_fn eq, const void *ctx,
-		     const void *key);
+/* Inline: called once or twice per event, eq then inlines too. */
+static inline uint32_t ct_imap_get(const struct ct_imap *m, uint64_t hash, ct_imap_eq_fn eq,
+				   const void *ctx, const void *key)
+{
+	if (!m->mask)
+		return CT_IMAP_NONE;
+	for (size_t i = hash & m->mask;; i = (i + 1) & m->mask) {
+		const struct ct_imap_slot *s = &m->slots[i];
+		if (!s->idx1)
+			return CT_IMAP_NONE;
+		if (s->hash == hash && eq(ctx, s->idx1 - 1, key))
+			return s->idx1 - 1;
+	}
+}
 /* Add idx under hash; the caller checked that the key is absent. */
 void ct_imap_put(struct ct_imap *m, uint64_t hash, uint32_t idx);
 void ct_imap_free(struct ct_imap *m);

@@ -63,6 +63,39 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+/* FNV-1a over the events delivered, in delivery order. */
+static void hash_event(void *ctx, const struct ct_rec_event *ev)
+{
+	uint64_t *h = ctx;
+	const unsigned char *p = (const unsigned char *)ev;
+	for (size_t i = 0; i < sizeof *ev; i++)
+		*h = (*h ^ p[i]) * 0x100000001b3ull;
+}
+
+/*
+ * Read the dump with and without decompressing ahead on a second thread
+ * (reader.h, no_prefetch): both must deliver the same events and end the
+ * same way; abort() (a finding) when they do not.
+ */
+static void prefetch_differential(const uint8_t *data, size_t size, const struct ct_read_opts *ro)
+{
+	uint64_t h[2] = {0xcbf29ce484222325ull, 0xcbf29ce484222325ull};
+	struct ct_read_result res[2];
+	for (int i = 0; i < 2; i++) {
+		struct ct_reader_cb cb = {.ctx = &h[i], .event = hash_event};
+		struct ct_read_opts o = *ro;
+		o.no_prefetch = i;
+		ct_read_mem(data, size, &o, &cb, &res[i]);
+	}
+	if (h[0] != h[1] || res[0].status != res[1].status || res[0].events != res[1].events ||
+	    res[0].records != res[1].records || res[0].error_offset != res[1].error_offset ||
+	    res[0].truncated_offset != res[1].truncated_offset ||
+	    strcmp(res[0].error, res[1].error) != 0 || res[1].zstd_prefetched != 0) {
+		fprintf(stderr, "fuzz: reading ahead changed what the reader delivers\n");
+		abort();
+	}
+}
+
 static FILE *devnull;
 static struct ct_suppressions *supp;
 
@@ -164,6 +197,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* as main.c does: the command's observers and the gate's, then the dump */
 	ct_report_attach(m, &o);
 	ct_gate_attach(m, &o);
+	prefetch_differential(data, size, &ro);
 	if (ct_model_load_mem(m, data, size, &ro) != CT_READ_ERROR) {
 		struct ct_model *two[2] = {m, m};
 		ct_report(devnull, &o, two, ndumps);

@@ -2,6 +2,7 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1146,6 +1147,123 @@ START_TEST(zstd_corrupt)
 }
 END_TEST
 
+/* ---- decompressing ahead (zprefetch.h) ------------------------------------------------------ */
+
+#define PF_RUNS 10
+
+/*
+ * PF_RUNS compressed runs of 12 events from two threads each, a batch
+ * first. *run_off: each run's offset in g.
+ */
+static void prefetch_dump(struct dg *g, size_t run_off[PF_RUNS])
+{
+	dg_init(g);
+	dg_header(g);
+	dg_process(g, 42, 1, 1000, (const char *[]){"version=0.1.0", NULL});
+	uint64_t ts = 2000;
+	for (size_t r = 0; r < PF_RUNS; r++) {
+		struct dg in;
+		dg_init(&in);
+		dg_batch(&in, ts, r);
+		for (unsigned i = 0; i < 6; i++) {
+			uint64_t ptr = 0x100000 * (r + 1) + 0x1000 * i;
+			struct dg_ev a = {.ts = ts + 7 * i, .op = CT_OP_ALLOC, .ptr = ptr, .size = 4096,
+					  .tid = 1 + i % 2, .api = CT_API_cudaMalloc};
+			dg_event(&in, &a);
+			struct dg_ev f = {.ts = ts + 7 * i + 3, .op = CT_OP_FREE, .ptr = ptr,
+					  .tid = 1 + i % 2, .api = CT_API_cudaFree};
+			dg_event(&in, &f);
+		}
+		ts += 1000;
+		run_off[r] = g->n;
+		dg_zstd(g, in.p, in.n);
+		dg_release(&in);
+	}
+	dg_end(g, ts);
+}
+
+/* Read g[0, len) with and without the second thread: the same in every respect. */
+static int read_both_agree(const struct dg *g, size_t len, size_t chunk,
+			   struct ct_read_result *with)
+{
+	struct rec_log l1, l2;
+	struct ct_read_result r2;
+	struct ct_reader_cb cb1 = log_cb(&l1), cb2 = log_cb(&l2);
+	struct ct_read_opts o1 = {.chunk_size = chunk}, o2 = {.chunk_size = chunk, .no_prefetch = 1};
+	int s1 = ct_read_mem(g->p, len, &o1, &cb1, with);
+	int s2 = ct_read_mem(g->p, len, &o2, &cb2, &r2);
+	ck_assert_int_eq(s1, s2);
+	ck_assert_str_eq(with->error, r2.error);
+	ck_assert_uint_eq(with->error_offset, r2.error_offset);
+	ck_assert_uint_eq(with->truncated_offset, r2.truncated_offset);
+	ck_assert_uint_eq(with->records, r2.records);
+	ck_assert_uint_eq(with->events, r2.events);
+	ck_assert_uint_eq(with->zstd_records, r2.zstd_records);
+	ck_assert_uint_eq(r2.zstd_prefetched, 0);
+	ck_assert_uint_eq(l1.nev, l2.nev);
+	size_t n = l1.nev < 256 ? l1.nev : 256;
+	ck_assert_mem_eq(l1.ts, l2.ts, n * sizeof l1.ts[0]);
+	ck_assert_mem_eq(l1.tid, l2.tid, n * sizeof l1.tid[0]);
+	ck_assert_mem_eq(l1.ptr, l2.ptr, n * sizeof l1.ptr[0]);
+	ck_assert_uint_eq(l1.nbatch, l2.nbatch);
+	ck_assert_uint_eq(l1.nend, l2.nend);
+	return s1;
+}
+
+START_TEST(zstd_prefetch_agrees)
+{
+	struct dg g;
+	size_t off[PF_RUNS];
+	prefetch_dump(&g, off);
+	static const size_t chunks[] = {0, 3, 64, 700};
+	for (size_t c = 0; c < sizeof chunks / sizeof chunks[0]; c++) {
+		struct ct_read_result res;
+		ck_assert_int_eq(read_both_agree(&g, g.n, chunks[c], &res), CT_READ_OK);
+		ck_assert_uint_eq(res.events, PF_RUNS * 12);
+		ck_assert_uint_eq(res.zstd_records, PF_RUNS);
+		/* the whole dump fits the buffer: every run after the first went ahead */
+		if (chunks[c] == 0)
+			ck_assert_uint_eq(res.zstd_prefetched, PF_RUNS - 1);
+		ck_assert_uint_le(res.zstd_prefetched, PF_RUNS - 1);
+	}
+	dg_release(&g);
+}
+END_TEST
+
+/*
+ * A run decompressed ahead that turns out corrupt, or the file ending in the
+ * middle of one: the same error, offsets and events as without the thread.
+ */
+START_TEST(zstd_prefetch_corrupt_and_truncated)
+{
+	struct dg g;
+	size_t off[PF_RUNS];
+	prefetch_dump(&g, off);
+	struct ct_read_result res;
+	for (size_t len = off[PF_RUNS - 3]; len <= g.n; len++)
+		read_both_agree(&g, len, len % 3 ? 0 : 64, &res);
+
+	/* damage the compressed bytes of run 4: its checksum fails */
+	uint32_t fs;
+	memcpy(&fs, g.p + off[4] + offsetof(struct ct_rec_zstd, frame_size), sizeof fs);
+	g.p[off[4] + sizeof(struct ct_rec_zstd) + fs / 2] ^= 0x5a;
+	ck_assert_int_eq(read_both_agree(&g, g.n, 0, &res), CT_READ_ERROR);
+	ck_assert_uint_eq(res.error_offset, off[4]);
+	ck_assert_uint_eq(res.zstd_prefetched, 4); /* runs 1-4: run 4 went ahead and failed */
+	ck_assert_uint_eq(res.events, 4 * 12);
+
+	/* a record that claims to be a run but is not one: checked when reached */
+	dg_release(&g);
+	prefetch_dump(&g, off);
+	memcpy(g.p + off[6] + offsetof(struct ct_rec_zstd, frame_size), &(uint32_t){1u << 30},
+	       sizeof(uint32_t)); /* frame_size past the record */
+	ck_assert_int_eq(read_both_agree(&g, g.n, 0, &res), CT_READ_ERROR);
+	ck_assert_uint_eq(res.error_offset, off[6]);
+	ck_assert_ptr_nonnull(strstr(res.error, "overflows a record"));
+	dg_release(&g);
+}
+END_TEST
+
 /* Random byte flips and size rewrites: never a crash, always a defined status. */
 START_TEST(random_mutations)
 {
@@ -1210,6 +1328,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, zstd_reads_like_plain);
 	tcase_add_test(tc, zstd_truncated);
 	tcase_add_test(tc, zstd_corrupt);
+	tcase_add_test(tc, zstd_prefetch_agrees);
+	tcase_add_test(tc, zstd_prefetch_corrupt_and_truncated);
 	suite_add_tcase(s, tc);
 	return s;
 }
