@@ -585,11 +585,10 @@ struct ckey {
 static int ckey_cmp(const void *a, const void *b)
 {
 	const struct ckey *x = a, *y = b;
-	if (x->ts != y->ts)
-		return x->ts < y->ts ? -1 : 1;
-	if (x->ns != y->ns)
-		return x->ns < y->ns ? -1 : 1;
-	return (x->ptr > y->ptr) - (x->ptr < y->ptr);
+	int c = (x->ts > y->ts) - (x->ts < y->ts);
+	if (!c)
+		c = (x->ns > y->ns) - (x->ns < y->ns);
+	return c ? c : (x->ptr > y->ptr) - (x->ptr < y->ptr);
 }
 
 static void checkpoint(struct ct_model *m, const struct ct_rec_event *ev)

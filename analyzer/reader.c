@@ -227,13 +227,18 @@ struct mkey {
 	uint32_t tid, q;
 };
 
+/* The release order: (time, thread id, file order). */
+static int order_less(uint64_t ts_a, uint32_t tid_a, uint64_t seq_a, uint64_t ts_b, uint32_t tid_b,
+		      uint64_t seq_b)
+{
+	if (ts_a != ts_b)
+		return ts_a < ts_b;
+	return tid_a != tid_b ? tid_a < tid_b : seq_a < seq_b;
+}
+
 static int pend_less(const struct pending *a, const struct pending *b)
 {
-	if (a->ev.ts_ns != b->ev.ts_ns)
-		return a->ev.ts_ns < b->ev.ts_ns;
-	if (a->ev.tid != b->ev.tid)
-		return a->ev.tid < b->ev.tid;
-	return a->seq < b->seq;
+	return order_less(a->ev.ts_ns, a->ev.tid, a->seq, b->ev.ts_ns, b->ev.tid, b->seq);
 }
 
 static void heap_push(struct rd *r, const struct pending *p)
@@ -283,11 +288,7 @@ static const struct pending *tq_first(const struct rd *r, const struct tq *t)
 
 static int mkey_less(const struct mkey *a, const struct mkey *b)
 {
-	if (a->ts != b->ts)
-		return a->ts < b->ts;
-	if (a->tid != b->tid)
-		return a->tid < b->tid;
-	return a->seq < b->seq;
+	return order_less(a->ts, a->tid, a->seq, b->ts, b->tid, b->seq);
 }
 
 static void mkey_set(struct mkey *k, const struct pending *p, uint32_t q)
