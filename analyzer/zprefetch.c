@@ -77,7 +77,8 @@ static int start(struct ct_zpre *z)
 int ct_zpre_post(struct ct_zpre *z, uint64_t off, const void *frame, size_t fsize,
 		 uint32_t raw_size)
 {
-	if (!z || raw_size > CT_ZSTD_RAW_MAX || start(z) < 0)
+	/* no frame is empty: the reader refuses such a record when it gets there */
+	if (!z || !fsize || raw_size > CT_ZSTD_RAW_MAX || start(z) < 0)
 		return -1;
 	/* Z_IDLE: the worker waits and touches nothing of the job */
 	pthread_mutex_lock(&z->mu);

@@ -24,8 +24,8 @@ struct ct_zpre *ct_zpre_new(void);
 /*
  * Decompress frame (fsize bytes, copied) of the record at file offset off,
  * expected to hold raw_size bytes, in the background. Returns 0 when
- * posted, -1 when not (a job pending, no thread, raw_size past
- * CT_ZSTD_RAW_MAX): the reader then decompresses it itself.
+ * posted, -1 when not (a job pending, no thread, an empty frame, raw_size
+ * past CT_ZSTD_RAW_MAX): the reader then decompresses it itself.
  */
 int ct_zpre_post(struct ct_zpre *z, uint64_t off, const void *frame, size_t fsize,
 		 uint32_t raw_size);

@@ -86,6 +86,8 @@ static void prefetch_differential(const uint8_t *data, size_t size, const struct
 		struct ct_read_opts o = *ro;
 		o.no_prefetch = i;
 		ct_read_mem(data, size, &o, &cb, &res[i]);
+		if (res[0].zstd_records == 0)
+			return; /* no compressed record: nothing was read ahead, or looked at for it */
 	}
 	if (h[0] != h[1] || res[0].status != res[1].status || res[0].events != res[1].events ||
 	    res[0].records != res[1].records || res[0].error_offset != res[1].error_offset ||

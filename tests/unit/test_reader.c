@@ -1261,6 +1261,14 @@ START_TEST(zstd_prefetch_corrupt_and_truncated)
 	ck_assert_uint_eq(res.error_offset, off[6]);
 	ck_assert_ptr_nonnull(strstr(res.error, "overflows a record"));
 	dg_release(&g);
+
+	/* an empty frame first in line (the fuzzer's crash-22f4dcdc...: memcpy from NULL) */
+	prefetch_dump(&g, off);
+	memset(g.p + off[1] + offsetof(struct ct_rec_zstd, frame_size), 0, sizeof(uint32_t));
+	ck_assert_int_eq(read_both_agree(&g, g.n, 0, &res), CT_READ_ERROR);
+	ck_assert_uint_eq(res.error_offset, off[1]);
+	ck_assert_uint_eq(res.zstd_prefetched, 0);
+	dg_release(&g);
 }
 END_TEST
 
