@@ -105,25 +105,23 @@ static int series_eq(const void *ctx, uint32_t idx, const void *key)
 	return tl->series[idx].kind == k->kind && tl->series[idx].device == k->device;
 }
 
-void ct_tl_update(struct ct_timeline *tl, uint8_t kind, int16_t device, uint64_t ts,
-		  uint64_t live)
+/*
+ * The series of (kind, device), made with its first write at bucket idx;
+ * CT_IMAP_NONE when CT_TL_MAX_SERIES are taken. The previous answer is
+ * tried first (a thread's events come in runs); it is checked against the
+ * key, so it stays right when ct_tl_sort moves the series.
+ */
+static uint32_t series_of(struct ct_timeline *tl, uint8_t kind, int16_t device, size_t idx)
 {
-	size_t idx = index_of(tl, ts);
-	touch_at(tl, ts, idx);
+	if (tl->last_si < tl->nseries && tl->series[tl->last_si].kind == kind &&
+	    tl->series[tl->last_si].device == device)
+		return tl->last_si;
 	struct ct_tl_series key = {.kind = kind, .device = device};
-	uint32_t si;
-	if (tl->have_last && tl->series[tl->last_si].kind == kind &&
-	    tl->series[tl->last_si].device == device) {
-		si = tl->last_si;
-		goto found;
-	}
 	uint64_t h = ct_hash2(kind, (uint16_t)device);
-	si = ct_imap_get(&tl->map, h, series_eq, tl, &key);
+	uint32_t si = ct_imap_get(&tl->map, h, series_eq, tl, &key);
 	if (si == CT_IMAP_NONE) {
-		if (tl->nseries >= CT_TL_MAX_SERIES) {
-			tl->dropped_series++;
-			return;
-		}
+		if (tl->nseries >= CT_TL_MAX_SERIES)
+			return CT_IMAP_NONE;
 		tl->series = ct_xgrow(tl->series, &tl->capseries, tl->nseries + 1,
 				      sizeof *tl->series);
 		si = (uint32_t)tl->nseries++;
@@ -133,9 +131,20 @@ void ct_tl_update(struct ct_timeline *tl, uint8_t kind, int16_t device, uint64_t
 		se->last = idx; /* nothing was live before: buckets before stay 0 */
 		ct_imap_put(&tl->map, h, si);
 	}
-	tl->have_last = 1;
 	tl->last_si = si;
-found:;
+	return si;
+}
+
+void ct_tl_update(struct ct_timeline *tl, uint8_t kind, int16_t device, uint64_t ts,
+		  uint64_t live)
+{
+	size_t idx = index_of(tl, ts);
+	touch_at(tl, ts, idx);
+	uint32_t si = series_of(tl, kind, device, idx);
+	if (si == CT_IMAP_NONE) {
+		tl->dropped_series++;
+		return;
+	}
 	struct ct_tl_series *se = &tl->series[si];
 	fill_to(se, idx);
 	se->cur = live;
@@ -189,7 +198,6 @@ void ct_tl_sort(struct ct_timeline *tl)
 	if (tl->nseries > 1)
 		qsort(tl->series, tl->nseries, sizeof *tl->series, cmp_series);
 	/* the index no longer matches: rebuild */
-	tl->have_last = 0;
 	ct_imap_free(&tl->map);
 	for (size_t i = 0; i < tl->nseries; i++)
 		ct_imap_put(&tl->map,

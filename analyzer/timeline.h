@@ -36,8 +36,7 @@ struct ct_timeline {
 	struct ct_tl_series *series;
 	size_t nseries, capseries;
 	struct ct_imap map;
-	int have_last; /* last_si is the series last updated (events come in runs) */
-	uint32_t last_si;
+	uint32_t last_si; /* the series last updated, if still below nseries (timeline.c) */
 	uint64_t dropped_series; /* updates for series beyond CT_TL_MAX_SERIES */
 };
 
