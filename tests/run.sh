@@ -1,49 +1,81 @@
 #!/bin/sh
-# Run every test, each in its own process with a time limit, and print one
-# closing line "N passed, N failed". BUILD names the build directory.
+# Run every test, each in its own process with a time limit, JOBS at a time
+# (default: the number of processors), and print one closing line
+# "N passed, N failed". BUILD names the build directory.
 #   tests/run.sh [PATTERN]     run only tests whose name contains PATTERN
+#   JOBS=1 tests/run.sh        one test at a time, in the listed order
 BUILD=${BUILD:-build}
 export BUILD
+log_dir=$BUILD/tests/logs
+res_dir=$BUILD/tests/results
+# ThreadSanitizer builds (SANITIZE=thread): a race fails the test; see tests/e2e/lib.sh.
+export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:exitcode=66:suppressions=$(pwd)/tests/tsan.supp}
+
+# tests/run.sh --one NAME CMD...: run one test, print its verdict, and leave
+# it in $res_dir (one file per test: pass, skip or fail).
+if [ "${1:-}" = --one ]; then
+	name=$2
+	shift 2
+	key=$(echo "$name" | tr / _)
+	mkdir -p "$(dirname "$log_dir/$name.log")"
+	start=$(date +%s)
+	timeout 300 "$@" >"$log_dir/$name.log" 2>&1
+	rc=$?
+	secs=$(($(date +%s) - start))
+	if [ $rc -eq 0 ]; then
+		echo pass >"$res_dir/$key"
+		echo "PASS $name (${secs}s)"
+	elif [ $rc -eq 77 ]; then
+		# exit 77: the test cannot run on this machine, and says why
+		echo skip >"$res_dir/$key"
+		echo "SKIP $name: $(tail -n 1 "$log_dir/$name.log")"
+	else
+		echo fail >"$res_dir/$key"
+		echo "FAIL $name (log: $log_dir/$name.log)"
+	fi
+	exit 0
+fi
+
 pattern=${1:-}
+jobs=${JOBS:-$(nproc 2>/dev/null || echo 1)}
+mkdir -p "$log_dir"
+rm -rf "$res_dir"
+mkdir -p "$res_dir"
+
+# One line per test: NAME and the command that runs it (words without spaces).
+list_tests() {
+	for unit in "$BUILD"/tests/unit/test_*; do
+		[ -x "$unit" ] || continue
+		# CK_FORK=yes: each Check test case runs in its own process.
+		echo "unit/$(basename "$unit") env CK_FORK=yes CK_DEFAULT_TIMEOUT=60 $unit"
+	done
+	for t in tests/e2e/t_*.sh; do
+		echo "e2e/$(basename "$t" .sh) sh $t"
+	done
+}
+
+list_tests | while read -r name cmd; do
+	case $name in *"$pattern"*) echo "$name $cmd" ;; esac
+done | xargs -P "$jobs" -L 1 sh tests/run.sh --one
+
 passed=0
 failed=0
 skipped=0
 failed_names=""
-log_dir=$BUILD/tests/logs
-mkdir -p "$log_dir"
-# ThreadSanitizer builds (SANITIZE=thread): a race fails the test; see tests/e2e/lib.sh.
-export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:exitcode=66:suppressions=$(pwd)/tests/tsan.supp}
-
-run_one() { # name, command...
-	name=$1
-	shift
-	case $name in *"$pattern"*) ;; *) return 0 ;; esac
-	mkdir -p "$(dirname "$log_dir/$name.log")"
-	timeout 300 "$@" >"$log_dir/$name.log" 2>&1
-	rc=$?
-	if [ $rc -eq 0 ]; then
-		passed=$((passed + 1))
-		echo "PASS $name"
-	elif [ $rc -eq 77 ]; then
-		# exit 77: the test cannot run on this machine, and says why
-		skipped=$((skipped + 1))
-		echo "SKIP $name: $(tail -n 1 "$log_dir/$name.log")"
-	else
+for f in "$res_dir"/*; do
+	[ -f "$f" ] || continue
+	case $(cat "$f") in
+	pass) passed=$((passed + 1)) ;;
+	skip) skipped=$((skipped + 1)) ;;
+	*)
 		failed=$((failed + 1))
+		name=$(basename "$f" | sed 's|_|/|')
 		failed_names="$failed_names $name"
+		echo
 		echo "FAIL $name (log: $log_dir/$name.log)"
 		sed 's/^/    | /' "$log_dir/$name.log" | tail -n 25
-	fi
-}
-
-for unit in "$BUILD"/tests/unit/test_*; do
-	[ -x "$unit" ] || continue
-	# CK_FORK=yes: each Check test case runs in its own process.
-	run_one "unit/$(basename "$unit")" env CK_FORK=yes CK_DEFAULT_TIMEOUT=60 "$unit"
-done
-
-for t in tests/e2e/t_*.sh; do
-	run_one "e2e/$(basename "$t" .sh)" sh "$t"
+		;;
+	esac
 done
 
 echo
