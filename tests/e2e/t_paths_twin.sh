@@ -6,6 +6,8 @@
 # cuGetProcAddress(_v2) with each flag and cudaGetDriverEntryPoint*. Traced and
 # untraced, every return code, out-parameter and errno must be the same, and
 # the dump holds one event per traced call, in order, with its return code.
+# Two libraries loaded RTLD_LOCAL that link two copies of the runtime each
+# reach their own.
 . tests/e2e/lib.sh
 . tests/e2e/paths_lib.sh
 LIB=$ROOT/$BUILD/tests/libs/libcttwin.so
@@ -26,6 +28,24 @@ analyze c "$(dump_of c)"
 calls "$T/plain.txt" >"$T/c.want"
 events c >"$T/c.got"
 soft diff -u "$T/c.want" "$T/c.got"
+
+# Two libraries loaded RTLD_LOCAL with two copies of the runtime (libcudart.so.13
+# and .so.12, tests/e2e/libs/twin.c built twice): each reaches its own copy (a
+# failing call sets only its own copy's last error). The library's 279 calls
+# (28 fail) x 3, 2 failing cudaFree.
+LIB12=$ROOT/$BUILD/tests/libs/libcttwin12.so
+untraced "$PROGS/paths_twin" "$LIB" copies "$LIB12" >"$T/copies-plain.txt" || fail "paths_twin copies exited $? untraced"
+traced copies "$PROGS/paths_twin" "$LIB" copies "$LIB12" >"$T/copies-traced.txt" ||
+	fail "paths_twin copies exited $? traced"
+soft diff -u "$T/copies-plain.txt" "$T/copies-traced.txt"
+soft expect_eq copies_last_errors "$(sed -n 's/^aux cudaGetLastError \(.*\) rc=\(.*\)/\1:\2/p' "$T/copies-plain.txt" | tr '\n' ' ')" \
+	"13:712 12:712 12:0 13:1 13:0 12:1 "
+soft expect_eq copies_calls "$(calls "$T/copies-plain.txt" | wc -l)" 839
+soft expect_eq copies_failed_calls "$(calls "$T/copies-plain.txt" | awk '$2 != 0' | wc -l)" 86
+analyze copies "$(dump_of copies)"
+calls "$T/copies-plain.txt" >"$T/copies.want"
+events copies >"$T/copies.got"
+soft diff -u "$T/copies.want" "$T/copies.got"
 
 command -v python3 >/dev/null || fail "python3 not found"
 untraced python3 tests/e2e/paths_twin.py "$LIB" >"$T/py-plain.txt" || fail "paths_twin.py exited $? untraced"

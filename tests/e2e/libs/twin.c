@@ -30,6 +30,8 @@ CUresult cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *paramsArray, int n
 
 void twin_export(const char *way);
 void *twin_addr(const char *name);
+void twin_free_bad(void);
+void twin_last_error(const char *who);
 
 #define E(name) {#name, (void *)name}
 static const struct {
@@ -110,4 +112,18 @@ void twin_export(const char *way)
 		struct twin_way lw = {name, twin_get_lookup, (void *)&lookups[i], 0};
 		twin_driver(&lw);
 	}
+}
+
+/* A failing traced call: it sets the last error of the runtime copy it reaches. */
+void twin_free_bad(void)
+{
+	errno = TWIN_ERRNO;
+	int rc = cudaFree((void *)0x1234);
+	printf("call cudaFree rc=%d errno=%d\n", rc, errno);
+}
+
+/* The last error of this library's own runtime copy (cudaGetLastError is not traced). */
+void twin_last_error(const char *who)
+{
+	printf("aux cudaGetLastError %s rc=%d\n", who, (int)cudaGetLastError());
 }

@@ -17,6 +17,10 @@
  *      lookups of 1 find everything, dlsym with RTLD_DEFAULT, RTLD_NEXT, the
  *      global handle and a handle opened RTLD_GLOBAL; pointer identities; by
  *      export from the library again.
+ * "paths_twin LIBCTTWIN copies LIBCTTWIN12": two libraries loaded RTLD_LOCAL,
+ * one linked against libcudart.so.13, the other against a second copy,
+ * libcudart.so.12: each makes every traced call by export, and a failing call
+ * from each sets the last error of its own copy only.
  */
 #include <dlfcn.h>
 #include <stdlib.h>
@@ -76,12 +80,49 @@ static void run_lookups(const char *label, const struct twin_lookup_fn *l)
 	}
 }
 
+struct twin_lib {
+	void (*run)(const char *);
+	void (*free_bad)(void);
+	void (*last_error)(const char *);
+};
+
+static struct twin_lib open_lib(const char *path)
+{
+	void *h = need_handle(path, RTLD_NOW | RTLD_LOCAL);
+	struct twin_lib l = {(void (*)(const char *))dlsym(h, "twin_export"),
+			     (void (*)(void))dlsym(h, "twin_free_bad"),
+			     (void (*)(const char *))dlsym(h, "twin_last_error")};
+	if (!l.run || !l.free_bad || !l.last_error)
+		exit(3);
+	return l;
+}
+
+static int copies(const char *path13, const char *path12)
+{
+	struct twin_lib a = open_lib(path13), b = open_lib(path12);
+	a.run("copy 13");
+	b.run("copy 12");
+	a.run("copy 13 again");
+	printf("== last errors\n");
+	a.last_error("13");
+	b.last_error("12");
+	a.free_bad();
+	b.last_error("12");
+	a.last_error("13");
+	b.free_bad();
+	a.last_error("13");
+	b.last_error("12");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: paths_twin LIBCTTWIN\n");
+		fprintf(stderr, "usage: paths_twin LIBCTTWIN [copies LIBCTTWIN12]\n");
 		return 2;
 	}
+	if (argc > 3 && strcmp(argv[2], "copies") == 0)
+		return copies(argv[1], argv[3]);
 	void *global = need_handle(NULL, RTLD_NOW);
 	probe("nothing global", global);
 
