@@ -175,7 +175,7 @@ $(FAKE_CUDART12): $(BUILD)/obj/tests/fake/cudart.o tests/fake/cudart.map
 	@mkdir -p $(@D)
 	@echo "  LD      $@"
 	$(Q)sed 's/libcudart\.so\.13/libcudart.so.12/' tests/fake/cudart.map >$(FAKE12_DIR)/cudart.map
-	$(Q)$(CC) -shared -Wl,--version-script=$(FAKE12_DIR)/cudart.map -Wl,-soname,libcudart.so.12 \
+	$(Q)$(CC) -shared -Xlinker --version-script=$(FAKE12_DIR)/cudart.map -Wl,-soname,libcudart.so.12 \
 		-o $@ $(BUILD)/obj/tests/fake/cudart.o $(ALL_LDFLAGS) -ldl -lpthread
 
 $(TWIN_LIB12): tests/e2e/libs/twin.c tests/e2e/progs/twin_calls.h $(FAKE_CUDART12) $(FAKE_CUDA)
