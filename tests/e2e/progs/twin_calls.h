@@ -95,6 +95,15 @@ static const char *twin_ptr(const void *p)
 #define TWIN_T(w, fn_t, name, ...) TWIN_CALL(w, "call", fn_t, name, __VA_ARGS__)
 #define TWIN_AUX(w, fn_t, name, ...) TWIN_CALL(w, "aux", fn_t, name, __VA_ARGS__)
 
+/* alloc(&p, size, ...) of host memory, what it wrote to p, then free(p). */
+#define TWIN_HOST_PAIR(w, alloc_t, alloc, free_t, free, size, ...)                          \
+	do {                                                                                 \
+		void *p_ = TWIN_UNTOUCHED;                                                   \
+		TWIN_T(w, alloc_t, alloc, &p_, size __VA_OPT__(, ) __VA_ARGS__);             \
+		printf("  ptr=%s\n", twin_ptr(p_));                                          \
+		TWIN_T(w, free_t, free, p_);                                                 \
+	} while (0)
+
 /* ---- lookups by base name: cuGetProcAddress(_v2), cudaGetDriverEntryPoint* ------ */
 
 #define TWIN_VERSION 12000
@@ -232,22 +241,14 @@ static void twin_runtime(const struct twin_way *w)
 	printf("  ptr=%s same_as_first=%d\n", twin_ptr(d2), d2 == d);
 	TWIN_T(w, tw_rt_free, "cudaFree", d2);
 
-	void *h = TWIN_UNTOUCHED;
-	TWIN_T(w, tw_rt_malloc, "cudaMallocHost", &h, 4 * TWIN_KIB);
-	printf("  ptr=%s\n", twin_ptr(h));
-	TWIN_T(w, tw_rt_free, "cudaFreeHost", h);
-	h = TWIN_UNTOUCHED;
-	TWIN_T(w, tw_rt_hostalloc, "cudaHostAlloc", &h, 8 * TWIN_KIB, 0);
-	printf("  ptr=%s\n", twin_ptr(h));
-	TWIN_T(w, tw_rt_free, "cudaFreeHost", h);
+	TWIN_HOST_PAIR(w, tw_rt_malloc, "cudaMallocHost", tw_rt_free, "cudaFreeHost", 4 * TWIN_KIB);
+	TWIN_HOST_PAIR(w, tw_rt_hostalloc, "cudaHostAlloc", tw_rt_free, "cudaFreeHost", 8 * TWIN_KIB, 0);
 	TWIN_T(w, tw_rt_register, "cudaHostRegister", twin_host_page, sizeof twin_host_page, 0);
 	TWIN_T(w, tw_rt_register, "cudaHostRegister", twin_host_page, sizeof twin_host_page, 0);
 	TWIN_T(w, tw_rt_free, "cudaHostUnregister", twin_host_page);
 
-	void *m = TWIN_UNTOUCHED;
-	TWIN_T(w, tw_rt_hostalloc, "cudaMallocManaged", &m, 64 * TWIN_KIB, cudaMemAttachGlobal);
-	printf("  ptr=%s\n", twin_ptr(m));
-	TWIN_T(w, tw_rt_free, "cudaFree", m);
+	TWIN_HOST_PAIR(w, tw_rt_hostalloc, "cudaMallocManaged", tw_rt_free, "cudaFree", 64 * TWIN_KIB,
+		       cudaMemAttachGlobal);
 	void *p = TWIN_UNTOUCHED;
 	size_t pitch = 7;
 	TWIN_T(w, tw_rt_pitch, "cudaMallocPitch", &p, &pitch, 100, 10);
@@ -374,14 +375,9 @@ static void twin_driver(const struct twin_way *w)
 	TWIN_T(w, tw_cu_pitch, "cuMemAllocPitch_v2", &p, &pitch, 100, 10, 4);
 	printf("  ptr=%s pitch=%zu\n", TWIN_DP(p), pitch);
 	TWIN_T(w, tw_cu_free, "cuMemFree_v2", p);
-	void *h = TWIN_UNTOUCHED;
-	TWIN_T(w, tw_cu_host, "cuMemAllocHost_v2", &h, 4 * TWIN_KIB);
-	printf("  ptr=%s\n", twin_ptr(h));
-	TWIN_T(w, tw_cu_freehost, "cuMemFreeHost", h);
-	h = TWIN_UNTOUCHED;
-	TWIN_T(w, tw_cu_hostalloc, "cuMemHostAlloc", &h, 8 * TWIN_KIB, 0);
-	printf("  ptr=%s\n", twin_ptr(h));
-	TWIN_T(w, tw_cu_freehost, "cuMemFreeHost", h);
+	TWIN_HOST_PAIR(w, tw_cu_host, "cuMemAllocHost_v2", tw_cu_freehost, "cuMemFreeHost", 4 * TWIN_KIB);
+	TWIN_HOST_PAIR(w, tw_cu_hostalloc, "cuMemHostAlloc", tw_cu_freehost, "cuMemFreeHost", 8 * TWIN_KIB,
+		       0);
 	TWIN_T(w, tw_cu_register, "cuMemHostRegister_v2", twin_host_page, sizeof twin_host_page, 0);
 	TWIN_T(w, tw_cu_freehost, "cuMemHostUnregister", twin_host_page);
 	TWIN_T(w, tw_cu_freehost, "cuMemHostUnregister", twin_host_page);
