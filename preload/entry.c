@@ -101,18 +101,12 @@ static int ct_find_object(struct dl_phdr_info *info, size_t size, void *arg)
 	return 1;
 }
 
-/*
- * The object that holds address p, when it is one that may be loaded
- * RTLD_LOCAL: not the program (its tree is the global scope) and not
- * libcumtrace. 0 if there is none.
- */
+/* The object that holds address p, other than libcumtrace; 0 if there is none. */
 static int ct_object_of(const void *p, struct ct_object *o)
 {
 	o->lo = (uintptr_t)p;
 	o->path = NULL;
-	if (!p || ct_is_own_address(p) || !dl_iterate_phdr(ct_find_object, o))
-		return 0;
-	return o->path && o->path[0];
+	return p && !ct_is_own_address(p) && dl_iterate_phdr(ct_find_object, o) && o->path;
 }
 
 /*
@@ -120,16 +114,62 @@ static int ct_object_of(const void *p, struct ct_object *o)
  * object's handle searches the object and its dependencies, which never
  * include libcumtrace. The handle is opened RTLD_NODELETE and kept: the object
  * stays mapped for good, so that a route keyed by its range never outlives it.
+ * Not for the program (path ""), whose tree is the global scope.
  */
 static void *ct_object_symbol(const struct ct_object *o, const char *name)
 {
 	ct_dlsym_fn real = (ct_dlsym_fn)ct_resolve_real_dlsym();
-	void *h = real ? dlopen(o->path, RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE) : NULL;
+	void *h = real && o->path[0] ? dlopen(o->path, RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE) : NULL;
 	struct link_map *map = NULL;
 	if (!h || dlinfo(h, RTLD_DI_LINKMAP, &map) != 0 || !map || map->l_addr != o->base)
 		return NULL; /* not found by its name (another namespace): never a wrong copy */
 	void *fn = real(h, name);
 	return fn && !ct_is_own_address(fn) ? fn : NULL;
+}
+
+/* The names of up to CT_SCAN_MAX loaded objects other than the program and libcumtrace. */
+#define CT_SCAN_MAX 256
+struct ct_scan {
+	const char *path[CT_SCAN_MAX];
+	int n;
+};
+
+static int ct_list_object(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct ct_scan *s = arg;
+	if (s->n < CT_SCAN_MAX && info->dlpi_name && info->dlpi_name[0] &&
+	    !ct_is_own_address((const void *)(info->dlpi_addr + info->dlpi_phdr[0].p_vaddr)))
+		s->path[s->n++] = info->dlpi_name;
+	return 0;
+}
+
+/*
+ * The one definition of name in the whole process, when the caller's own
+ * tree has none (it calls a pointer some other object took): each loaded
+ * object's tree is searched (after dl_iterate_phdr, which holds a lock
+ * dlopen may need); NULL when there is none, or more than one copy.
+ */
+static void *ct_only_definition(const char *name)
+{
+	ct_dlsym_fn real = (ct_dlsym_fn)ct_resolve_real_dlsym();
+	struct ct_scan s;
+	s.n = 0;
+	if (!real)
+		return NULL;
+	dl_iterate_phdr(ct_list_object, &s);
+	void *only = NULL;
+	for (int i = 0; i < s.n; i++) {
+		void *h = dlopen(s.path[i], RTLD_LAZY | RTLD_NOLOAD);
+		void *fn = h ? real(h, name) : NULL;
+		if (h)
+			dlclose(h);
+		if (!fn || ct_is_own_address(fn) || fn == only)
+			continue;
+		if (only)
+			return NULL; /* two copies: which one the pointer stood for is not known */
+		only = fn;
+	}
+	return only;
 }
 
 static void *ct_route_find(struct ct_real *real, const void *caller)
@@ -183,7 +223,8 @@ static void *ct_real_settle(struct ct_real *real, void *fn)
 /*
  * The caller reaches what its own symbol lookup would have reached without
  * cumtrace: the global scope first (the same function for every caller),
- * else the caller's own dependency tree.
+ * else the caller's own dependency tree, else (a pointer to the export that
+ * another object took) the one copy in the process.
  */
 static void *ct_real_resolve(struct ct_real *real, const char *name, const void *caller)
 {
@@ -198,10 +239,15 @@ static void *ct_real_resolve(struct ct_real *real, const char *name, const void 
 			ct_route_add(real, &o, fn);
 		return fn;
 	}
-	if (!ct_object_of(caller, &o) || !(fn = ct_object_symbol(&o, name)))
+	int known = ct_object_of(caller, &o);
+	fn = known ? ct_object_symbol(&o, name) : NULL;
+	if (!fn)
+		fn = ct_only_definition(name);
+	if (!fn)
 		return NULL;
 	ct_pin(fn);
-	ct_route_add(real, &o, fn);
+	if (known)
+		ct_route_add(real, &o, fn);
 	return fn;
 }
 

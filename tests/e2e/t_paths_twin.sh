@@ -33,9 +33,9 @@ twin() {
 	soft diff -u "$T/$tw_name.want" "$T/$tw_name.got"
 }
 
-# The runtime's 45 calls (3 fail) x 7 ways, the driver's 46 (5 fail) x 34 ways
+# The runtime's 45 calls (3 fail) x 8 ways, the driver's 46 (5 fail) x 35 ways
 # (29 of them lookups by base name), 4 direct calls x 2: each one event.
-twin c 1887 191 "$PROGS/paths_twin" "$LIB"
+twin c 1978 199 "$PROGS/paths_twin" "$LIB"
 
 # Two libraries loaded RTLD_LOCAL with two copies of the runtime (libcudart.so.13
 # and .so.12, tests/e2e/libs/twin.c built twice): each reaches its own copy (a

@@ -7,6 +7,7 @@
  *      global handle while no CUDA library is global: all must find nothing;
  *   2. by export from libcttwin.so (argv[1]), loaded RTLD_LOCAL, which links
  *      libcudart and libcuda, and its lookups by base name through exports;
+ *      the library's addresses of the exports, called from here;
  *   3. dlsym on RTLD_LOCAL handles of libcudart.so.13 and libcuda.so.1;
  *   4. cuGetProcAddress_v2 and cuGetProcAddress from that handle, with flags
  *      0, legacy and per-thread, and the cuGetProcAddress that
@@ -32,6 +33,12 @@
 static void *twin_get_dlsym(const struct twin_way *w, const char *name, const char **event)
 {
 	return dlsym(w->ctx, name);
+}
+
+/* ctx: the library's twin_addr */
+static void *twin_get_addr(const struct twin_way *w, const char *name, const char **event)
+{
+	return ((void *(*)(const char *))w->ctx)(name);
 }
 
 static void *twin_get_next(const struct twin_way *w, const char *name, const char **event)
@@ -132,6 +139,10 @@ int main(int argc, char **argv)
 	if (!twin_export || !twin_addr)
 		return 3;
 	twin_export("export from RTLD_LOCAL library");
+	struct twin_way way_addr = {"library's export addresses, called here", twin_get_addr,
+				    (void *)twin_addr, 0};
+	twin_runtime(&way_addr);
+	twin_driver(&way_addr);
 
 	void *rt = need_handle("libcudart.so.13", RTLD_NOW | RTLD_LOCAL);
 	void *cu = need_handle("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
