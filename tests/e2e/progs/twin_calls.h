@@ -95,6 +95,15 @@ static const char *twin_ptr(const void *p)
 #define TWIN_T(w, fn_t, name, ...) TWIN_CALL(w, "call", fn_t, name, __VA_ARGS__)
 #define TWIN_AUX(w, fn_t, name, ...) TWIN_CALL(w, "aux", fn_t, name, __VA_ARGS__)
 
+/* Pool properties, the runtime's or the driver's: pinned memory on device 0. */
+#define TWIN_POOL_PROPS(props, pinned, device)                                               \
+	do {                                                                                 \
+		memset(&(props), 0, sizeof(props));                                          \
+		(props).allocType = (pinned);                                                \
+		(props).location.type = (device);                                            \
+		(props).location.id = 0;                                                     \
+	} while (0)
+
 /* alloc(&p, size, ...) of host memory, what it wrote to p, then free(p). */
 #define TWIN_HOST_PAIR(w, alloc_t, alloc, free_t, free, size, ...)                          \
 	do {                                                                                 \
@@ -279,10 +288,7 @@ static void twin_runtime(const struct twin_way *w)
 	TWIN_T(w, tw_rt_stream, "cudaStreamSynchronize_ptsz", NULL);
 
 	struct cudaMemPoolProps props;
-	memset(&props, 0, sizeof props);
-	props.allocType = cudaMemAllocationTypePinned;
-	props.location.type = cudaMemLocationTypeDevice;
-	props.location.id = 0;
+	TWIN_POOL_PROPS(props, cudaMemAllocationTypePinned, cudaMemLocationTypeDevice);
 	cudaMemPool_t pool = TWIN_UNTOUCHED;
 	TWIN_T(w, tw_rt_pool_create, "cudaMemPoolCreate", &pool, &props);
 	printf("  pool=%s\n", twin_ptr(pool));
@@ -401,10 +407,7 @@ static void twin_driver(const struct twin_way *w)
 	TWIN_T(w, tw_cu_stream, "cuStreamSynchronize_ptsz", NULL);
 
 	CUmemPoolProps props;
-	memset(&props, 0, sizeof props);
-	props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
-	props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-	props.location.id = 0;
+	TWIN_POOL_PROPS(props, CU_MEM_ALLOCATION_TYPE_PINNED, CU_MEM_LOCATION_TYPE_DEVICE);
 	CUmemoryPool pool = TWIN_UNTOUCHED;
 	TWIN_T(w, tw_cu_pool_create, "cuMemPoolCreate", &pool, &props);
 	printf("  pool=%s\n", twin_ptr(pool));
