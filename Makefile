@@ -153,6 +153,43 @@ $(BUILD)/tests/progs/paths_static: tests/e2e/progs/paths_static.c $(FAKE_CUDA)
 	@echo "  CC      $@"
 	$(Q)$(CC) $(PROG_CFLAGS) -o $@ $< -ldl -lpthread $(ALL_LDFLAGS)
 
+# Every way in next to its untraced twin (tests/e2e/t_paths_twin.sh): the
+# program links no CUDA library; the library it loads RTLD_LOCAL links both.
+TWIN_LIB := $(BUILD)/tests/libs/libcttwin.so
+
+$(TWIN_LIB): tests/e2e/libs/twin.c tests/e2e/progs/twin_calls.h $(FAKE_CUDART) $(FAKE_CUDA)
+	@mkdir -p $(@D)
+	@echo "  CC      $@"
+	$(Q)$(CC) -std=gnu11 -O0 -g -fPIC -shared -fno-omit-frame-pointer -Wall -Wextra -Wno-unused-parameter \
+		-I$(CUDA_INC) $(SAN_FLAGS) -Wl,-soname,libcttwin.so -o $@ $< -L$(FAKE_DIR) \
+		-l:libcudart.so.13 -l:libcuda.so.1 $(ALL_LDFLAGS)
+
+# A second copy of the runtime, libcudart.so.12 (its own soname and version
+# node), and the same library linked against it: two RTLD_LOCAL libraries
+# whose calls must each reach their own copy.
+FAKE12_DIR := $(BUILD)/tests/fake12
+FAKE_CUDART12 := $(FAKE12_DIR)/libcudart.so.12
+TWIN_LIB12 := $(BUILD)/tests/libs/libcttwin12.so
+
+$(FAKE_CUDART12): $(BUILD)/obj/tests/fake/cudart.o tests/fake/cudart.map
+	@mkdir -p $(@D)
+	@echo "  LD      $@"
+	$(Q)sed 's/libcudart\.so\.13/libcudart.so.12/' tests/fake/cudart.map >$(FAKE12_DIR)/cudart.map
+	$(Q)$(CC) -shared -Xlinker --version-script=$(FAKE12_DIR)/cudart.map -Wl,-soname,libcudart.so.12 \
+		-o $@ $(BUILD)/obj/tests/fake/cudart.o $(ALL_LDFLAGS) -ldl -lpthread
+
+$(TWIN_LIB12): tests/e2e/libs/twin.c tests/e2e/progs/twin_calls.h $(FAKE_CUDART12) $(FAKE_CUDA)
+	@mkdir -p $(@D)
+	@echo "  CC      $@"
+	$(Q)$(CC) -std=gnu11 -O0 -g -fPIC -shared -fno-omit-frame-pointer -Wall -Wextra -Wno-unused-parameter \
+		-I$(CUDA_INC) $(SAN_FLAGS) -Wl,-soname,libcttwin12.so -o $@ $< -L$(FAKE12_DIR) -L$(FAKE_DIR) \
+		-l:libcudart.so.12 -l:libcuda.so.1 -Wl,-rpath,'$$ORIGIN/../fake12' $(ALL_LDFLAGS)
+
+$(BUILD)/tests/progs/paths_twin: tests/e2e/progs/paths_twin.c tests/e2e/progs/twin_calls.h $(TWIN_LIB) $(TWIN_LIB12)
+	@mkdir -p $(@D)
+	@echo "  CC      $@"
+	$(Q)$(CC) $(PROG_CFLAGS) -o $@ $< -ldl $(ALL_LDFLAGS)
+
 # ---- stand-ins for allocator libraries (tests only): named like PyTorch's,
 # cuBLAS's and NCCL's, so that leak classes are tested end to end
 # (tests/e2e/libs/). leak_classes and growth link them, found through rpath.
@@ -239,7 +276,7 @@ fuzz: $(FUZZ_BIN)
 # ---- targets ---------------------------------------------------------------
 all: $(SHIM) $(REPORT)
 
-tests: all $(FAKE_CUDART) $(FAKE_CUDA) $(FAKE_CUPTI) $(TLIBS) $(PROGS) $(UNITS) $(GENDUMP)
+tests: all $(FAKE_CUDART) $(FAKE_CUDA) $(FAKE_CUPTI) $(TLIBS) $(TWIN_LIB) $(TWIN_LIB12) $(PROGS) $(UNITS) $(GENDUMP)
 
 check: tests
 	$(Q)BUILD=$(BUILD) SANITIZE=$(SANITIZE) sh tests/run.sh

@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <link.h>
 #include <string.h>
 
 #include <cuda.h>
@@ -77,10 +78,196 @@ void *ct_real_symbol_slow(void *_Atomic *cache, const char *name)
 	return fn;
 }
 
+/* ---- routes: the caller's own dependency tree ------------------------------------ */
+
+/* The loaded object that maps an address: its whole range and its name. */
+struct ct_object {
+	uintptr_t lo, hi;
+	uintptr_t base; /* dlpi_addr, its link_map's l_addr */
+	const char *path;
+};
+
+static int ct_find_object(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct ct_object *o = arg;
+	uint64_t lo, hi;
+	ct_module_range(info, &lo, &hi);
+	if (o->lo < lo || o->lo >= hi)
+		return 0;
+	o->lo = (uintptr_t)lo;
+	o->hi = (uintptr_t)hi;
+	o->base = (uintptr_t)info->dlpi_addr;
+	o->path = info->dlpi_name;
+	return 1;
+}
+
+/* The object that holds address p, other than libcumtrace; 0 if there is none. */
+static int ct_object_of(const void *p, struct ct_object *o)
+{
+	o->lo = (uintptr_t)p;
+	o->path = NULL;
+	return p && !ct_is_own_address(p) && dl_iterate_phdr(ct_find_object, o) && o->path;
+}
+
+/*
+ * name as the object's own dependency tree defines it: the real dlsym on the
+ * object's handle searches the object and its dependencies, which never
+ * include libcumtrace. The handle is opened RTLD_NODELETE and kept: the object
+ * stays mapped for good, so that a route keyed by its range never outlives it.
+ * Not for the program (path ""), whose tree is the global scope.
+ */
+static void *ct_object_symbol(const struct ct_object *o, const char *name)
+{
+	ct_dlsym_fn real = (ct_dlsym_fn)ct_resolve_real_dlsym();
+	void *h = real && o->path[0] ? dlopen(o->path, RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE) : NULL;
+	struct link_map *map = NULL;
+	if (!h || dlinfo(h, RTLD_DI_LINKMAP, &map) != 0 || !map || map->l_addr != o->base)
+		return NULL; /* not found by its name (another namespace): never a wrong copy */
+	void *fn = real(h, name);
+	return fn && !ct_is_own_address(fn) ? fn : NULL;
+}
+
+/* The names of up to CT_SCAN_MAX loaded objects other than the program and libcumtrace. */
+#define CT_SCAN_MAX 256
+struct ct_scan {
+	const char *path[CT_SCAN_MAX];
+	int n;
+};
+
+static int ct_list_object(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct ct_scan *s = arg;
+	if (s->n < CT_SCAN_MAX && info->dlpi_name && info->dlpi_name[0] &&
+	    !ct_is_own_address((const void *)(info->dlpi_addr + info->dlpi_phdr[0].p_vaddr)))
+		s->path[s->n++] = info->dlpi_name;
+	return 0;
+}
+
+/*
+ * The one definition of name in the whole process, when the caller's own
+ * tree has none (it calls a pointer some other object took): each loaded
+ * object's tree is searched (after dl_iterate_phdr, which holds a lock
+ * dlopen may need); NULL when there is none, or more than one copy.
+ */
+static void *ct_only_definition(const char *name)
+{
+	ct_dlsym_fn real = (ct_dlsym_fn)ct_resolve_real_dlsym();
+	struct ct_scan s;
+	s.n = 0;
+	if (!real)
+		return NULL;
+	dl_iterate_phdr(ct_list_object, &s);
+	void *only = NULL;
+	for (int i = 0; i < s.n; i++) {
+		void *h = dlopen(s.path[i], RTLD_LAZY | RTLD_NOLOAD);
+		void *fn = h ? real(h, name) : NULL;
+		if (h)
+			dlclose(h);
+		if (!fn || ct_is_own_address(fn) || fn == only)
+			continue;
+		if (only)
+			return NULL; /* two copies: which one the pointer stood for is not known */
+		only = fn;
+	}
+	return only;
+}
+
+static void *ct_route_find(struct ct_real *real, const void *caller)
+{
+	unsigned n = atomic_load_explicit(&real->nroutes, memory_order_acquire);
+	uintptr_t a = (uintptr_t)caller;
+	for (unsigned i = 0; i < n && i < CT_ROUTES; i++) {
+		uintptr_t lo = atomic_load_explicit(&real->route[i].lo, memory_order_acquire);
+		if (lo && a - lo < real->route[i].hi - lo)
+			return real->route[i].fn;
+	}
+	return NULL;
+}
+
+/* Does every route lead to fn? Then fn may serve every caller. */
+static int ct_routes_agree(struct ct_real *real, const void *fn)
+{
+	unsigned n = atomic_load_explicit(&real->nroutes, memory_order_acquire);
+	for (unsigned i = 0; i < n && i < CT_ROUTES; i++) {
+		/* A claimed route not published yet may be another copy's. */
+		if (!atomic_load_explicit(&real->route[i].lo, memory_order_acquire) ||
+		    real->route[i].fn != fn)
+			return 0;
+	}
+	return 1;
+}
+
+static void ct_route_add(struct ct_real *real, const struct ct_object *o, void *fn)
+{
+	unsigned i = atomic_fetch_add_explicit(&real->nroutes, 1, memory_order_acq_rel);
+	if (i >= CT_ROUTES)
+		return;
+	real->route[i].hi = o->hi;
+	real->route[i].fn = fn;
+	atomic_store_explicit(&real->route[i].lo, o->lo, memory_order_release);
+}
+
+/* fn for every caller from now on, unless a route leads elsewhere; what real->fn holds then. */
+static void *ct_real_settle(struct ct_real *real, void *fn)
+{
+	void *expect = NULL;
+	if (!ct_routes_agree(real, fn))
+		return NULL;
+	if (atomic_compare_exchange_strong(&real->fn, &expect, fn)) {
+		ct_pin(fn);
+		return fn;
+	}
+	return expect;
+}
+
+/*
+ * The caller reaches what its own symbol lookup would have reached without
+ * cumtrace: the global scope first (the same function for every caller),
+ * else the caller's own dependency tree, else (a pointer to the export that
+ * another object took) the one copy in the process.
+ */
+static void *ct_real_resolve(struct ct_real *real, const char *name, const void *caller)
+{
+	struct ct_object o;
+	void *fn = ct_dlsym_next(name);
+	if (fn && !ct_is_own_address(fn)) {
+		void *all = ct_real_settle(real, fn);
+		if (all)
+			return all;
+		/* Routes lead to another copy: this caller gets a route of its own. */
+		if (ct_object_of(caller, &o))
+			ct_route_add(real, &o, fn);
+		return fn;
+	}
+	int known = ct_object_of(caller, &o);
+	fn = known ? ct_object_symbol(&o, name) : NULL;
+	if (!fn)
+		fn = ct_only_definition(name);
+	if (!fn)
+		return NULL;
+	ct_pin(fn);
+	if (known)
+		ct_route_add(real, &o, fn);
+	return fn;
+}
+
+void *ct_real_for_caller(struct ct_real *real, const char *name, const void *caller)
+{
+	void *fn = atomic_load_explicit(&real->fn, memory_order_acquire);
+	if (!fn)
+		fn = ct_route_find(real, caller);
+	if (fn)
+		return fn;
+	int saved = errno;
+	fn = ct_real_resolve(real, name, caller);
+	errno = saved;
+	return fn;
+}
+
 /* ---- the lookup table ------------------------------------------------------ */
 
 /* Entry-point wrappers defined below, for the CT_ENTRY rows. */
-#define CT_ENTRY(name, base, minver, ptsz, layer) static void *_Atomic ct_real_##name;
+#define CT_ENTRY(name, base, minver, ptsz, layer) static struct ct_real ct_real_##name;
 #include "hooks.def"
 
 CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
@@ -165,18 +352,25 @@ static const struct ct_hook *ct_find_proc(const char *base, int version, int pts
 /*
  * Hand out the wrapper of row h in place of real. Driver functions have one
  * implementation per process, so the first real pointer seen stands for all.
- * A runtime function whose real pointer differs from the one we already
- * forward to belongs to a second copy of libcudart: it passes through
- * unwrapped rather than be routed to the wrong copy.
+ * A runtime function stands for the one in the global scope when there is
+ * one; a real pointer that differs from the one the wrapper already forwards
+ * to (or routes some caller to) belongs to a second copy of libcudart: it
+ * passes through unwrapped rather than be routed to the wrong copy.
  */
 static void *ct_substitute(const struct ct_hook *h, void *real)
 {
 	if (!h || !real || ct_is_own_address(real))
 		return real;
-	void *expect = NULL;
-	if (atomic_compare_exchange_strong(h->real, &expect, real))
-		ct_pin(real);
-	else if (expect != real && h->layer == CT_LAYER_RUNTIME)
+	struct ct_real *r = h->real;
+	void *cur = atomic_load_explicit(&r->fn, memory_order_acquire);
+	if (!cur && h->layer == CT_LAYER_RUNTIME) {
+		void *global = ct_dlsym_next(h->name);
+		if (global && !ct_is_own_address(global))
+			cur = ct_real_settle(r, global);
+	}
+	if (!cur)
+		cur = ct_real_settle(r, real);
+	if (!cur || (cur != real && h->layer == CT_LAYER_RUNTIME))
 		return real;
 	return h->wrapper;
 }
@@ -184,9 +378,27 @@ static void *ct_substitute(const struct ct_hook *h, void *real)
 /* ---- dlsym ------------------------------------------------------------------------ */
 
 /*
+ * A lookup found cumtrace's own export of a hooked name (RTLD_DEFAULT, the
+ * program's handle, RTLD_NEXT from the program): without cumtrace it would
+ * have gone on past it, to the next definition in the global scope. When there
+ * is one, the export stands for it; when there is none, the lookup finds
+ * nothing. Only the failing lookup made here sets dlerror() then (its
+ * message names libcumtrace, not the caller). errno kept.
+ */
+static int ct_only_self_defines(const char *name)
+{
+	int saved = errno;
+	void *next = ct_dlsym_next(name);
+	errno = saved;
+	return !next || ct_is_own_address(next);
+}
+
+/*
  * dlsym itself is an assembly trampoline: RTLD_NEXT lookups depend on the
- * caller's return address, so they jump straight to the real dlsym with the
- * caller's frame intact; every other lookup goes to ct_dlsym_impl.
+ * caller's return address, so they jump to the real dlsym with the caller's
+ * frame intact (unless ct_dlsym_next_target says they find nothing); every
+ * other lookup goes to ct_dlsym_impl, reached by a jump too, so its return
+ * address is the caller's.
  */
 CT_HIDDEN void *ct_dlsym_impl(void *handle, const char *name);
 void *ct_dlsym_impl(void *handle, const char *name)
@@ -197,11 +409,65 @@ void *ct_dlsym_impl(void *handle, const char *name)
 	void *fn = real(handle, name);
 	if (!fn || !name || name[0] != 'c' || name[1] != 'u')
 		return fn;
-	int saved = errno;
 	const struct ct_hook *h = ct_find_export(name);
+	if (!h)
+		return fn;
+	if (ct_is_own_address(fn)) {
+		if (!ct_only_self_defines(name))
+			return fn;
+		/* RTLD_DEFAULT from an object loaded RTLD_LOCAL goes on into its own tree. */
+		struct ct_object o;
+		void *local = NULL;
+		int saved = errno;
+		if (handle == RTLD_DEFAULT && ct_object_of(__builtin_return_address(0), &o))
+			local = ct_object_symbol(&o, name);
+		fn = local ? ct_substitute(h, local) : NULL;
+		if (!fn)
+			ct_dlsym_next(name); /* the failure dlerror() reports */
+		errno = saved;
+		return fn;
+	}
+	int saved = errno;
 	void *out = ct_substitute(h, fn);
 	errno = saved;
 	return out;
+}
+
+/*
+ * Is the object at caller before libcumtrace in the global scope (the
+ * program, a preload listed first)? Only such a caller's RTLD_NEXT lookups
+ * can find cumtrace's exports. The objects before libcumtrace in the list of
+ * loaded objects were loaded before it at start-up and are never unloaded,
+ * so the list is walked without the loader's lock.
+ */
+static int ct_before_self(const void *caller)
+{
+	Dl_info info;
+	struct link_map *self = NULL, *map = NULL;
+	if (!dladdr1((void *)ct_before_self, &info, (void **)&self, RTLD_DL_LINKMAP) || !self ||
+	    !dladdr1(caller, &info, (void **)&map, RTLD_DL_LINKMAP) || !map)
+		return 0;
+	for (struct link_map *l = self->l_prev; l; l = l->l_prev)
+		if (l == map)
+			return 1;
+	return 0;
+}
+
+/*
+ * Where an RTLD_NEXT lookup from caller goes: the real dlsym, or NULL when
+ * the lookup would find cumtrace's own export of a hooked name that nothing
+ * after it defines (the trampoline then returns NULL).
+ */
+CT_HIDDEN void *ct_dlsym_next_target(const char *name, const void *caller);
+void *ct_dlsym_next_target(const char *name, const void *caller)
+{
+	void *real = ct_resolve_real_dlsym();
+	if (!real || !name || name[0] != 'c' || name[1] != 'u' || !ct_find_export(name))
+		return real;
+	int saved = errno;
+	int before = ct_before_self(caller);
+	errno = saved;
+	return before && ct_only_self_defines(name) ? NULL : real;
 }
 
 #if defined(__x86_64__)
@@ -211,21 +477,19 @@ __asm__(".text\n"
 	"dlsym:\n"
 	"	cmpq $-1, %rdi\n"
 	"	jne ct_dlsym_impl\n"
-	"	movq ct_real_dlsym(%rip), %rax\n"
-	"	testq %rax, %rax\n"
-	"	jz 1f\n"
-	"	jmp *%rax\n"
-	"1:	pushq %rdi\n"
+	"	pushq %rdi\n"
 	"	pushq %rsi\n"
 	"	subq $8, %rsp\n"
-	"	call ct_resolve_real_dlsym\n"
+	"	movq %rsi, %rdi\n"
+	"	movq 24(%rsp), %rsi\n"
+	"	call ct_dlsym_next_target\n"
 	"	addq $8, %rsp\n"
 	"	popq %rsi\n"
 	"	popq %rdi\n"
 	"	testq %rax, %rax\n"
-	"	jz 2f\n"
+	"	jz 1f\n"
 	"	jmp *%rax\n"
-	"2:	ret\n"
+	"1:	ret\n"
 	".size dlsym, .-dlsym\n");
 #elif defined(__aarch64__)
 __asm__(".text\n"
@@ -234,19 +498,17 @@ __asm__(".text\n"
 	"dlsym:\n"
 	"	cmn x0, #1\n"
 	"	b.ne ct_dlsym_impl\n"
-	"	adrp x16, ct_real_dlsym\n"
-	"	ldr x16, [x16, :lo12:ct_real_dlsym]\n"
-	"	cbz x16, 1f\n"
-	"	br x16\n"
-	"1:	stp x0, x1, [sp, #-32]!\n"
+	"	stp x0, x1, [sp, #-32]!\n"
 	"	str x30, [sp, #16]\n"
-	"	bl ct_resolve_real_dlsym\n"
+	"	mov x0, x1\n"
+	"	mov x1, x30\n"
+	"	bl ct_dlsym_next_target\n"
 	"	mov x16, x0\n"
 	"	ldr x30, [sp, #16]\n"
 	"	ldp x0, x1, [sp], #32\n"
-	"	cbz x16, 2f\n"
+	"	cbz x16, 1f\n"
 	"	br x16\n"
-	"2:	mov x0, #0\n"
+	"1:	mov x0, #0\n"
 	"	ret\n"
 	".size dlsym, .-dlsym\n");
 #else
@@ -273,7 +535,8 @@ CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cu
 {
 	typedef CUresult (*fn_t)(const char *, void **, int, cuuint64_t,
 				 CUdriverProcAddressQueryResult *);
-	fn_t fn = (fn_t)ct_real_symbol(&ct_real_cuGetProcAddress_v2, "cuGetProcAddress_v2");
+	fn_t fn = (fn_t)ct_real_fn(&ct_real_cuGetProcAddress_v2, "cuGetProcAddress_v2",
+				   __builtin_return_address(0));
 	if (!fn)
 		return CUDA_ERROR_NOT_FOUND;
 	CUresult rc = fn(symbol, pfn, cudaVersion, flags, symbolStatus);
@@ -285,7 +548,8 @@ CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cu
 CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags)
 {
 	typedef CUresult (*fn_t)(const char *, void **, int, cuuint64_t);
-	fn_t fn = (fn_t)ct_real_symbol(&ct_real_cuGetProcAddress, "cuGetProcAddress");
+	fn_t fn = (fn_t)ct_real_fn(&ct_real_cuGetProcAddress, "cuGetProcAddress",
+				   __builtin_return_address(0));
 	if (!fn)
 		return CUDA_ERROR_NOT_FOUND;
 	CUresult rc = fn(symbol, pfn, cudaVersion, flags);
@@ -315,7 +579,8 @@ static int ct_entry_ptsz(unsigned long long flags, int ptsz_default)
 	cudaError_t name(const char *symbol, void **funcPtr, unsigned long long flags,          \
 			 enum cudaDriverEntryPointQueryResult *driverStatus)                    \
 	{                                                                                    \
-		ct_entry_fn fn = (ct_entry_fn)ct_real_symbol(&ct_real_##name, #name);        \
+		ct_entry_fn fn = (ct_entry_fn)ct_real_fn(&ct_real_##name, #name,                \
+							 __builtin_return_address(0));       \
 		if (!fn)                                                                     \
 			return cudaErrorSymbolNotFound;                                      \
 		cudaError_t rc = fn(symbol, funcPtr, flags, driverStatus);                   \
@@ -330,7 +595,8 @@ static int ct_entry_ptsz(unsigned long long flags, int ptsz_default)
 			 unsigned long long flags,                                              \
 			 enum cudaDriverEntryPointQueryResult *driverStatus)                    \
 	{                                                                                    \
-		ct_entry_ver_fn fn = (ct_entry_ver_fn)ct_real_symbol(&ct_real_##name, #name); \
+		ct_entry_ver_fn fn = (ct_entry_ver_fn)ct_real_fn(&ct_real_##name, #name,        \
+								 __builtin_return_address(0)); \
 		if (!fn)                                                                     \
 			return cudaErrorSymbolNotFound;                                      \
 		cudaError_t rc = fn(symbol, funcPtr, cudaVersion, flags, driverStatus);      \

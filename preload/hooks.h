@@ -7,6 +7,30 @@
 
 #include "ct.h"
 
+/*
+ * The real function behind one hooked export. fn is the one every caller
+ * reaches, once known: the next definition after libcumtrace in the global
+ * scope, or the first one handed out through dlsym or an entry-point lookup.
+ * Until then, a caller whose own dependency tree holds the function (a
+ * library loaded RTLD_LOCAL that links libcudart or libcuda, which binds to
+ * cumtrace's export because the global scope is searched first) reaches the
+ * definition that tree holds: one route per calling object, keyed by the
+ * address range of its mappings and filled in on its first call. A route's
+ * lo is published last (0: not filled in yet). Objects beyond CT_ROUTES are
+ * looked up again at each call.
+ */
+#define CT_ROUTES 8
+struct ct_route {
+	_Atomic uintptr_t lo;
+	uintptr_t hi;
+	void *fn;
+};
+struct ct_real {
+	void *_Atomic fn;
+	_Atomic unsigned nroutes; /* routes claimed, may exceed CT_ROUTES */
+	struct ct_route route[CT_ROUTES];
+};
+
 /* One row of hooks.def, as the entry-point interception sees it. */
 struct ct_hook {
 	const char *name;   /* exported symbol */
@@ -15,7 +39,7 @@ struct ct_hook {
 	uint8_t ptsz;	    /* 1: the per-thread-default-stream variant */
 	uint8_t layer;	    /* enum ct_layer */
 	void *wrapper;	    /* cumtrace's function */
-	void *_Atomic *real; /* the real function, once known */
+	struct ct_real *real; /* the real function, once known */
 };
 
 extern const struct ct_hook ct_hooks_runtime[] CT_HIDDEN;
@@ -32,6 +56,19 @@ static inline void *ct_real_symbol(void *_Atomic *cache, const char *name)
 {
 	void *fn = atomic_load_explicit(cache, memory_order_acquire);
 	return CT_LIKELY(fn != NULL) ? fn : ct_real_symbol_slow(cache, name);
+}
+
+/*
+ * The real function of a hooked export for a call whose return address is
+ * caller: real->fn, else the route of the calling object, else found as the
+ * caller's own lookup would have found it (entry.c). NULL if there is none.
+ * errno kept.
+ */
+CT_HIDDEN void *ct_real_for_caller(struct ct_real *real, const char *name, const void *caller);
+static inline void *ct_real_fn(struct ct_real *real, const char *name, const void *caller)
+{
+	void *fn = atomic_load_explicit(&real->fn, memory_order_acquire);
+	return CT_LIKELY(fn != NULL) ? fn : ct_real_for_caller(real, name, caller);
 }
 
 /* dlsym(RTLD_NEXT, name) through the real dlsym, errno kept. */
@@ -70,6 +107,13 @@ CT_HIDDEN void ct_meminfo_after_failure(const struct ct_call *c);
 #define CT_CALL_FRAME(c, op) ((void)0)
 #endif
 
+/* (decl, params...) and (fn, args...) for a parameter list that may be (void). */
+#define CT_UNPAREN(...) __VA_ARGS__
+#define CT_PARAMS_AFTER(decl, params, args) CT_PARAMS_AFTER_I(decl, params, CT_UNPAREN args)
+#define CT_PARAMS_AFTER_I(decl, params, ...) (decl __VA_OPT__(, CT_UNPAREN params))
+#define CT_ARGS_AFTER(first, args) CT_ARGS_AFTER_I(first, CT_UNPAREN args)
+#define CT_ARGS_AFTER_I(first, ...) (first __VA_OPT__(, ) __VA_ARGS__)
+
 /*
  * One wrapper: forwards to the real function, passes its return value and
  * errno back unchanged, and records the call unless it is nested inside
@@ -77,14 +121,15 @@ CT_HIDDEN void ct_meminfo_after_failure(const struct ct_call *c);
  * its success value, missing what to return when no real function exists.
  * The exported function only decides: a nested call (the runtime's own driver
  * call through an interposed export) is a TLS load and a tail call to the real
- * function; a call to record is a tail call to ct_traced_NAME.
+ * function; a call to record is a tail call to ct_traced_NAME, which is handed
+ * the real function (it depends on the caller while routes are in use).
  */
 #define CT_WRAP(ret_t, ok, missing, layer_, name, op_, kind_, params, args, in, out)            \
-	static void *_Atomic ct_real_##name;                                                  \
-	static __attribute__((noinline)) ret_t ct_traced_##name params                        \
+	static struct ct_real ct_real_##name;                                                 \
+	typedef ret_t(*ct_fn_##name##_t) params;                                              \
+	static __attribute__((noinline)) ret_t ct_traced_##name CT_PARAMS_AFTER(              \
+		ct_fn_##name##_t fn, params, args)                                            \
 	{                                                                                     \
-		ret_t(*fn) params = (ret_t(*) params)atomic_load_explicit(                    \
-			&ct_real_##name, memory_order_relaxed);                               \
 		struct ct_call c;                                                             \
 		if (!ct_call_begin(&c))                                                       \
 			return fn args;                                                       \
@@ -107,12 +152,13 @@ CT_HIDDEN void ct_meminfo_after_failure(const struct ct_call *c);
 	CT_EXPORT ret_t name params;                                                          \
 	ret_t name params                                                                     \
 	{                                                                                     \
-		ret_t(*fn) params = (ret_t(*) params)ct_real_symbol(&ct_real_##name, #name);  \
+		ct_fn_##name##_t fn = (ct_fn_##name##_t)ct_real_fn(                           \
+			&ct_real_##name, #name, __builtin_return_address(0));                 \
 		if (CT_UNLIKELY(!fn))                                                         \
 			return missing;                                                       \
 		if (ct_tls.in_hook)                                                           \
 			return fn args;                                                       \
-		return ct_traced_##name args;                                                 \
+		return ct_traced_##name CT_ARGS_AFTER(fn, args);                              \
 	}
 
 #endif
