@@ -86,6 +86,9 @@ done
 
 cp -r tests/gpu/. "$KIT/src/"
 rm -rf "$KIT/src/__pycache__"
+# the hostile programs of the end-to-end tests, for tests/gpu/behaviour.sh
+mkdir -p "$KIT/src/e2e"
+cp -r tests/e2e/progs tests/e2e/libs tests/e2e/paths_twin.py "$KIT/src/e2e/"
 [ -f scripts/ctdump.py ] && cp scripts/ctdump.py "$KIT/"
 
 {

@@ -19,7 +19,7 @@
 # (parallel compute-sanitizer runs, default 4), GPU_BUILD_JOBS (parallel nvcc, default
 # 8), GPU_ONLY (a regular expression: only steps whose tag matches run, e.g.
 # '^(env|build\.leak_malloc|c\.leak_malloc)'), GPU_SUITE (which parts run, any of
-# "validate features perf", default all three: validate = the planted-leak programs,
+# "validate features perf behaviour", default all four (behaviour = tests/gpu/behaviour.sh): validate = the planted-leak programs,
 # compute-sanitizer, PyTorch/CuPy/JAX against their allocators' statistics; features =
 # Python frames, leak classes, growth leaks, exports of torch runs, a 2-rank torchrun; perf = traced/untraced
 # throughput of a cudaMallocAsync loop and of ResNet-50 training, beside
@@ -53,7 +53,7 @@ ARCH=${GPU_ARCH:-sm_90}
 JOBS=${GPU_JOBS:-4}
 BUILD_JOBS=${GPU_BUILD_JOBS:-8}
 ONLY=${GPU_ONLY:-}
-SUITE=" ${GPU_SUITE:-validate features perf} "
+SUITE=" ${GPU_SUITE:-validate features perf behaviour} "
 PERF_REPS=${PERF_REPS:-3}
 LEAK_BYTES=1048588 # 262147 float32: a size nothing else in train.py allocates
 # the features runs' list leak: larger than any block torch's cache holds, so that every
@@ -386,6 +386,12 @@ if suite validate; then
 		run_step torch.default.traced.report-symbolized 120 "${KITENV[@]}" "$REPORT" leaks \
 			--format json --top 0 "$dump"
 	fi
+fi
+
+# ---- behaviour: the hostile programs, untraced and traced (issue 14) ----
+if suite behaviour; then
+	run_step behaviour 300 bash "$ROOT/tests/gpu/behaviour.sh" "$KIT" "$KIT/src/e2e" "$WORK/behaviour"
+	grep -E "^(PASS|FAIL|SKIP) |^behaviour:" "$RAW/behaviour.out" | tee -a "$LOG"
 fi
 
 # ---- features: Python frames, OOM, exports, leak classes, HTML/Perfetto per allocator ----
