@@ -303,9 +303,9 @@ static void html_items(FILE *f, const struct ct_report_opts *o, const struct ct_
 		td_what(f, v[i].kind, v[i].api, v[i].device);
 		td_site(f, v[i].m, v[i].stack_id);
 		fputs("</tr>\n", f);
-		shown += v[i].bytes;
+		shown = ct_sat_add(shown, v[i].bytes);
 	}
-	more_row(f, 5, total - k, total - k == 1 ? "site" : "sites", total_bytes - shown);
+	more_row(f, 5, total - k, total - k == 1 ? "site" : "sites", ct_sat_sub(total_bytes, shown));
 	table_close(f, 0);
 }
 
@@ -315,7 +315,7 @@ static void html_item_list(FILE *f, const struct ct_report_opts *o, const struct
 {
 	uint64_t all = 0;
 	for (size_t i = 0; i < n; i++)
-		all += v[i].bytes;
+		all = ct_sat_add(all, v[i].bytes);
 	html_items(f, o, v, n, n, all);
 }
 
@@ -925,7 +925,7 @@ static void html_leaks(FILE *f, const struct ct_report_opts *o, struct ct_model 
 			if (x->supp >= 0)
 				continue;
 			if (shown == k) {
-				rest += x->it.bytes;
+				rest = ct_sat_add(rest, x->it.bytes);
 				continue;
 			}
 			fprintf(f, "<tr class=\"leak\" data-class=\"%s\" data-bytes=\"%" PRIu64

@@ -276,6 +276,10 @@ const struct ct_dev_peak *ct_model_dev_peak(const struct ct_model *m, int device
 /* Reason text of a leak group: "live at exit", "live at cudaDeviceReset", ... */
 const char *ct_leak_reason(const struct ct_leak *l, char *buf, size_t cap);
 
+/* Add src to dst (totals over dumps): bytes and times saturate (util.h). */
+void ct_api_stats_add(struct ct_api_stats *dst, const struct ct_api_stats *src);
+void ct_kd_stats_add(struct ct_kd_stats *dst, const struct ct_kd_stats *src);
+
 /* Stats of (kind, device), NULL if none. */
 const struct ct_kd_stats *ct_model_kd(const struct ct_model *m, unsigned kind, int device);
 

@@ -149,7 +149,7 @@ void ct_text_items(FILE *f, const struct ct_report_opts *o, struct ct_model *m,
 	if (k < n) {
 		uint64_t rest = 0;
 		for (size_t i = k; i < n; i++)
-			rest += v[i].bytes;
+			rest = ct_sat_add(rest, v[i].bytes);
 		fprintf(f, "... and %zu more site%s: %s (--top 0 shows all)\n", n - k,
 			n - k == 1 ? "" : "s", ct_fmt_bytes(rest, b1, sizeof b1));
 	}

@@ -415,7 +415,7 @@ static void text_peak(FILE *f, const struct ct_report_opts *o, struct ct_model *
 			uint64_t b = 0;
 			for (size_t i = 0; i < n; i++)
 				if (v[i].device == dp[d]->device)
-					b += v[i].bytes;
+					b = ct_sat_add(b, v[i].bytes);
 			fprintf(f, "%s %d: %s", d ? "," : "", dp[d]->device,
 				ct_fmt_bytes(b, b2, sizeof b2));
 		}
@@ -587,7 +587,7 @@ static void json_peak(struct ct_json *j, const struct ct_report_opts *o,
 	uint64_t peak_bytes = 0, peak_time = 0, best_peak = 0;
 	for (size_t d = 0; d < nm; d++) {
 		const struct ct_model *m = ms[d];
-		peak_bytes += m->peak_bytes;
+		peak_bytes = ct_sat_add(peak_bytes, m->peak_bytes);
 		if (m->peak_seen && (m->peak_bytes > best_peak || !best_peak)) {
 			best_peak = m->peak_bytes;
 			peak_time = ct_model_since_start(m, m->peak_ts);
@@ -613,7 +613,7 @@ static void json_peak(struct ct_json *j, const struct ct_report_opts *o,
 		for (size_t i = 0; i < n; i++) {
 			size_t x = ct_find_dev(devs, nd, v[i].device);
 			if (x < nd && devs[x] == v[i].device)
-				db[x] += v[i].bytes;
+				db[x] = ct_sat_add(db[x], v[i].bytes);
 		}
 		for (size_t x = 0; x < nd; x++) {
 			ct_json_dev_key(j, devs[x]);

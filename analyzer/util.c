@@ -102,6 +102,10 @@ void ct_imap_free(struct ct_imap *m)
 const char *ct_fmt_bytes(uint64_t bytes, char *buf, size_t cap)
 {
 	static const char *const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+	if (bytes == CT_SAT) {
+		snprintf(buf, cap, ">= 16 EiB");
+		return buf;
+	}
 	if (bytes < 1024) {
 		snprintf(buf, cap, "%llu B", (unsigned long long)bytes);
 		return buf;

@@ -73,7 +73,31 @@ static inline uint32_t ct_imap_get(const struct ct_imap *m, uint64_t hash, ct_im
 void ct_imap_put(struct ct_imap *m, uint64_t hash, uint32_t idx);
 void ct_imap_free(struct ct_imap *m);
 
-/* "512 B", "1.5 KiB", "12.0 MiB", ... into buf (>= 32 bytes); returns buf. */
+/*
+ * Totals of bytes (and of durations) read from a dump saturate: sizes are
+ * untrusted, and eight blocks of 2^63 bytes would otherwise add up to 0. A
+ * total that would pass 2^64 - 1 stays at CT_SAT, and once there it never
+ * goes down (ct_sat_sub): the dump claimed at least that much at some point,
+ * the true value is unknown. Reports show CT_SAT as ">= 16 EiB" (text,
+ * HTML), as 18446744073709551615 with "saturated": true (JSON), and the
+ * gate treats it as over every limit. Every sum of sizes in the analyzer
+ * goes through these two.
+ */
+#define CT_SAT UINT64_MAX
+
+static inline uint64_t ct_sat_add(uint64_t a, uint64_t b)
+{
+	uint64_t s;
+	return __builtin_add_overflow(a, b, &s) ? CT_SAT : s;
+}
+
+/* a - b for a total that had b added: a saturated total stays so (never below 0). */
+static inline uint64_t ct_sat_sub(uint64_t a, uint64_t b)
+{
+	return a == CT_SAT ? CT_SAT : a >= b ? a - b : 0;
+}
+
+/* "512 B", "1.5 KiB", "12.0 MiB", ... into buf (>= 32 bytes); returns buf. CT_SAT: ">= 16 EiB". */
 const char *ct_fmt_bytes(uint64_t bytes, char *buf, size_t cap);
 
 /*
