@@ -17,6 +17,7 @@
 #include "gate.h"
 #include "growth.h"
 #include "model.h"
+#include "outfile.h"
 #include "progress.h"
 #include "pystack.h"
 #include "report.h"
@@ -48,7 +49,9 @@ static void usage(FILE *f)
 	      "  --format FMT       text (default), json, csv, junit, sarif, folded, speedscope,\n"
 	      "                     pickle, html (what the command writes; exporters have their own\n"
 	      "                     default)\n"
-	      "  -o, --output FILE  write the report to FILE instead of standard output\n"
+	      "  -o, --output FILE  write the report to FILE instead of standard output: a new\n"
+	      "                     file is created 0600, an existing one replaced whole; a\n"
+	      "                     symbolic link to a regular file is refused\n"
 	      "  --buckets N        timeline buckets (1..4096; default 60)\n"
 	      "  --top N            sites shown per list (default 20; 0 = all)\n"
 	      "  --no-symbols       do not read debug info: show module+offset only\n"
@@ -366,21 +369,27 @@ int main(int argc, char **argv)
 	ct_progress_clear(&progress);
 	if (!rc) {
 		FILE *out = stdout;
+		struct ct_outfile of = {0};
+		char msg[4200];
 		if (output) {
-			out = fopen(output, "w");
-			if (!out) {
-				fprintf(stderr, PROG ": %s: cannot write: %s\n", output, strerror(errno));
+			out = NULL;
+			if (ct_outfile_open(&of, output, "tmp", msg, sizeof msg)) {
+				fprintf(stderr, PROG ": %s\n", msg);
 				rc = 2;
+			} else {
+				out = of.f;
 			}
 		}
 		if (out) {
 			ct_report(out, &o, models, loaded);
-			int bad = fflush(out) != 0 || ferror(out);
-			if (out != stdout && fclose(out) != 0)
-				bad = 1;
-			if (bad) {
+			int err = 0;
+			if (output)
+				err = ct_outfile_close(&of, 0, 0);
+			else if (fflush(out) != 0 || ferror(out))
+				err = errno ? errno : EIO;
+			if (err) {
 				fprintf(stderr, PROG ": %s: write error: %s\n",
-					output ? output : "standard output", strerror(errno));
+					output ? output : "standard output", strerror(err));
 				rc = 2;
 			}
 		}
