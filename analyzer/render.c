@@ -345,15 +345,30 @@ void ct_csv_field(FILE *f, const char *s)
 {
 	if (!s)
 		return;
-	if (!strpbrk(s, ",\"\n\r")) {
+	const unsigned char *p = (const unsigned char *)s;
+	size_t n = strlen(s);
+	/* a spreadsheet runs a cell that starts so as a formula (OWASP "CSV injection") */
+	int formula = n && strchr("=+-@\t\r", s[0]);
+	int plain = !formula && !strpbrk(s, ",\"\n\r");
+	for (size_t i = 0, l; plain && i < n; i += l)
+		plain = (l = p[i] < 0x80 ? 1 : ct_utf8_seq(p + i, n - i)) != 0;
+	if (plain) {
 		fputs(s, f);
 		return;
 	}
 	fputc('"', f);
-	for (; *s; s++) {
-		if (*s == '"')
+	if (formula)
+		fputc('\'', f);
+	for (size_t i = 0; i < n;) {
+		size_t l = p[i] < 0x80 ? 1 : ct_utf8_seq(p + i, n - i);
+		if (!l) {
+			fprintf(f, "\\x%02x", p[i++]); /* not UTF-8: shown as ct_fput_safe does */
+			continue;
+		}
+		if (p[i] == '"')
 			fputc('"', f);
-		fputc(*s, f);
+		fwrite(p + i, 1, l, f);
+		i += l;
 	}
 	fputc('"', f);
 }

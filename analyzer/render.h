@@ -74,7 +74,13 @@ const char *ct_frame_label(const struct ct_frame *fr, int with_line, char *buf, 
 void ct_text_stack(FILE *f, struct ct_model *m, uint32_t stack_id);
 /* A stack as a JSON array of frame objects. */
 void ct_json_stack(struct ct_json *j, struct ct_model *m, uint32_t stack_id);
-/* One CSV field, quoted when needed (NULL writes nothing). */
+/*
+ * One CSV text field from a dump (names, paths, functions; never numbers),
+ * quoted when needed; NULL writes nothing. A field that starts with = + - @,
+ * a tab or a carriage return is quoted with a ' before it, so that no
+ * spreadsheet runs it as a formula; bytes that are not valid UTF-8 are
+ * written as the text \xNN.
+ */
 void ct_csv_field(FILE *f, const char *s);
 /* A stack as one CSV field: "func (file:line) in module;..." innermost first. */
 void ct_csv_stack(FILE *f, struct ct_model *m, uint32_t stack_id);
