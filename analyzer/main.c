@@ -62,6 +62,9 @@ static void usage(FILE *f)
 	      "                     (default 1000; 0 = every change)\n"
 	      "  --max-slices N     perfetto: keep the N largest allocation slices (default 100000)\n"
 	      "  --max-entries N    memviz: keep the latest N trace entries (default 100000)\n"
+	      "  --max-memory SIZE  stop with an error (exit 2) when the analyzer's resident\n"
+	      "                     memory would pass SIZE (default: half of the physical\n"
+	      "                     memory; also CUMTRACE_REPORT_MAX_MEMORY; 0 = no limit)\n"
 	      "  --per-dump         several dumps: one section per dump instead of one report\n"
 	      "                     merged over the ranks (summary, leaks, peak)\n"
 	      "  -h, --help         show this help and exit\n"
@@ -153,6 +156,10 @@ static int is_opt(const char *a, const char *name)
 
 int main(int argc, char **argv)
 {
+	const char *env_mem = getenv("CUMTRACE_REPORT_MAX_MEMORY");
+	uint64_t max_memory = env_mem && *env_mem ? parse_bytes("CUMTRACE_REPORT_MAX_MEMORY", env_mem)
+						  : ct_mem_default_limit();
+	ct_mem_set_limit(max_memory);
 	if (argc > 1 && !strcmp(argv[1], "symbolize"))
 		return ct_symbolize_main(argc - 1, argv + 1);
 	struct ct_report_opts o = {.cmd = -1,
@@ -282,6 +289,8 @@ int main(int argc, char **argv)
 		} else if (is_opt(a, "--max-entries")) {
 			o.max_entries = (size_t)parse_num(
 				"--max-entries", opt_value(argc, argv, &i, "--max-entries"), 1, 10000000);
+		} else if (is_opt(a, "--max-memory")) {
+			max_memory = parse_bytes("--max-memory", opt_value(argc, argv, &i, "--max-memory"));
 		} else if (!strcmp(a, "--per-dump")) {
 			o.per_dump = 1;
 		} else if (!strcmp(a, "--native")) {
@@ -315,6 +324,7 @@ int main(int argc, char **argv)
 	if (baseline && cmd->baseline_first)
 		usage_error("--baseline: %s takes its baseline from its first dump", cmd->name);
 	o.supp = supp;
+	ct_mem_set_limit(max_memory);
 
 	/* a progress line on a terminal while reading takes long (progress.h) */
 	struct ct_progress progress;

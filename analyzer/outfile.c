@@ -10,6 +10,18 @@
 
 #include "util.h"
 
+/*
+ * The temporary file being written, removed if the process exits before it
+ * is renamed (the memory budget, util.h, exits from inside a report).
+ */
+static char *pending_tmp;
+
+static void remove_pending(void)
+{
+	if (pending_tmp)
+		unlink(pending_tmp);
+}
+
 /* An existing file that is not a regular one (or a link to one): open it as it is. */
 static int open_in_place(struct ct_outfile *o, const char *path, char *err, size_t cap)
 {
@@ -70,6 +82,10 @@ int ct_outfile_open(struct ct_outfile *o, const char *path, const char *tag, cha
 		return -1;
 	}
 	o->path = ct_xstrdup(path);
+	static int registered;
+	if (!registered && atexit(remove_pending) == 0)
+		registered = 1;
+	pending_tmp = o->tmp;
 	return 0;
 }
 
@@ -90,6 +106,7 @@ int ct_outfile_close(struct ct_outfile *o, int failed, unsigned mode)
 			err = errno;
 		if (err || failed)
 			unlink(o->tmp);
+		pending_tmp = NULL;
 	}
 	free(o->tmp);
 	free(o->path);

@@ -1,7 +1,10 @@
 #include "util.h"
 
+#include <inttypes.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static void oom(void)
 {
@@ -9,8 +12,63 @@ static void oom(void)
 	exit(2);
 }
 
+/* ---- the memory budget ------------------------------------------------------------------ */
+
+static _Atomic uint64_t mem_limit;
+static _Atomic uint64_t mem_since_check; /* bytes handed out since the last check */
+
+void ct_mem_set_limit(uint64_t bytes)
+{
+	atomic_store(&mem_limit, bytes);
+}
+
+uint64_t ct_mem_limit(void)
+{
+	return atomic_load(&mem_limit);
+}
+
+uint64_t ct_mem_default_limit(void)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+	return pages > 0 && size > 0 ? (uint64_t)pages * (uint64_t)size / 2 : 0;
+}
+
+uint64_t ct_mem_resident(void)
+{
+	FILE *f = fopen("/proc/self/statm", "r");
+	unsigned long long total, resident;
+	int ok = f && fscanf(f, "%llu %llu", &total, &resident) == 2;
+	if (f)
+		fclose(f);
+	long size = sysconf(_SC_PAGESIZE);
+	return ok && size > 0 ? (uint64_t)resident * (uint64_t)size : 0;
+}
+
+/* About to allocate n bytes: check the budget every CT_MEM_CHECK_BYTES. */
+static void mem_account(size_t n)
+{
+	uint64_t limit = atomic_load_explicit(&mem_limit, memory_order_relaxed);
+	if (!limit)
+		return;
+	uint64_t since = atomic_fetch_add_explicit(&mem_since_check, n, memory_order_relaxed) + n;
+	if (since < CT_MEM_CHECK_BYTES)
+		return;
+	atomic_store_explicit(&mem_since_check, 0, memory_order_relaxed);
+	uint64_t rss = ct_mem_resident();
+	if (rss <= limit && n <= limit - rss)
+		return;
+	char b1[32], b2[32], b3[32];
+	fprintf(stderr,
+		"cumtrace-report: memory budget exceeded: %s resident, %s more needed, the limit is %s"
+		" (--max-memory or CUMTRACE_REPORT_MAX_MEMORY; 0 = none)\n",
+		ct_fmt_bytes(rss, b1, sizeof b1), ct_fmt_bytes(n, b2, sizeof b2),
+		ct_fmt_bytes(limit, b3, sizeof b3));
+	exit(2);
+}
+
 void *ct_xmalloc(size_t n)
 {
+	mem_account(n);
 	void *p = malloc(n ? n : 1);
 	if (!p)
 		oom();
@@ -19,6 +77,7 @@ void *ct_xmalloc(size_t n)
 
 void *ct_xcalloc(size_t n, size_t size)
 {
+	mem_account(size && n > SIZE_MAX / size ? SIZE_MAX : n * size);
 	void *p = calloc(n ? n : 1, size ? size : 1);
 	if (!p)
 		oom();
@@ -27,6 +86,7 @@ void *ct_xcalloc(size_t n, size_t size)
 
 void *ct_xrealloc(void *p, size_t n)
 {
+	mem_account(n);
 	void *q = realloc(p, n ? n : 1);
 	if (!q)
 		oom();

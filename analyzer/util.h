@@ -9,6 +9,21 @@
 #include <stdint.h>
 #include <stdio.h>
 
+/*
+ * The memory budget (--max-memory, CUMTRACE_REPORT_MAX_MEMORY): the
+ * allocation functions below check the analyzer's resident memory each time
+ * they have handed out CT_MEM_CHECK_BYTES more (and before any single
+ * allocation that large); past the limit they print one line saying so and
+ * exit 2, before the kernel's OOM killer would. 0 = no limit.
+ */
+#define CT_MEM_CHECK_BYTES (1u << 20)
+void ct_mem_set_limit(uint64_t bytes);
+uint64_t ct_mem_limit(void);
+/* The default limit: half of the physical memory (0 if unknown). */
+uint64_t ct_mem_default_limit(void);
+/* Resident memory of this process in bytes (/proc/self/statm), 0 if unknown. */
+uint64_t ct_mem_resident(void);
+
 /* Allocation that never returns NULL: on failure, print one line and exit 2. */
 void *ct_xmalloc(size_t n);
 void *ct_xcalloc(size_t n, size_t size);
