@@ -777,8 +777,8 @@ static void html_peak(FILE *f, const struct ct_report_opts *o, struct ct_model *
 	struct ct_item *v = ct_peak_items(one, 1, &n);
 	html_item_list(f, o, v, n);
 	free(v);
-	size_t nd;
-	const struct ct_dev_peak **dp = ct_view_dev_peaks(m, &nd);
+	size_t nd, more;
+	const struct ct_dev_peak **dp = ct_view_dev_peaks(m, &nd, &more);
 	if (nd > 1) {
 		fputs("<h4>Each device at its own peak</h4>\n", f);
 		for (size_t i = 0; i < nd; i++) {
@@ -790,6 +790,10 @@ static void html_peak(FILE *f, const struct ct_report_opts *o, struct ct_model *
 			html_item_list(f, o, v, n);
 			free(v);
 			fputs("</details>\n", f);
+		}
+		if (more) {
+			char line[128];
+			fprintf(f, "<p class=\"muted\">%s</p>\n", ct_more_devices(more, line, sizeof line));
 		}
 	}
 	free(dp);

@@ -341,6 +341,13 @@ void ct_json_stack(struct ct_json *j, struct ct_model *m, uint32_t stack_id)
 }
 
 /* One CSV field, quoted when needed. */
+const char *ct_more_devices(size_t more, char *buf, size_t cap)
+{
+	snprintf(buf, cap, "... and %zu more device%s, not shown one by one (the %d highest peaks are)",
+		 more, more == 1 ? "" : "s", CT_DEVICES_SHOWN);
+	return buf;
+}
+
 void ct_csv_field(FILE *f, const char *s)
 {
 	if (!s)

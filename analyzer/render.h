@@ -45,6 +45,15 @@ void ct_items_sort(struct ct_item *v, size_t n);
 /* How many of n items --top lets through. */
 size_t ct_items_shown(const struct ct_report_opts *o, size_t n);
 
+/*
+ * Reports by device (each device at its own peak) show at most this many
+ * devices, the highest peaks: each costs a pass over the sites, and a dump
+ * may name all 65536 device numbers. frag tracks as many (FRAG_MAX_DEVICES).
+ */
+#define CT_DEVICES_SHOWN 64
+/* "... and N more devices, not shown one by one (...)" into buf; returns buf. */
+const char *ct_more_devices(size_t more, char *buf, size_t cap);
+
 /* "123 ns", "1.5 us", "2.000 ms", "1.250 s" */
 void ct_fmt_dur(uint64_t ns, char *buf, size_t cap);
 /* A dump-supplied string on a terminal (NULL prints nothing). */
