@@ -103,6 +103,10 @@ static void live_place(struct ct_model *m, const struct ct_block *e)
 
 static void live_insert(struct ct_model *m, const struct ct_block *e)
 {
+	if (m->live_count >= UINT32_MAX) {
+		fputs("cumtrace-report: more than 2^32 - 1 live blocks in one dump\n", stderr);
+		exit(2);
+	}
 	if (!m->live_mask || (m->live_count + 1) * 3 > (m->live_mask + 1) * 2) {
 		size_t ocap = m->live_mask ? m->live_mask + 1 : 0;
 		size_t ncap = ocap ? ocap * 2 : 1024;
@@ -267,6 +271,10 @@ static uint32_t get_site(struct ct_model *m, uint32_t stack_id, uint16_t api, ui
 	k.saved_version = UINT64_MAX;
 	k.dp = ct_kind_is_device_bytes(kind) ? get_dp(m, device) : CT_IMAP_NONE;
 	k.dsaved_version = UINT64_MAX;
+	if (m->nsites >= CT_MODEL_MAX_SITES) {
+		fputs("cumtrace-report: more than 2^29 allocation sites in one dump\n", stderr);
+		exit(2);
+	}
 	m->sites = ct_xgrow(m->sites, &m->capsites, m->nsites + 1, sizeof *m->sites);
 	i = (uint32_t)m->nsites++;
 	m->sites[i] = k;

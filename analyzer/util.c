@@ -123,7 +123,7 @@ char *ct_xstrndup(const char *s, size_t n)
 	return p;
 }
 
-static void imap_insert_raw(struct ct_imap_slot *slots, size_t mask, uint64_t hash, uint32_t idx1)
+static void imap_insert_raw(struct ct_imap_slot *slots, size_t mask, uint32_t hash, uint32_t idx1)
 {
 	size_t i = hash & mask;
 	while (slots[i].idx1)
@@ -134,8 +134,11 @@ static void imap_insert_raw(struct ct_imap_slot *slots, size_t mask, uint64_t ha
 
 void ct_imap_put(struct ct_imap *m, uint64_t hash, uint32_t idx)
 {
-	if (idx >= UINT32_MAX - 1)
-		oom();
+	if (idx >= CT_IMAP_MAX || m->count >= CT_IMAP_MAX) {
+		fputs("cumtrace-report: more than 2^31 distinct stacks, sites or keys in one table\n",
+		      stderr);
+		exit(2);
+	}
 	if (!m->mask || (m->count + 1) * 4 > (m->mask + 1) * 3) {
 		size_t ncap = m->mask ? (m->mask + 1) * 2 : 64;
 		struct ct_imap_slot *ns = ct_xcalloc(ncap, sizeof *ns);
@@ -148,7 +151,7 @@ void ct_imap_put(struct ct_imap *m, uint64_t hash, uint32_t idx)
 		m->slots = ns;
 		m->mask = ncap - 1;
 	}
-	imap_insert_raw(m->slots, m->mask, hash, idx + 1);
+	imap_insert_raw(m->slots, m->mask, (uint32_t)hash, idx + 1);
 	m->count++;
 }
 

@@ -51,12 +51,12 @@ static inline uint64_t ct_hash2(uint64_t a, uint64_t b)
 
 /*
  * Insert-only hash index: maps a 64-bit hash (plus a caller-side key
- * comparison) to a 32-bit index into a caller-owned dense array.
+ * comparison) to a 32-bit index into a caller-owned dense array. A slot is 8
+ * bytes (the hash's low 32 bits and the index); at most CT_IMAP_MAX entries.
  */
 struct ct_imap_slot {
-	uint64_t hash;
+	uint32_t hash; /* low 32 bits of the hash */
 	uint32_t idx1; /* index + 1; 0 = empty */
-	uint32_t pad;
 };
 
 struct ct_imap {
@@ -66,6 +66,7 @@ struct ct_imap {
 };
 
 #define CT_IMAP_NONE UINT32_MAX
+#define CT_IMAP_MAX (1u << 31) /* entries: the capacity stays within 32 bits of hash */
 
 /* eq returns nonzero when element idx of ctx has the key. */
 typedef int (*ct_imap_eq_fn)(const void *ctx, uint32_t idx, const void *key);
@@ -76,11 +77,12 @@ static inline uint32_t ct_imap_get(const struct ct_imap *m, uint64_t hash, ct_im
 {
 	if (!m->mask)
 		return CT_IMAP_NONE;
-	for (size_t i = hash & m->mask;; i = (i + 1) & m->mask) {
+	uint32_t h = (uint32_t)hash;
+	for (size_t i = h & m->mask;; i = (i + 1) & m->mask) {
 		const struct ct_imap_slot *s = &m->slots[i];
 		if (!s->idx1)
 			return CT_IMAP_NONE;
-		if (s->hash == hash && eq(ctx, s->idx1 - 1, key))
+		if (s->hash == h && eq(ctx, s->idx1 - 1, key))
 			return s->idx1 - 1;
 	}
 }
