@@ -30,7 +30,15 @@ uint64_t ct_mem_limit(void)
 uint64_t ct_mem_default_limit(void)
 {
 	long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
-	return pages > 0 && size > 0 ? (uint64_t)pages * (uint64_t)size / 2 : 0;
+	uint64_t ram = pages > 0 && size > 0 ? (uint64_t)pages * (uint64_t)size : 0;
+	/* a container's limit (cgroup v2) is the memory there is */
+	FILE *f = fopen("/sys/fs/cgroup/memory.max", "r");
+	unsigned long long cg;
+	if (f && fscanf(f, "%llu", &cg) == 1 && cg && (!ram || cg < ram))
+		ram = cg;
+	if (f)
+		fclose(f);
+	return ram / 2;
 }
 
 uint64_t ct_mem_resident(void)

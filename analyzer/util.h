@@ -19,7 +19,7 @@
 #define CT_MEM_CHECK_BYTES (1u << 20)
 void ct_mem_set_limit(uint64_t bytes);
 uint64_t ct_mem_limit(void);
-/* The default limit: half of the physical memory (0 if unknown). */
+/* The default limit: half of the physical memory, or of a lower cgroup memory.max (0 unknown). */
 uint64_t ct_mem_default_limit(void);
 /* Resident memory of this process in bytes (/proc/self/statm), 0 if unknown. */
 uint64_t ct_mem_resident(void);
