@@ -114,51 +114,6 @@ START_TEST(counts_peak_and_leaks)
 }
 END_TEST
 
-/* Issue 14, item 8: sizes that add up past 2^64 - 1 saturate and stay saturated. */
-START_TEST(totals_saturate)
-{
-	ck_assert_uint_eq(ct_sat_add(1, 2), 3);
-	ck_assert_uint_eq(ct_sat_add(1ull << 63, 1ull << 63), CT_SAT);
-	ck_assert_uint_eq(ct_sat_add(CT_SAT, 0), CT_SAT);
-	ck_assert_uint_eq(ct_sat_sub(CT_SAT, 5), CT_SAT);
-	ck_assert_uint_eq(ct_sat_sub(7, 5), 2);
-	char b[32];
-	ck_assert_str_eq(ct_fmt_bytes(CT_SAT, b, sizeof b), ">= 16 EiB");
-	ck_assert_str_eq(ct_fmt_bytes(CT_SAT - 1, b, sizeof b), "16.0 EiB");
-	struct dg g;
-	dg_init(&g);
-	dg_header(&g);
-	dg_process(&g, 1234, 1, 1000, (const char *[]){"argv=prog", NULL});
-	for (uint64_t i = 0; i < 8; i++)
-		dg_alloc(&g, 2000 + i, 0x1000 * (i + 1), 1ull << 63, 1);
-	dg_free(&g, 3000, 0x1000); /* a saturated total no longer goes down */
-	dg_end(&g, 8000);
-	struct ct_model *m = load(&g);
-	ck_assert_uint_eq(m->leak_count, 7);
-	ck_assert_uint_eq(m->leak_bytes, CT_SAT);
-	ck_assert_uint_eq(m->peak_bytes, CT_SAT);
-	ck_assert_uint_eq(m->sites[0].live_bytes, CT_SAT);
-	ck_assert_uint_eq(m->sites[0].bytes_allocated, CT_SAT);
-	ck_assert_uint_eq(m->api[CT_API_cudaMalloc].bytes, CT_SAT);
-	ck_assert_uint_eq(m->api[CT_API_cudaFree].bytes, 1ull << 63);
-	const struct ct_kd_stats *k = ct_model_kd(m, CT_KIND_DEVICE, 0);
-	ck_assert_uint_eq(k->live_bytes, CT_SAT);
-	ck_assert_uint_eq(k->peak_bytes, CT_SAT);
-	ck_assert_uint_eq(m->leaks[0].bytes, CT_SAT);
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
-	struct ct_report_opts o = {.cmd = CT_CMD_LEAKS, .format = CT_FMT_JSON, .top = 20};
-	ct_report(f, &o, &m, 1);
-	fclose(f);
-	ck_assert_ptr_nonnull(strstr(buf, "\"bytes\": 18446744073709551615"));
-	ck_assert_ptr_nonnull(strstr(buf, "\n  \"saturated\": true\n}"));
-	free(buf);
-	unload(m);
-	dg_release(&g);
-}
-END_TEST
-
 START_TEST(failed_calls_never_allocate)
 {
 	struct dg g;
@@ -1212,6 +1167,46 @@ __attribute__((noinline)) static char *render(struct ct_model *m, int cmd, int f
 	fclose(f);
 	return buf;
 }
+
+/* Issue 14, item 8: sizes that add up past 2^64 - 1 saturate and stay saturated. */
+START_TEST(totals_saturate)
+{
+	ck_assert_uint_eq(ct_sat_add(1, 2), 3);
+	ck_assert_uint_eq(ct_sat_add(1ull << 63, 1ull << 63), CT_SAT);
+	ck_assert_uint_eq(ct_sat_add(CT_SAT, 0), CT_SAT);
+	ck_assert_uint_eq(ct_sat_sub(CT_SAT, 5), CT_SAT);
+	ck_assert_uint_eq(ct_sat_sub(7, 5), 2);
+	char b[32];
+	ck_assert_str_eq(ct_fmt_bytes(CT_SAT, b, sizeof b), ">= 16 EiB");
+	ck_assert_str_eq(ct_fmt_bytes(CT_SAT - 1, b, sizeof b), "16.0 EiB");
+	struct dg g;
+	dg_init(&g);
+	dg_header(&g);
+	dg_process(&g, 1234, 1, 1000, (const char *[]){"argv=prog", NULL});
+	for (uint64_t i = 0; i < 8; i++)
+		dg_alloc(&g, 2000 + i, 0x1000 * (i + 1), 1ull << 63, 1);
+	dg_free(&g, 3000, 0x1000); /* a saturated total no longer goes down */
+	dg_end(&g, 8000);
+	struct ct_model *m = load(&g);
+	ck_assert_uint_eq(m->leak_count, 7);
+	ck_assert_uint_eq(m->leak_bytes, CT_SAT);
+	ck_assert_uint_eq(m->peak_bytes, CT_SAT);
+	ck_assert_uint_eq(m->sites[0].live_bytes, CT_SAT);
+	ck_assert_uint_eq(m->sites[0].bytes_allocated, CT_SAT);
+	ck_assert_uint_eq(m->api[CT_API_cudaMalloc].bytes, CT_SAT);
+	ck_assert_uint_eq(m->api[CT_API_cudaFree].bytes, 1ull << 63);
+	const struct ct_kd_stats *k = ct_model_kd(m, CT_KIND_DEVICE, 0);
+	ck_assert_uint_eq(k->live_bytes, CT_SAT);
+	ck_assert_uint_eq(k->peak_bytes, CT_SAT);
+	ck_assert_uint_eq(m->leaks[0].bytes, CT_SAT);
+	char *buf = render(m, CT_CMD_LEAKS, CT_FMT_JSON, 20);
+	ck_assert_ptr_nonnull(strstr(buf, "\"bytes\": 18446744073709551615"));
+	ck_assert_ptr_nonnull(strstr(buf, "\n  \"saturated\": true\n}"));
+	free(buf);
+	unload(m);
+	dg_release(&g);
+}
+END_TEST
 
 START_TEST(golden_reports)
 {
