@@ -215,7 +215,7 @@ static void render_folded(FILE *f, const struct ct_item *v, size_t n, int with_p
 		uint64_t bytes = 0;
 		size_t j = i;
 		for (; j < nl && !strcmp(lines[j].stack, lines[i].stack); j++)
-			bytes += lines[j].bytes;
+			bytes = ct_sat_add(bytes, lines[j].bytes);
 		fprintf(f, "%s %" PRIu64 "\n", lines[i].stack, bytes);
 		i = j;
 	}
@@ -288,7 +288,7 @@ static void render_speedscope(FILE *f, const struct ct_report_opts *o, struct ct
 		uint64_t total = 0;
 		for (size_t i = 0; i < n; i++)
 			if (v[i].m == ms[d])
-				total += v[i].bytes;
+				total = ct_sat_add(total, v[i].bytes);
 		proc_frame(ms[d], &frames[0]);
 		snprintf(title, sizeof title, "%s %s", frames[0].name, of_name(o->flame_of));
 		fprintf(f, "%s\n{\"type\":\"sampled\",\"name\":", d ? "," : "");

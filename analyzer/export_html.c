@@ -303,9 +303,9 @@ static void html_items(FILE *f, const struct ct_report_opts *o, const struct ct_
 		td_what(f, v[i].kind, v[i].api, v[i].device);
 		td_site(f, v[i].m, v[i].stack_id);
 		fputs("</tr>\n", f);
-		shown += v[i].bytes;
+		shown = ct_sat_add(shown, v[i].bytes);
 	}
-	more_row(f, 5, total - k, total - k == 1 ? "site" : "sites", total_bytes - shown);
+	more_row(f, 5, total - k, total - k == 1 ? "site" : "sites", ct_sat_sub(total_bytes, shown));
 	table_close(f, 0);
 }
 
@@ -315,7 +315,7 @@ static void html_item_list(FILE *f, const struct ct_report_opts *o, const struct
 {
 	uint64_t all = 0;
 	for (size_t i = 0; i < n; i++)
-		all += v[i].bytes;
+		all = ct_sat_add(all, v[i].bytes);
 	html_items(f, o, v, n, n, all);
 }
 
@@ -777,8 +777,8 @@ static void html_peak(FILE *f, const struct ct_report_opts *o, struct ct_model *
 	struct ct_item *v = ct_peak_items(one, 1, &n);
 	html_item_list(f, o, v, n);
 	free(v);
-	size_t nd;
-	const struct ct_dev_peak **dp = ct_view_dev_peaks(m, &nd);
+	size_t nd, more;
+	const struct ct_dev_peak **dp = ct_view_dev_peaks(m, &nd, &more);
 	if (nd > 1) {
 		fputs("<h4>Each device at its own peak</h4>\n", f);
 		for (size_t i = 0; i < nd; i++) {
@@ -790,6 +790,10 @@ static void html_peak(FILE *f, const struct ct_report_opts *o, struct ct_model *
 			html_item_list(f, o, v, n);
 			free(v);
 			fputs("</details>\n", f);
+		}
+		if (more) {
+			char line[128];
+			fprintf(f, "<p class=\"muted\">%s</p>\n", ct_more_devices(more, line, sizeof line));
 		}
 	}
 	free(dp);
@@ -925,7 +929,7 @@ static void html_leaks(FILE *f, const struct ct_report_opts *o, struct ct_model 
 			if (x->supp >= 0)
 				continue;
 			if (shown == k) {
-				rest += x->it.bytes;
+				rest = ct_sat_add(rest, x->it.bytes);
 				continue;
 			}
 			fprintf(f, "<tr class=\"leak\" data-class=\"%s\" data-bytes=\"%" PRIu64

@@ -223,10 +223,10 @@ void ct_junit_write(FILE *f, const struct ct_report_opts *o, struct ct_model *co
 		skips[d] += a->v[i].supp >= 0;
 	}
 	/* --max-leak-bytes is one budget over all dumps: its testcase is in the first suite */
-	int leak_over = o->have_max_leak_bytes && a->failing_leaks.bytes > o->max_leak_bytes;
+	int leak_over = o->have_max_leak_bytes && ct_gate_over(a->failing_leaks.bytes, o->max_leak_bytes);
 	for (size_t d = 0; d < n; d++) {
 		if (o->have_max_peak_bytes) {
-			peak_over[d] = ms[d]->peak_bytes > o->max_peak_bytes;
+			peak_over[d] = ct_gate_over(ms[d]->peak_bytes, o->max_peak_bytes);
 			tests[d]++;
 			fails[d] += (uint64_t)peak_over[d];
 		}

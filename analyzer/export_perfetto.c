@@ -261,10 +261,10 @@ static void add_slice(struct pf_state *st, const struct pf_slice *s)
 	/* full: the new slice replaces the smallest kept one if it ranks above it */
 	st->dropped++;
 	if (!slice_below(&st->heap[0], s)) {
-		st->dropped_bytes += s->size;
+		st->dropped_bytes = ct_sat_add(st->dropped_bytes, s->size);
 		return;
 	}
-	st->dropped_bytes += st->heap[0].size;
+	st->dropped_bytes = ct_sat_add(st->dropped_bytes, st->heap[0].size);
 	st->heap[0] = *s;
 	heap_down(st->heap, st->nheap, 0);
 }
@@ -375,7 +375,7 @@ static void ob_release(void *ctx, struct ct_model *m, const struct ct_rec_event 
 	struct pf_state *st = ctx;
 	uint32_t kd = m->sites[b->site].kd;
 	/* the model has not removed the block yet */
-	track_update(st, kd, ev->ts_ns, m->kd[kd].live_bytes - b->size);
+	track_update(st, kd, ev->ts_ns, ct_sat_sub(m->kd[kd].live_bytes, b->size));
 	struct pf_slice s = {.start = b->ts,
 			     .end = ev->ts_ns > b->ts ? ev->ts_ns : b->ts,
 			     .ptr = b->ptr,
@@ -926,7 +926,7 @@ static void render_perfetto(FILE *f, const struct ct_report_opts *o, struct ct_m
 		cap = st->cap;
 		total.slices += st->slices;
 		total.dropped += st->dropped;
-		total.dropped_bytes += st->dropped_bytes;
+		total.dropped_bytes = ct_sat_add(total.dropped_bytes, st->dropped_bytes);
 		total.samples += st->samples;
 		total.unmatched_pops += st->unmatched_pops;
 		total.unmatched_ends += st->unmatched_ends;

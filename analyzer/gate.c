@@ -93,7 +93,7 @@ void ct_tally_add(struct ct_tally *t, const struct ct_finding *f)
 {
 	t->sites++;
 	t->count += f->growth ? 0 : f->it.count;
-	t->bytes += f->it.bytes;
+	t->bytes = ct_sat_add(t->bytes, f->it.bytes);
 }
 
 struct ct_assessment *ct_assess(const struct ct_report_opts *o, struct ct_model *const *ms, size_t n,
@@ -208,6 +208,16 @@ __attribute__((format(printf, 3, 4))) static void add_reason(char *reason, size_
 	va_end(ap);
 }
 
+int ct_gate_over(uint64_t v, uint64_t limit)
+{
+	return v == CT_SAT || v > limit;
+}
+
+static const char *sat_note(uint64_t v)
+{
+	return v == CT_SAT ? " (saturated)" : "";
+}
+
 int ct_gate_check(const struct ct_report_opts *o, struct ct_model *const *ms, size_t n, char *reason,
 		  size_t cap)
 {
@@ -243,13 +253,13 @@ int ct_gate_check(const struct ct_report_opts *o, struct ct_model *const *ms, si
 			   a->failing.sites == 1 ? "s" : "", what,
 			   (base || o->baseline) ? " and not in the baseline" : "");
 	}
-	if (o->have_max_leak_bytes && a->failing_leaks.bytes > o->max_leak_bytes)
+	if (o->have_max_leak_bytes && ct_gate_over(a->failing_leaks.bytes, o->max_leak_bytes))
 		add_reason(reason, cap,
-			   "%" PRIu64 " bytes in failing leak sites exceed --max-leak-bytes %" PRIu64,
-			   a->failing_leaks.bytes, o->max_leak_bytes);
+			   "%" PRIu64 " bytes%s in failing leak sites exceed --max-leak-bytes %" PRIu64,
+			   a->failing_leaks.bytes, sat_note(a->failing_leaks.bytes), o->max_leak_bytes);
 	if (o->have_max_peak_bytes)
 		for (size_t d = 0; d < n; d++)
-			if (ms[d]->peak_bytes > o->max_peak_bytes)
+			if (ct_gate_over(ms[d]->peak_bytes, o->max_peak_bytes))
 				add_reason(reason, cap,
 					   "peak device memory %" PRIu64 " bytes (%s) of pid %" PRIu32
 					   " exceeds --max-peak-bytes %" PRIu64,

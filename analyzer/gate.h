@@ -81,6 +81,9 @@ void ct_finding_message(const struct ct_finding *f, char *buf, size_t cap);
 /* 1 when o asks for any gate. */
 int ct_gate_enabled(const struct ct_report_opts *o);
 
+/* 1 when v is over limit (--max-*-bytes): a saturated total (CT_SAT, util.h) always is. */
+int ct_gate_over(uint64_t v, uint64_t limit);
+
 /*
  * Evaluate the gate of o over the models (o's command decides the baseline:
  * with baseline_first, the first model is the baseline of the others).

@@ -359,7 +359,7 @@ static void on_alloc(void *ctx, struct ct_model *m, const struct ct_rec_event *e
 		     const struct ct_block *b)
 {
 	(void)ev;
-	touch(ctx, b->site, m->sites[b->site].live_bytes - b->size);
+	touch(ctx, b->site, ct_sat_sub(m->sites[b->site].live_bytes, b->size));
 }
 
 static void on_release(void *ctx, struct ct_model *m, const struct ct_rec_event *ev,

@@ -59,6 +59,10 @@ void ct_json_obj(struct ct_json *j)
 
 void ct_json_obj_end(struct ct_json *j)
 {
+	if (j->depth == 1 && j->saturated) {
+		j->saturated = 0;
+		ct_json_kv_bool(j, "saturated", 1);
+	}
 	close_(j, '}');
 }
 
@@ -158,6 +162,8 @@ void ct_json_str(struct ct_json *j, const char *s)
 
 void ct_json_u64(struct ct_json *j, uint64_t v)
 {
+	if (v == CT_SAT)
+		j->saturated = 1;
 	before_value(j);
 	fprintf(j->f, "%" PRIu64, v);
 }

@@ -17,6 +17,7 @@ struct ct_json {
 	int depth;
 	int count[CT_JSON_MAX_DEPTH]; /* values written at each level */
 	int after_key;
+	int saturated; /* a value CT_SAT (util.h) was written: the root object ends with "saturated": true */
 };
 
 void ct_json_init(struct ct_json *j, FILE *f);
@@ -27,7 +28,7 @@ void ct_json_arr_end(struct ct_json *j);
 void ct_json_key(struct ct_json *j, const char *key);
 void ct_json_str(struct ct_json *j, const char *s); /* NULL -> null */
 void ct_json_strn(struct ct_json *j, const char *s, size_t n);
-void ct_json_u64(struct ct_json *j, uint64_t v);
+void ct_json_u64(struct ct_json *j, uint64_t v); /* CT_SAT: also "saturated": true at the root */
 void ct_json_i64(struct ct_json *j, int64_t v);
 void ct_json_bool(struct ct_json *j, int v);
 void ct_json_null(struct ct_json *j);

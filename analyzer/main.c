@@ -17,6 +17,7 @@
 #include "gate.h"
 #include "growth.h"
 #include "model.h"
+#include "outfile.h"
 #include "progress.h"
 #include "pystack.h"
 #include "report.h"
@@ -48,7 +49,9 @@ static void usage(FILE *f)
 	      "  --format FMT       text (default), json, csv, junit, sarif, folded, speedscope,\n"
 	      "                     pickle, html (what the command writes; exporters have their own\n"
 	      "                     default)\n"
-	      "  -o, --output FILE  write the report to FILE instead of standard output\n"
+	      "  -o, --output FILE  write the report to FILE instead of standard output: a new\n"
+	      "                     file is created 0600, an existing one replaced whole; a\n"
+	      "                     symbolic link to a regular file is refused\n"
 	      "  --buckets N        timeline buckets (1..4096; default 60)\n"
 	      "  --top N            sites shown per list (default 20; 0 = all)\n"
 	      "  --no-symbols       do not read debug info: show module+offset only\n"
@@ -59,6 +62,10 @@ static void usage(FILE *f)
 	      "                     (default 1000; 0 = every change)\n"
 	      "  --max-slices N     perfetto: keep the N largest allocation slices (default 100000)\n"
 	      "  --max-entries N    memviz: keep the latest N trace entries (default 100000)\n"
+	      "  --max-memory SIZE  stop with an error (exit 2) when the analyzer's resident\n"
+	      "                     memory would pass SIZE (default: half of the physical\n"
+	      "                     memory, or of the cgroup's memory.max; also\n"
+	      "                     CUMTRACE_REPORT_MAX_MEMORY; 0 = no limit)\n"
 	      "  --per-dump         several dumps: one section per dump instead of one report\n"
 	      "                     merged over the ranks (summary, leaks, peak)\n"
 	      "  -h, --help         show this help and exit\n"
@@ -150,6 +157,10 @@ static int is_opt(const char *a, const char *name)
 
 int main(int argc, char **argv)
 {
+	const char *env_mem = getenv("CUMTRACE_REPORT_MAX_MEMORY");
+	uint64_t max_memory = env_mem && *env_mem ? parse_bytes("CUMTRACE_REPORT_MAX_MEMORY", env_mem)
+						  : ct_mem_default_limit();
+	ct_mem_set_limit(max_memory);
 	if (argc > 1 && !strcmp(argv[1], "symbolize"))
 		return ct_symbolize_main(argc - 1, argv + 1);
 	struct ct_report_opts o = {.cmd = -1,
@@ -279,6 +290,8 @@ int main(int argc, char **argv)
 		} else if (is_opt(a, "--max-entries")) {
 			o.max_entries = (size_t)parse_num(
 				"--max-entries", opt_value(argc, argv, &i, "--max-entries"), 1, 10000000);
+		} else if (is_opt(a, "--max-memory")) {
+			max_memory = parse_bytes("--max-memory", opt_value(argc, argv, &i, "--max-memory"));
 		} else if (!strcmp(a, "--per-dump")) {
 			o.per_dump = 1;
 		} else if (!strcmp(a, "--native")) {
@@ -312,6 +325,7 @@ int main(int argc, char **argv)
 	if (baseline && cmd->baseline_first)
 		usage_error("--baseline: %s takes its baseline from its first dump", cmd->name);
 	o.supp = supp;
+	ct_mem_set_limit(max_memory);
 
 	/* a progress line on a terminal while reading takes long (progress.h) */
 	struct ct_progress progress;
@@ -366,21 +380,27 @@ int main(int argc, char **argv)
 	ct_progress_clear(&progress);
 	if (!rc) {
 		FILE *out = stdout;
+		struct ct_outfile of = {0};
+		char msg[4200];
 		if (output) {
-			out = fopen(output, "w");
-			if (!out) {
-				fprintf(stderr, PROG ": %s: cannot write: %s\n", output, strerror(errno));
+			out = NULL;
+			if (ct_outfile_open(&of, output, "tmp", msg, sizeof msg)) {
+				fprintf(stderr, PROG ": %s\n", msg);
 				rc = 2;
+			} else {
+				out = of.f;
 			}
 		}
 		if (out) {
 			ct_report(out, &o, models, loaded);
-			int bad = fflush(out) != 0 || ferror(out);
-			if (out != stdout && fclose(out) != 0)
-				bad = 1;
-			if (bad) {
+			int err = 0;
+			if (output)
+				err = ct_outfile_close(&of, 0, 0);
+			else if (fflush(out) != 0 || ferror(out))
+				err = errno ? errno : EIO;
+			if (err) {
 				fprintf(stderr, PROG ": %s: write error: %s\n",
-					output ? output : "standard output", strerror(errno));
+					output ? output : "standard output", strerror(err));
 				rc = 2;
 			}
 		}

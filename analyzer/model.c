@@ -103,6 +103,10 @@ static void live_place(struct ct_model *m, const struct ct_block *e)
 
 static void live_insert(struct ct_model *m, const struct ct_block *e)
 {
+	if (m->live_count >= UINT32_MAX) {
+		fputs("cumtrace-report: more than 2^32 - 1 live blocks in one dump\n", stderr);
+		exit(2);
+	}
 	if (!m->live_mask || (m->live_count + 1) * 3 > (m->live_mask + 1) * 2) {
 		size_t ocap = m->live_mask ? m->live_mask + 1 : 0;
 		size_t ncap = ocap ? ocap * 2 : 1024;
@@ -187,6 +191,24 @@ static uint32_t get_kd(struct ct_model *m, uint8_t kind, int16_t device)
 	return i;
 }
 
+void ct_api_stats_add(struct ct_api_stats *dst, const struct ct_api_stats *src)
+{
+	dst->calls += src->calls;
+	dst->failures += src->failures;
+	dst->bytes = ct_sat_add(dst->bytes, src->bytes);
+	dst->time_ns = ct_sat_add(dst->time_ns, src->time_ns);
+}
+
+void ct_kd_stats_add(struct ct_kd_stats *dst, const struct ct_kd_stats *src)
+{
+	dst->allocations += src->allocations;
+	dst->frees += src->frees;
+	dst->live_count += src->live_count;
+	dst->bytes_allocated = ct_sat_add(dst->bytes_allocated, src->bytes_allocated);
+	dst->peak_bytes = ct_sat_add(dst->peak_bytes, src->peak_bytes);
+	dst->live_bytes = ct_sat_add(dst->live_bytes, src->live_bytes);
+}
+
 const struct ct_kd_stats *ct_model_kd(const struct ct_model *m, unsigned kind, int device)
 {
 	struct kdkey k = {(uint8_t)kind, (int16_t)device};
@@ -249,6 +271,10 @@ static uint32_t get_site(struct ct_model *m, uint32_t stack_id, uint16_t api, ui
 	k.saved_version = UINT64_MAX;
 	k.dp = ct_kind_is_device_bytes(kind) ? get_dp(m, device) : CT_IMAP_NONE;
 	k.dsaved_version = UINT64_MAX;
+	if (m->nsites >= CT_MODEL_MAX_SITES) {
+		fputs("cumtrace-report: more than 2^29 allocation sites in one dump\n", stderr);
+		exit(2);
+	}
 	m->sites = ct_xgrow(m->sites, &m->capsites, m->nsites + 1, sizeof *m->sites);
 	i = (uint32_t)m->nsites++;
 	m->sites[i] = k;
@@ -333,14 +359,14 @@ static void add_leak(struct ct_model *m, const struct ct_site *s, const struct c
 	}
 	struct ct_leak *l = &m->leaks[i];
 	l->count++;
-	l->bytes += e->size;
+	l->bytes = ct_sat_add(l->bytes, e->size);
 	if (e->ts < l->first_ts)
 		l->first_ts = e->ts;
 	m->leak_count++;
-	m->leak_bytes += e->size;
+	m->leak_bytes = ct_sat_add(m->leak_bytes, e->size);
 	if (reason_op) {
 		m->reset_leak_count++;
-		m->reset_leak_bytes += e->size;
+		m->reset_leak_bytes = ct_sat_add(m->reset_leak_bytes, e->size);
 	}
 }
 
@@ -365,12 +391,12 @@ static void kd_add(struct ct_kd_stats *k, uint64_t bytes, int add)
 {
 	if (add) {
 		k->live_count++;
-		k->live_bytes += bytes;
+		k->live_bytes = ct_sat_add(k->live_bytes, bytes);
 		if (k->live_bytes > k->peak_bytes)
 			k->peak_bytes = k->live_bytes;
 	} else {
 		k->live_count--;
-		k->live_bytes -= bytes;
+		k->live_bytes = ct_sat_sub(k->live_bytes, bytes);
 	}
 }
 
@@ -387,20 +413,20 @@ static void remove_live(struct ct_model *m, size_t slot, const struct ct_rec_eve
 	struct ct_site *s = &m->sites[e.site];
 	site_touch(m, s);
 	s->live_count--;
-	s->live_bytes -= e.size;
+	s->live_bytes = ct_sat_sub(s->live_bytes, e.size);
 	struct ct_kd_stats *k = &m->kd[s->kd];
 	kd_add(k, e.size, 0);
 	kd_add(&m->kind_total[s->kind], e.size, 0);
 	if (s->dp != CT_IMAP_NONE) {
-		m->dev_live -= e.size;
-		m->dpeaks[s->dp].live -= e.size;
+		m->dev_live = ct_sat_sub(m->dev_live, e.size);
+		m->dpeaks[s->dp].live = ct_sat_sub(m->dpeaks[s->dp].live, e.size);
 	}
 	if (how == RM_FREE) {
 		k->frees++;
 		m->kind_total[s->kind].frees++;
 		m->frees++;
 		unsigned a = ev->api < CT_API_COUNT ? ev->api : CT_API_COUNT;
-		m->api[a].bytes += e.size;
+		m->api[a].bytes = ct_sat_add(m->api[a].bytes, e.size);
 	} else if (how == RM_LEAK) {
 		add_leak(m, s, &e, ev->op, ev->api);
 	}
@@ -474,19 +500,19 @@ static void do_alloc(struct ct_model *m, const struct ct_rec_event *ev, uint8_t 
 	struct ct_site *s = &m->sites[si];
 	site_touch(m, s);
 	s->live_count++;
-	s->live_bytes += ev->size;
+	s->live_bytes = ct_sat_add(s->live_bytes, ev->size);
 	s->allocs++;
-	s->bytes_allocated += ev->size;
+	s->bytes_allocated = ct_sat_add(s->bytes_allocated, ev->size);
 	struct ct_kd_stats *k = &m->kd[s->kd];
 	k->allocations++;
-	k->bytes_allocated += ev->size;
+	k->bytes_allocated = ct_sat_add(k->bytes_allocated, ev->size);
 	kd_add(k, ev->size, 1);
 	struct ct_kd_stats *kt = &m->kind_total[kind];
 	kt->allocations++;
-	kt->bytes_allocated += ev->size;
+	kt->bytes_allocated = ct_sat_add(kt->bytes_allocated, ev->size);
 	kd_add(kt, ev->size, 1);
 	m->allocations++;
-	m->api[api].bytes += ev->size;
+	m->api[api].bytes = ct_sat_add(m->api[api].bytes, ev->size);
 	struct ct_block e = {.ptr = ev->ptr,
 			    .size = ev->size,
 			    .ts = ev->ts_ns,
@@ -496,7 +522,7 @@ static void do_alloc(struct ct_model *m, const struct ct_rec_event *ev, uint8_t 
 			    .ns = (uint8_t)ns};
 	live_insert(m, &e);
 	if (s->dp != CT_IMAP_NONE) {
-		m->dev_live += ev->size;
+		m->dev_live = ct_sat_add(m->dev_live, ev->size);
 		if (m->dev_live > m->peak_bytes) {
 			m->peak_bytes = m->dev_live;
 			m->peak_ts = ev->ts_ns;
@@ -504,7 +530,7 @@ static void do_alloc(struct ct_model *m, const struct ct_rec_event *ev, uint8_t 
 			m->peak_seen = 1;
 		}
 		struct ct_dev_peak *d = &m->dpeaks[s->dp];
-		d->live += ev->size;
+		d->live = ct_sat_add(d->live, ev->size);
 		if (d->live > d->peak_bytes) {
 			d->peak_bytes = d->live;
 			d->peak_ts = ev->ts_ns;
@@ -720,7 +746,7 @@ static void apply_event(struct ct_model *m, const struct ct_rec_event *ev)
 	unsigned a = ev->api < CT_API_COUNT ? ev->api : CT_API_COUNT;
 	struct ct_api_stats *st = &m->api[a];
 	st->calls++;
-	st->time_ns += ev->dur_ns;
+	st->time_ns = ct_sat_add(st->time_ns, ev->dur_ns);
 	if (ev->result != 0) {
 		/* a failed call never allocates or frees, whatever its op */
 		st->failures++;
@@ -867,7 +893,7 @@ static void on_module(void *ctx, const struct ct_rec_module *mod, const uint8_t 
 static void on_drops(void *ctx, const struct ct_rec_drops *d)
 {
 	struct ct_model *m = ctx;
-	m->dropped += d->count;
+	m->dropped = ct_sat_add(m->dropped, d->count);
 }
 
 static void on_end(void *ctx, const struct ct_rec_end *e)

@@ -50,21 +50,28 @@ static inline int ct_api_is_stream_ordered(unsigned api)
 	}
 }
 
-/* Where allocations come from: (stack, api, kind, device). */
+/*
+ * Where allocations come from: (stack, api, kind, device). 88 bytes, one per
+ * distinct stack of a dump at least: counts of live blocks are 32-bit (the
+ * live set holds fewer than 2^32 blocks, model.c).
+ */
 struct ct_site {
 	uint32_t stack_id;
-	uint16_t api;
-	uint8_t kind;
-	int16_t device;
 	uint32_t kd; /* index of its (kind, device) stats */
-	uint64_t live_count, live_bytes;
-	uint64_t allocs, bytes_allocated;
-	/* versioned snapshot of the values at the last peak */
-	uint64_t saved_version, saved_count, saved_bytes;
-	/* device-bytes sites: index of their device's ct_dev_peak, and the same
-	 * snapshot at that device's last peak (CT_IMAP_NONE / unused otherwise) */
+	/* device-bytes sites: index of their device's ct_dev_peak (CT_IMAP_NONE otherwise) */
 	uint32_t dp;
-	uint64_t dsaved_version, dsaved_count, dsaved_bytes;
+	uint16_t api;
+	int16_t device;
+	uint8_t kind;
+	uint32_t live_count;
+	/* live_count at the last peak of all devices and at the last peak of its own device */
+	uint32_t saved_count, dsaved_count;
+	uint64_t live_bytes;
+	uint64_t allocs, bytes_allocated;
+	/* versioned snapshot of the values at the last peak, and at its device's last peak
+	 * (device-bytes sites) */
+	uint64_t saved_version, saved_bytes;
+	uint64_t dsaved_version, dsaved_bytes;
 };
 
 /*
@@ -106,9 +113,13 @@ struct ct_kd_stats {
  */
 struct ct_block {
 	uint64_t ptr, size, ts, stream;
-	uint32_t tid, site;
-	uint8_t ns;
+	uint32_t tid;
+	uint32_t site : 29; /* at most CT_MODEL_MAX_SITES */
+	uint32_t ns : 3;
 };
+
+/* 40 bytes a live block (the namespace shares the site's word): sites stay below 2^29. */
+#define CT_MODEL_MAX_SITES (1u << 29)
 
 /* Why a block stops being live (struct ct_observer.release). */
 enum ct_end {
@@ -275,6 +286,10 @@ const struct ct_dev_peak *ct_model_dev_peak(const struct ct_model *m, int device
 
 /* Reason text of a leak group: "live at exit", "live at cudaDeviceReset", ... */
 const char *ct_leak_reason(const struct ct_leak *l, char *buf, size_t cap);
+
+/* Add src to dst (totals over dumps): bytes and times saturate (util.h). */
+void ct_api_stats_add(struct ct_api_stats *dst, const struct ct_api_stats *src);
+void ct_kd_stats_add(struct ct_kd_stats *dst, const struct ct_kd_stats *src);
 
 /* Stats of (kind, device), NULL if none. */
 const struct ct_kd_stats *ct_model_kd(const struct ct_model *m, unsigned kind, int device);

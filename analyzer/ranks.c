@@ -211,7 +211,7 @@ void ct_merge_add(struct ct_merge *mg, uint64_t identity, const struct ct_item *
 	}
 	struct ct_merged_site *s = &mg->v[i];
 	s->count += it->count;
-	s->bytes += it->bytes;
+	s->bytes = ct_sat_add(s->bytes, it->bytes);
 	/* Callers add dump by dump: the share of this dump, if any, is the last
 	 * one; out of order, look for it. */
 	struct ct_rank_share *sh = NULL;
@@ -226,7 +226,7 @@ void ct_merge_add(struct ct_merge *mg, uint64_t identity, const struct ct_item *
 		*sh = (struct ct_rank_share){.pos = pos};
 	}
 	sh->count += it->count;
-	sh->bytes += it->bytes;
+	sh->bytes = ct_sat_add(sh->bytes, it->bytes);
 }
 
 static int cmp_share(const void *a, const void *b)
@@ -380,7 +380,7 @@ const struct ct_rank *ct_ranks_top_peak(const struct ct_rank *r, size_t n, uint6
 		const struct ct_model *m = r[i].m;
 		if (!m->peak_seen)
 			continue;
-		*sum += m->peak_bytes;
+		*sum = ct_sat_add(*sum, m->peak_bytes);
 		if (!top || m->peak_bytes > top->m->peak_bytes)
 			top = &r[i];
 	}
@@ -609,7 +609,7 @@ void ct_merged_put_list(FILE *f, const struct ct_report_opts *o, const struct ct
 	if (k < mg->n) {
 		uint64_t rest = 0, restc = 0;
 		for (size_t i = k; i < mg->n; i++) {
-			rest += mg->v[i].bytes;
+			rest = ct_sat_add(rest, mg->v[i].bytes);
 			restc += mg->v[i].count;
 		}
 		fprintf(f, "... and %zu more site%s: %s%s", mg->n - k, mg->n - k == 1 ? "" : "s",

@@ -149,7 +149,7 @@ void ct_text_items(FILE *f, const struct ct_report_opts *o, struct ct_model *m,
 	if (k < n) {
 		uint64_t rest = 0;
 		for (size_t i = k; i < n; i++)
-			rest += v[i].bytes;
+			rest = ct_sat_add(rest, v[i].bytes);
 		fprintf(f, "... and %zu more site%s: %s (--top 0 shows all)\n", n - k,
 			n - k == 1 ? "" : "s", ct_fmt_bytes(rest, b1, sizeof b1));
 	}
@@ -341,19 +341,41 @@ void ct_json_stack(struct ct_json *j, struct ct_model *m, uint32_t stack_id)
 }
 
 /* One CSV field, quoted when needed. */
+const char *ct_more_devices(size_t more, char *buf, size_t cap)
+{
+	snprintf(buf, cap, "... and %zu more device%s, not shown one by one (the %d highest peaks are)",
+		 more, more == 1 ? "" : "s", CT_DEVICES_SHOWN);
+	return buf;
+}
+
 void ct_csv_field(FILE *f, const char *s)
 {
 	if (!s)
 		return;
-	if (!strpbrk(s, ",\"\n\r")) {
+	const unsigned char *p = (const unsigned char *)s;
+	size_t n = strlen(s);
+	/* a spreadsheet runs a cell that starts so as a formula (OWASP "CSV injection") */
+	int formula = n && strchr("=+-@\t\r", s[0]);
+	int plain = !formula && !strpbrk(s, ",\"\n\r");
+	for (size_t i = 0, l; plain && i < n; i += l)
+		plain = (l = p[i] < 0x80 ? 1 : ct_utf8_seq(p + i, n - i)) != 0;
+	if (plain) {
 		fputs(s, f);
 		return;
 	}
 	fputc('"', f);
-	for (; *s; s++) {
-		if (*s == '"')
+	if (formula)
+		fputc('\'', f);
+	for (size_t i = 0; i < n;) {
+		size_t l = p[i] < 0x80 ? 1 : ct_utf8_seq(p + i, n - i);
+		if (!l) {
+			fprintf(f, "\\x%02x", p[i++]); /* not UTF-8: shown as ct_fput_safe does */
+			continue;
+		}
+		if (p[i] == '"')
 			fputc('"', f);
-		fputc(*s, f);
+		fwrite(p + i, 1, l, f);
+		i += l;
 	}
 	fputc('"', f);
 }

@@ -45,6 +45,15 @@ void ct_items_sort(struct ct_item *v, size_t n);
 /* How many of n items --top lets through. */
 size_t ct_items_shown(const struct ct_report_opts *o, size_t n);
 
+/*
+ * Reports by device (each device at its own peak) show at most this many
+ * devices, the highest peaks: each costs a pass over the sites, and a dump
+ * may name all 65536 device numbers. frag tracks as many (FRAG_MAX_DEVICES).
+ */
+#define CT_DEVICES_SHOWN 64
+/* "... and N more devices, not shown one by one (...)" into buf; returns buf. */
+const char *ct_more_devices(size_t more, char *buf, size_t cap);
+
 /* "123 ns", "1.5 us", "2.000 ms", "1.250 s" */
 void ct_fmt_dur(uint64_t ns, char *buf, size_t cap);
 /* A dump-supplied string on a terminal (NULL prints nothing). */
@@ -74,7 +83,13 @@ const char *ct_frame_label(const struct ct_frame *fr, int with_line, char *buf, 
 void ct_text_stack(FILE *f, struct ct_model *m, uint32_t stack_id);
 /* A stack as a JSON array of frame objects. */
 void ct_json_stack(struct ct_json *j, struct ct_model *m, uint32_t stack_id);
-/* One CSV field, quoted when needed (NULL writes nothing). */
+/*
+ * One CSV text field from a dump (names, paths, functions; never numbers),
+ * quoted when needed; NULL writes nothing. A field that starts with = + - @,
+ * a tab or a carriage return is quoted with a ' before it, so that no
+ * spreadsheet runs it as a formula; bytes that are not valid UTF-8 are
+ * written as the text \xNN.
+ */
 void ct_csv_field(FILE *f, const char *s);
 /* A stack as one CSV field: "func (file:line) in module;..." innermost first. */
 void ct_csv_stack(FILE *f, struct ct_model *m, uint32_t stack_id);

@@ -118,7 +118,7 @@ static void json_dumps(struct ct_json *j, struct ct_model *const *ms, size_t nm)
 		allocs += ms[d]->allocations;
 		frees += ms[d]->frees;
 		failed += ms[d]->failed_calls;
-		dropped += ms[d]->dropped;
+		dropped = ct_sat_add(dropped, ms[d]->dropped);
 		unmatched += ms[d]->unmatched_frees;
 		doubles += ms[d]->double_allocs;
 	}
@@ -355,16 +355,12 @@ static void text_summary_merged(FILE *f, const struct ct_report_opts *o, struct 
 		failed += m->failed_calls;
 		unmatched += m->unmatched_frees;
 		doubles += m->double_allocs;
-		bytes += m->read.file_bytes;
+		bytes = ct_sat_add(bytes, m->read.file_bytes);
 		leak_count += m->leak_count;
-		leak_bytes += m->leak_bytes;
+		leak_bytes = ct_sat_add(leak_bytes, m->leak_bytes);
 		marks += m->marks;
-		for (unsigned a = 0; a <= CT_API_COUNT; a++) {
-			api[a].calls += m->api[a].calls;
-			api[a].failures += m->api[a].failures;
-			api[a].bytes += m->api[a].bytes;
-			api[a].time_ns += m->api[a].time_ns;
-		}
+		for (unsigned a = 0; a <= CT_API_COUNT; a++)
+			ct_api_stats_add(&api[a], &m->api[a]);
 	}
 	struct ct_assessment *a = ct_assess(o, ms, nm, NULL);
 	struct ct_merge mg;
@@ -456,12 +452,8 @@ static void json_summary(struct ct_json *j, const struct ct_report_opts *o,
 	ct_json_obj(j);
 	for (unsigned a = 0; a <= CT_API_COUNT; a++) {
 		struct ct_api_stats t = {0};
-		for (size_t d = 0; d < nm; d++) {
-			t.calls += ms[d]->api[a].calls;
-			t.failures += ms[d]->api[a].failures;
-			t.bytes += ms[d]->api[a].bytes;
-			t.time_ns += ms[d]->api[a].time_ns;
-		}
+		for (size_t d = 0; d < nm; d++)
+			ct_api_stats_add(&t, &ms[d]->api[a]);
 		if (!t.calls)
 			continue;
 		ct_json_key(j, a < CT_API_COUNT ? ct_api_name(a) : "unknown");
@@ -477,14 +469,8 @@ static void json_summary(struct ct_json *j, const struct ct_report_opts *o,
 	ct_json_obj(j);
 	for (unsigned k = 1; k < CT_KIND_COUNT; k++) {
 		struct ct_kd_stats t = {0};
-		for (size_t d = 0; d < nm; d++) {
-			const struct ct_kd_stats *s = &ms[d]->kind_total[k];
-			t.allocations += s->allocations;
-			t.frees += s->frees;
-			t.bytes_allocated += s->bytes_allocated;
-			t.peak_bytes += s->peak_bytes;
-			t.live_bytes += s->live_bytes;
-		}
+		for (size_t d = 0; d < nm; d++)
+			ct_kd_stats_add(&t, &ms[d]->kind_total[k]);
 		ct_json_key(j, ct_kind_name(k));
 		ct_json_obj(j);
 		json_kd(j, &t);
@@ -496,13 +482,8 @@ static void json_summary(struct ct_json *j, const struct ct_report_opts *o,
 			struct ct_kd_stats u = {0};
 			for (size_t d = 0; d < nm; d++) {
 				const struct ct_kd_stats *s = ct_model_kd(ms[d], k, devs[x]);
-				if (!s)
-					continue;
-				u.allocations += s->allocations;
-				u.frees += s->frees;
-				u.bytes_allocated += s->bytes_allocated;
-				u.peak_bytes += s->peak_bytes;
-				u.live_bytes += s->live_bytes;
+				if (s)
+					ct_kd_stats_add(&u, s);
 			}
 			ct_json_dev_key(j, devs[x]);
 			ct_json_obj(j);

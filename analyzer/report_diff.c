@@ -54,7 +54,7 @@ static struct dsite *group(const struct ct_assessment *a, size_t *n)
 	for (size_t i = 0; i < k; i++) {
 		if (u && v[u - 1].identity == v[i].identity) {
 			v[u - 1].count += v[i].count;
-			v[u - 1].bytes += v[i].bytes;
+			v[u - 1].bytes = ct_sat_add(v[u - 1].bytes, v[i].bytes);
 			if (v[i].rep->it.bytes > v[u - 1].rep->it.bytes)
 				v[u - 1].rep = v[i].rep;
 			continue;
@@ -138,7 +138,7 @@ static void text_sum(FILE *f, const char *what, const struct dpair *v, size_t n,
 	char b[32];
 	uint64_t bytes = 0;
 	for (size_t i = 0; i < n; i++)
-		bytes += side ? v[i].now->bytes : v[i].base->bytes;
+		bytes = ct_sat_add(bytes, side ? v[i].now->bytes : v[i].base->bytes);
 	fprintf(f, "%s: %zu site%s", what, n, n == 1 ? "" : "s");
 	if (n)
 		fprintf(f, ", %s", ct_fmt_bytes(bytes, b, sizeof b));

@@ -329,9 +329,10 @@ static void vmm_add(struct ct_frag_state *s, unsigned kind, uint64_t size, int s
 		      : kind == CT_KIND_VMM_PHYSICAL ? &s->vmm_physical
 						       : NULL;
 	if (v)
-		*v = sign > 0 ? *v + size : *v - size;
+		*v = sign > 0 ? ct_sat_add(*v, size) : ct_sat_sub(*v, size);
 	if (ct_kind_is_device_bytes(kind))
-		s->device_bytes = sign > 0 ? s->device_bytes + size : s->device_bytes - size;
+		s->device_bytes = sign > 0 ? ct_sat_add(s->device_bytes, size)
+					   : ct_sat_sub(s->device_bytes, size);
 }
 
 /* Used bytes of a pool change by +size / -size; reserved follows the estimate. */
@@ -340,20 +341,22 @@ static void pool_use(struct frag *fr, struct frag_pool *p, uint64_t size, int si
 	struct frag_dev *d = dev_of(fr, p->device);
 	uint64_t old_reserved = p->reserved;
 	if (sign > 0) {
-		p->used += size;
+		p->used = ct_sat_add(p->used, size);
 		p->allocations++;
 		if (p->used > p->peak_used)
 			p->peak_used = p->used;
 		if (p->used > p->reserved)
 			p->reserved = p->used;
 	} else {
-		p->used -= size;
+		p->used = ct_sat_sub(p->used, size);
 		if (p->destroyed)
 			p->reserved = p->used;
 	}
 	if (d) {
-		d->cur.pool_used = sign > 0 ? d->cur.pool_used + size : d->cur.pool_used - size;
-		d->cur.pool_reserved += p->reserved - old_reserved;
+		d->cur.pool_used = sign > 0 ? ct_sat_add(d->cur.pool_used, size)
+					    : ct_sat_sub(d->cur.pool_used, size);
+		d->cur.pool_reserved =
+			ct_sat_add(ct_sat_sub(d->cur.pool_reserved, old_reserved), p->reserved);
 	}
 }
 
@@ -361,7 +364,8 @@ static void pool_set_reserved(struct frag *fr, struct frag_pool *p, uint64_t res
 {
 	struct frag_dev *d = dev_of(fr, p->device);
 	if (d)
-		d->cur.pool_reserved += reserved - p->reserved;
+		d->cur.pool_reserved =
+			ct_sat_add(ct_sat_sub(d->cur.pool_reserved, p->reserved), reserved);
 	p->reserved = reserved;
 }
 
@@ -384,7 +388,7 @@ static void frag_alloc(void *ctx, struct ct_model *m, const struct ct_rec_event 
 	} else if (s->kind == CT_KIND_DEVICE) {
 		tree_insert(&fr->nodes, &d->root, b->ptr, b->size, 0);
 		d->cur.blocks++;
-		d->cur.bytes += b->size;
+		d->cur.bytes = ct_sat_add(d->cur.bytes, b->size);
 	}
 	vmm_add(&d->cur, s->kind, b->size, 1);
 	/* the allocation that made this device's peak: the state right after it */
@@ -413,7 +417,7 @@ static void frag_release(void *ctx, struct ct_model *m, const struct ct_rec_even
 	} else if (s->kind == CT_KIND_DEVICE) {
 		if (tree_erase(&fr->nodes, &d->root, b->ptr) != FRAG_NONE) {
 			d->cur.blocks--;
-			d->cur.bytes -= b->size;
+			d->cur.bytes = ct_sat_sub(d->cur.bytes, b->size);
 		}
 	}
 	vmm_add(&d->cur, s->kind, b->size, -1);

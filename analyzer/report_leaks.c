@@ -239,7 +239,7 @@ static void text_leaks_of(FILE *f, const struct ct_report_opts *o, struct ct_mod
 		if (x->it.m != m || x->supp >= 0)
 			continue;
 		if (shown >= k) {
-			rest += x->it.bytes;
+			rest = ct_sat_add(rest, x->it.bytes);
 			restc += x->it.count;
 			continue;
 		}
@@ -318,7 +318,7 @@ static void text_growth_merged(FILE *f, const struct ct_report_opts *o, struct c
 	ct_merge_findings(&mg, a, a->nleak, a->n);
 	uint64_t bytes = 0;
 	for (size_t i = 0; i < mg.n; i++)
-		bytes += mg.v[i].bytes;
+		bytes = ct_sat_add(bytes, mg.v[i].bytes);
 	fprintf(f, "\ngrowth (live bytes rose in at least %u of the last %u steps of each rank): ", k, w);
 	if (!mg.n)
 		fputs("none\n", f);
@@ -345,7 +345,7 @@ static void text_leaks_merged(FILE *f, const struct ct_report_opts *o, struct ct
 	uint64_t count = 0, bytes = 0;
 	for (size_t d = 0; d < nm; d++) {
 		count += ms[d]->leak_count;
-		bytes += ms[d]->leak_bytes;
+		bytes = ct_sat_add(bytes, ms[d]->leak_bytes);
 	}
 	if (count)
 		fprintf(f, "cumtrace leaks: %" PRIu64 " allocation%s, %s (%" PRIu64 " bytes) not freed in ",
@@ -364,7 +364,7 @@ static void text_leaks_merged(FILE *f, const struct ct_report_opts *o, struct ct
 		for (int x = 0; x < 2 && t[x]; x++) {
 			t[x]->sites++;
 			t[x]->count += s->count;
-			t[x]->bytes += s->bytes;
+			t[x]->bytes = ct_sat_add(t[x]->bytes, s->bytes);
 		}
 	}
 	for (size_t i = 0; i < a->nleak; i++)
@@ -542,7 +542,7 @@ static void json_leaks(struct ct_json *j, const struct ct_report_opts *o,
 	uint64_t leak_count = 0, leak_bytes = 0;
 	for (size_t d = 0; d < nm; d++) {
 		leak_count += ms[d]->leak_count;
-		leak_bytes += ms[d]->leak_bytes;
+		leak_bytes = ct_sat_add(leak_bytes, ms[d]->leak_bytes);
 	}
 	struct ct_assessment *a = ct_assess(o, ms, nm, NULL);
 	ct_json_key(j, "leaks");

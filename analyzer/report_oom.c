@@ -92,7 +92,7 @@ static void oom_event(void *ctx, struct ct_model *m, const struct ct_rec_event *
 	if (ev->result != CT_RESULT_OUT_OF_MEMORY || !ct_op_is_allocation(ev->op))
 		return;
 	o->count++;
-	o->bytes += ev->size;
+	o->bytes = ct_sat_add(o->bytes, ev->size);
 	if (o->n == OOM_KEEP)
 		return;
 	o->v = ct_xgrow(o->v, &o->cap, o->n + 1, sizeof *o->v);
@@ -211,10 +211,10 @@ static void text_oom(FILE *f, const struct ct_report_opts *opts, struct ct_model
 		if (x->sites_total > x->nsites) {
 			uint64_t shown = 0;
 			for (size_t k = 0; k < x->nsites; k++)
-				shown += x->sites[k].bytes;
+				shown = ct_sat_add(shown, x->sites[k].bytes);
 			fprintf(f, "... and %zu more site%s: %s (--top 0 shows all)\n",
 				x->sites_total - x->nsites, x->sites_total - x->nsites == 1 ? "" : "s",
-				ct_fmt_bytes(x->live_bytes - shown, b1, sizeof b1));
+				ct_fmt_bytes(ct_sat_sub(x->live_bytes, shown), b1, sizeof b1));
 		}
 		free(v);
 	}
@@ -267,7 +267,7 @@ static void json_oom(struct ct_json *j, const struct ct_report_opts *opts,
 		const struct oom *o = ms[d]->ext[CT_EXT_OOM];
 		if (o) {
 			count += o->count;
-			bytes += o->bytes;
+			bytes = ct_sat_add(bytes, o->bytes);
 			kept += o->n;
 		}
 	}

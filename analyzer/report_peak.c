@@ -311,21 +311,41 @@ static const struct phase_row **phase_rows(const struct ct_model *m, size_t *n)
 
 /* ---- per device ---------------------------------------------------------------------- */
 
-/* Device peaks of a model that saw device bytes, by device number (caller frees). */
-static const struct ct_dev_peak **dev_peaks(const struct ct_model *m, size_t *n)
+static int cmp_dp_peak(const void *a, const void *b)
+{
+	const struct ct_dev_peak *x = *(const struct ct_dev_peak *const *)a;
+	const struct ct_dev_peak *y = *(const struct ct_dev_peak *const *)b;
+	if (x->peak_bytes != y->peak_bytes)
+		return x->peak_bytes > y->peak_bytes ? -1 : 1;
+	return (x->device > y->device) - (x->device < y->device);
+}
+
+static int cmp_dp_device(const void *a, const void *b)
+{
+	const struct ct_dev_peak *x = *(const struct ct_dev_peak *const *)a;
+	const struct ct_dev_peak *y = *(const struct ct_dev_peak *const *)b;
+	return (x->device > y->device) - (x->device < y->device);
+}
+
+/*
+ * Device peaks of a model that saw device bytes, by device number (caller
+ * frees): the CT_DEVICES_SHOWN highest, *more gets how many others there are.
+ * Each shown device costs a pass over the sites.
+ */
+static const struct ct_dev_peak **dev_peaks(const struct ct_model *m, size_t *n, size_t *more)
 {
 	const struct ct_dev_peak **v = ct_xcalloc(m->ndpeaks + 1, sizeof *v);
 	size_t k = 0;
-	for (size_t i = 0; i < m->ndpeaks; i++) {
-		if (!m->dpeaks[i].seen)
-			continue;
-		size_t j = k++;
-		while (j && v[j - 1]->device > m->dpeaks[i].device) {
-			v[j] = v[j - 1];
-			j--;
-		}
-		v[j] = &m->dpeaks[i];
+	for (size_t i = 0; i < m->ndpeaks; i++)
+		if (m->dpeaks[i].seen)
+			v[k++] = &m->dpeaks[i];
+	*more = 0;
+	if (k > CT_DEVICES_SHOWN) {
+		qsort(v, k, sizeof *v, cmp_dp_peak);
+		*more = k - CT_DEVICES_SHOWN;
+		k = CT_DEVICES_SHOWN;
 	}
+	qsort(v, k, sizeof *v, cmp_dp_device);
 	*n = k;
 	return v;
 }
@@ -406,8 +426,8 @@ static void text_peak(FILE *f, const struct ct_report_opts *o, struct ct_model *
 	ct_put_proc(f, m);
 	fputc('\n', f);
 	ct_put_notes(f, m);
-	size_t nd;
-	const struct ct_dev_peak **dp = dev_peaks(m, &nd);
+	size_t nd, more;
+	const struct ct_dev_peak **dp = dev_peaks(m, &nd, &more);
 	if (nd > 1) {
 		/* per device at the peak of all devices */
 		fputs("  by device:", f);
@@ -415,7 +435,7 @@ static void text_peak(FILE *f, const struct ct_report_opts *o, struct ct_model *
 			uint64_t b = 0;
 			for (size_t i = 0; i < n; i++)
 				if (v[i].device == dp[d]->device)
-					b += v[i].bytes;
+					b = ct_sat_add(b, v[i].bytes);
 			fprintf(f, "%s %d: %s", d ? "," : "", dp[d]->device,
 				ct_fmt_bytes(b, b2, sizeof b2));
 		}
@@ -431,6 +451,10 @@ static void text_peak(FILE *f, const struct ct_report_opts *o, struct ct_model *
 		ct_text_items(f, o, m, v, n);
 		free(v);
 	}
+	if (more) {
+		char line[128];
+		fprintf(f, "\n%s\n", ct_more_devices(more, line, sizeof line));
+	}
 	free(dp);
 	text_phases(f, o, m);
 }
@@ -438,8 +462,8 @@ static void text_peak(FILE *f, const struct ct_report_opts *o, struct ct_model *
 /* 1 when m has more than the peak of all devices to show: several devices, or phases. */
 static int has_details(const struct ct_model *m)
 {
-	size_t nd, np;
-	free(dev_peaks(m, &nd));
+	size_t nd, np, more;
+	free(dev_peaks(m, &nd, &more));
 	free(phase_rows(m, &np));
 	return nd > 1 || np > 0;
 }
@@ -508,8 +532,8 @@ static void csv_peak(FILE *f, const struct ct_report_opts *o, struct ct_model *c
 	csv_rows(f, o, v, n, "all");
 	free(v);
 	for (size_t x = 0; x < nm; x++) {
-		size_t nd;
-		const struct ct_dev_peak **dp = dev_peaks(ms[x], &nd);
+		size_t nd, more;
+		const struct ct_dev_peak **dp = dev_peaks(ms[x], &nd, &more);
 		for (size_t d = 0; d < nd; d++) {
 			v = ct_site_items(ms[x], weigh_at_dev_peak, (void *)dp[d], &n);
 			csv_rows(f, o, v, n, "device");
@@ -526,9 +550,11 @@ static void json_devices(struct ct_json *j, const struct ct_report_opts *o,
 {
 	ct_json_key(j, "devices");
 	ct_json_arr(j);
+	size_t not_shown = 0;
 	for (size_t x = 0; x < nm; x++) {
-		size_t nd;
-		const struct ct_dev_peak **dp = dev_peaks(ms[x], &nd);
+		size_t nd, more;
+		const struct ct_dev_peak **dp = dev_peaks(ms[x], &nd, &more);
+		not_shown += more;
 		for (size_t d = 0; d < nd; d++) {
 			size_t n;
 			struct ct_item *v = ct_site_items(ms[x], weigh_at_dev_peak, (void *)dp[d], &n);
@@ -544,6 +570,8 @@ static void json_devices(struct ct_json *j, const struct ct_report_opts *o,
 		free(dp);
 	}
 	ct_json_arr_end(j);
+	if (not_shown) /* devices past CT_DEVICES_SHOWN of each dump */
+		ct_json_kv_u64(j, "devices_not_shown", not_shown);
 }
 
 /* "phases": only when they were tracked (the peak command's own document). */
@@ -587,7 +615,7 @@ static void json_peak(struct ct_json *j, const struct ct_report_opts *o,
 	uint64_t peak_bytes = 0, peak_time = 0, best_peak = 0;
 	for (size_t d = 0; d < nm; d++) {
 		const struct ct_model *m = ms[d];
-		peak_bytes += m->peak_bytes;
+		peak_bytes = ct_sat_add(peak_bytes, m->peak_bytes);
 		if (m->peak_seen && (m->peak_bytes > best_peak || !best_peak)) {
 			best_peak = m->peak_bytes;
 			peak_time = ct_model_since_start(m, m->peak_ts);
@@ -613,7 +641,7 @@ static void json_peak(struct ct_json *j, const struct ct_report_opts *o,
 		for (size_t i = 0; i < n; i++) {
 			size_t x = ct_find_dev(devs, nd, v[i].device);
 			if (x < nd && devs[x] == v[i].device)
-				db[x] += v[i].bytes;
+				db[x] = ct_sat_add(db[x], v[i].bytes);
 		}
 		for (size_t x = 0; x < nd; x++) {
 			ct_json_dev_key(j, devs[x]);
@@ -660,9 +688,9 @@ const struct ct_command ct_cmd_peak = {
 
 /* ---- the view for other renderers (views.h) ------------------------------------------------- */
 
-const struct ct_dev_peak **ct_view_dev_peaks(const struct ct_model *m, size_t *n)
+const struct ct_dev_peak **ct_view_dev_peaks(const struct ct_model *m, size_t *n, size_t *more)
 {
-	return dev_peaks(m, n);
+	return dev_peaks(m, n, more);
 }
 
 struct ct_item *ct_view_dev_peak_items(struct ct_model *m, const struct ct_dev_peak *d, size_t *n)

@@ -170,7 +170,7 @@ static void add_pending(struct streams *st, struct stream *s, uint32_t site, uin
 	if (!s->pending)
 		s->pending_since = seq;
 	s->pending++;
-	s->pending_bytes += size;
+	s->pending_bytes = ct_sat_add(s->pending_bytes, size);
 	struct pending_site k = {.stream = (uint32_t)(s - st->v), .site = site};
 	uint64_t h = ct_hash2(k.stream, k.site);
 	uint32_t i = ct_imap_get(&st->psmap, h, ps_eq, st, &k);
@@ -186,7 +186,7 @@ static void add_pending(struct streams *st, struct stream *s, uint32_t site, uin
 	if (!p->count)
 		p->since = seq;
 	p->count++;
-	p->bytes += size;
+	p->bytes = ct_sat_add(p->bytes, size);
 }
 
 static void streams_alloc(void *ctx, struct ct_model *m, const struct ct_rec_event *ev,
@@ -200,8 +200,8 @@ static void streams_alloc(void *ctx, struct ct_model *m, const struct ct_rec_eve
 	if (!s)
 		return;
 	s->allocs++;
-	s->alloc_bytes += b->size;
-	s->live += b->size;
+	s->alloc_bytes = ct_sat_add(s->alloc_bytes, b->size);
+	s->live = ct_sat_add(s->live, b->size);
 	s->live_count++;
 	if (s->live > s->peak) {
 		s->peak = s->live;
@@ -218,7 +218,7 @@ static void streams_release(void *ctx, struct ct_model *m, const struct ct_rec_e
 	if (ct_api_is_stream_ordered(site->api)) {
 		sa = stream_of(st, b->stream, b->tid, site->device);
 		if (sa) {
-			sa->live -= b->size;
+			sa->live = ct_sat_sub(sa->live, b->size);
 			sa->live_count--;
 		}
 	}
@@ -228,12 +228,12 @@ static void streams_release(void *ctx, struct ct_model *m, const struct ct_rec_e
 	if (!sf)
 		return;
 	sf->frees++;
-	sf->free_bytes += b->size;
+	sf->free_bytes = ct_sat_add(sf->free_bytes, b->size);
 	if (sa && sa != sf) {
 		sf->cross_in++;
-		sf->cross_in_bytes += b->size;
+		sf->cross_in_bytes = ct_sat_add(sf->cross_in_bytes, b->size);
 		st->cross_count++;
-		st->cross_bytes += b->size;
+		st->cross_bytes = ct_sat_add(st->cross_bytes, b->size);
 		if ((size_t)b->site >= st->capcross) {
 			size_t old = st->capcross;
 			st->cross = ct_xgrow(st->cross, &st->capcross, (size_t)b->site + 1,
@@ -241,7 +241,7 @@ static void streams_release(void *ctx, struct ct_model *m, const struct ct_rec_e
 			memset(st->cross + old, 0, (st->capcross - old) * sizeof *st->cross);
 		}
 		st->cross[b->site].count++;
-		st->cross[b->site].bytes += b->size;
+		st->cross[b->site].bytes = ct_sat_add(st->cross[b->site].bytes, b->size);
 	}
 	add_pending(st, sf, b->site, b->size, m->events);
 }
@@ -269,7 +269,7 @@ static void streams_event(void *ctx, struct ct_model *m, const struct ct_rec_eve
 	case CT_OP_STREAM_SYNC:
 		if ((s = stream_of(st, ev->stream, ev->tid, ev->device))) {
 			s->syncs++;
-			s->sync_ns += ev->dur_ns;
+			s->sync_ns = ct_sat_add(s->sync_ns, ev->dur_ns);
 			s->settled = m->events;
 		}
 		break;
@@ -279,7 +279,7 @@ static void streams_event(void *ctx, struct ct_model *m, const struct ct_rec_eve
 		if ((d = dev_sync_of(st, ev->device))) {
 			if (ev->op == CT_OP_DEVICE_SYNC) {
 				d->count++;
-				d->ns += ev->dur_ns;
+				d->ns = ct_sat_add(d->ns, ev->dur_ns);
 			}
 			d->settled = m->events;
 		}
@@ -345,7 +345,7 @@ static struct site_sum *pending_by_site(const struct streams *st, const struct c
 		if (!p->count || p->since <= settled_at(st, &st->v[p->stream]) || p->site >= m->nsites)
 			continue;
 		v[p->site].count += p->count;
-		v[p->site].bytes += p->bytes;
+		v[p->site].bytes = ct_sat_add(v[p->site].bytes, p->bytes);
 	}
 	return v;
 }
@@ -400,13 +400,13 @@ static void totals_of(const struct streams *st, struct ct_streams_totals *t)
 		t->creates += st->v[i].creates;
 		t->destroys += st->v[i].destroys;
 		t->syncs += st->v[i].syncs;
-		t->sync_ns += st->v[i].sync_ns;
+		t->sync_ns = ct_sat_add(t->sync_ns, st->v[i].sync_ns);
 		t->pending += pending_count(st, &st->v[i], &pb);
-		t->pending_bytes += pb;
+		t->pending_bytes = ct_sat_add(t->pending_bytes, pb);
 	}
 	for (size_t i = 0; i < st->ndev; i++) {
 		t->device_syncs += st->dev[i].count;
-		t->device_sync_ns += st->dev[i].ns;
+		t->device_sync_ns = ct_sat_add(t->device_sync_ns, st->dev[i].ns);
 	}
 	t->cross = st->cross_count;
 	t->cross_bytes = st->cross_bytes;
@@ -564,7 +564,7 @@ static struct ct_item *all_items(struct ct_model *const *ms, size_t nm, int pend
 		all = ct_xgrow(all, &cap, *n + k + 1, sizeof *all);
 		for (size_t i = 0; i < k; i++) {
 			*count += v[i].count;
-			*bytes += v[i].bytes;
+			*bytes = ct_sat_add(*bytes, v[i].bytes);
 			all[(*n)++] = v[i];
 		}
 		free(v);

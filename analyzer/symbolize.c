@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "model.h"
+#include "outfile.h"
 #include "util.h"
 
 #define PROG "cumtrace-report"
@@ -294,23 +295,6 @@ static void both_record(void *ctx, const void *rec, uint32_t size, uint64_t offs
 
 /* ---- the command ------------------------------------------------------------------------- */
 
-/* A temporary file next to target, opened for writing; its name in *tmp (malloc'ed). */
-static FILE *make_temp(const char *target, char **tmp)
-{
-	size_t n = strlen(target) + sizeof ".symbolize.XXXXXX";
-	*tmp = ct_xmalloc(n);
-	snprintf(*tmp, n, "%s.symbolize.XXXXXX", target);
-	int fd = mkostemp(*tmp, O_CLOEXEC);
-	FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
-	if (!f && fd >= 0) {
-		int err = errno;
-		close(fd);
-		unlink(*tmp);
-		errno = err;
-	}
-	return f;
-}
-
 /*
  * Copy dump (open as in) into f with the symbols of its stacks; the counts
  * in *e. Returns 0, or -1 when the dump is unreadable (reported on stderr).
@@ -349,21 +333,6 @@ static int symbolize_into(const char *dump, int in, FILE *f, struct enc *e, int 
 	return status == CT_READ_ERROR ? -1 : 0;
 }
 
-/* Flush, sync, set mode and close f; 0 or an errno value. */
-static int finish_file(FILE *f, int io_error, mode_t mode)
-{
-	int err = io_error;
-	if ((fflush(f) != 0 || ferror(f)) && !err)
-		err = errno ? errno : EIO;
-	if (!err && fsync(fileno(f)) != 0)
-		err = errno;
-	if (!err && fchmod(fileno(f), mode) != 0)
-		err = errno;
-	if (fclose(f) != 0 && !err)
-		err = errno ? errno : EIO;
-	return err;
-}
-
 int ct_symbolize_main(int argc, char **argv)
 {
 	const char *dump = NULL, *output = NULL;
@@ -397,7 +366,7 @@ int ct_symbolize_main(int argc, char **argv)
 		return usage_error("-o: empty file name");
 
 	int rc = 2;
-	char *target = NULL, *tmp = NULL;
+	char *target = NULL;
 	struct enc e;
 	memset(&e, 0, sizeof e);
 	struct stat st;
@@ -412,27 +381,21 @@ int ct_symbolize_main(int argc, char **argv)
 		fprintf(stderr, PROG ": %s: %s\n", dump, strerror(errno));
 		goto out;
 	}
-	FILE *f = make_temp(target, &tmp);
-	if (!f) {
-		fprintf(stderr, PROG ": %s: cannot create a temporary file next to it: %s\n", target,
-			strerror(errno));
+	struct ct_outfile of;
+	char msg[4200];
+	if (ct_outfile_open(&of, target, "symbolize", msg, sizeof msg)) {
+		fprintf(stderr, PROG ": %s\n", msg);
 		goto out;
 	}
 	int io_error = 0;
-	if (symbolize_into(dump, in, f, &e, &io_error) < 0) {
-		fclose(f);
-		unlink(tmp);
+	if (symbolize_into(dump, in, of.f, &e, &io_error) < 0) {
+		ct_outfile_close(&of, 1, 0);
 		goto out;
 	}
-	int err = finish_file(f, io_error, st.st_mode & 07777);
-	if (err) {
-		fprintf(stderr, PROG ": %s: write error: %s\n", target, strerror(err));
-		unlink(tmp);
-		goto out;
-	}
-	if (rename(tmp, target) != 0) {
-		fprintf(stderr, PROG ": %s: cannot replace it: %s\n", target, strerror(errno));
-		unlink(tmp);
+	/* the output keeps the dump's mode */
+	int err = ct_outfile_close(&of, io_error, st.st_mode & 07777);
+	if (err || io_error) {
+		fprintf(stderr, PROG ": %s: write error: %s\n", target, strerror(io_error ? io_error : err));
 		goto out;
 	}
 	printf("%s: %" PRIu64 " addresses resolved, %" PRIu64 " unresolved (%" PRIu64
@@ -444,6 +407,5 @@ out:
 	if (in >= 0)
 		close(in);
 	free(target);
-	free(tmp);
 	return rc;
 }

@@ -24,11 +24,12 @@ struct module {
 	Dwfl_Module *dwmod;
 };
 
+/* 16 bytes: one per distinct stack of the dump */
 struct stack {
 	uint32_t id;
-	uint32_t depth;
-	uint32_t gen; /* modules seen when the stack was read */
-	size_t off;   /* into ips */
+	uint32_t gen;	    /* modules seen when the stack was read */
+	uint64_t off : 48;  /* into ips */
+	uint64_t depth : 16; /* <= CT_STACK_MAX */
 };
 
 /* One frame of an address; strings are owned by the symtab. */

@@ -1,7 +1,10 @@
 #include "util.h"
 
+#include <inttypes.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static void oom(void)
 {
@@ -9,8 +12,71 @@ static void oom(void)
 	exit(2);
 }
 
+/* ---- the memory budget ------------------------------------------------------------------ */
+
+static _Atomic uint64_t mem_limit;
+static _Atomic uint64_t mem_since_check; /* bytes handed out since the last check */
+
+void ct_mem_set_limit(uint64_t bytes)
+{
+	atomic_store(&mem_limit, bytes);
+}
+
+uint64_t ct_mem_limit(void)
+{
+	return atomic_load(&mem_limit);
+}
+
+uint64_t ct_mem_default_limit(void)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+	uint64_t ram = pages > 0 && size > 0 ? (uint64_t)pages * (uint64_t)size : 0;
+	/* a container's limit (cgroup v2) is the memory there is */
+	FILE *f = fopen("/sys/fs/cgroup/memory.max", "r");
+	unsigned long long cg;
+	if (f && fscanf(f, "%llu", &cg) == 1 && cg && (!ram || cg < ram))
+		ram = cg;
+	if (f)
+		fclose(f);
+	return ram / 2;
+}
+
+uint64_t ct_mem_resident(void)
+{
+	FILE *f = fopen("/proc/self/statm", "r");
+	unsigned long long total, resident;
+	int ok = f && fscanf(f, "%llu %llu", &total, &resident) == 2;
+	if (f)
+		fclose(f);
+	long size = sysconf(_SC_PAGESIZE);
+	return ok && size > 0 ? (uint64_t)resident * (uint64_t)size : 0;
+}
+
+/* About to allocate n bytes: check the budget every CT_MEM_CHECK_BYTES. */
+static void mem_account(size_t n)
+{
+	uint64_t limit = atomic_load_explicit(&mem_limit, memory_order_relaxed);
+	if (!limit)
+		return;
+	uint64_t since = atomic_fetch_add_explicit(&mem_since_check, n, memory_order_relaxed) + n;
+	if (since < CT_MEM_CHECK_BYTES)
+		return;
+	atomic_store_explicit(&mem_since_check, 0, memory_order_relaxed);
+	uint64_t rss = ct_mem_resident();
+	if (rss <= limit && n <= limit - rss)
+		return;
+	char b1[32], b2[32], b3[32];
+	fprintf(stderr,
+		"cumtrace-report: memory budget exceeded: %s resident, %s more needed, the limit is %s"
+		" (--max-memory or CUMTRACE_REPORT_MAX_MEMORY; 0 = none)\n",
+		ct_fmt_bytes(rss, b1, sizeof b1), ct_fmt_bytes(n, b2, sizeof b2),
+		ct_fmt_bytes(limit, b3, sizeof b3));
+	exit(2);
+}
+
 void *ct_xmalloc(size_t n)
 {
+	mem_account(n);
 	void *p = malloc(n ? n : 1);
 	if (!p)
 		oom();
@@ -19,6 +85,7 @@ void *ct_xmalloc(size_t n)
 
 void *ct_xcalloc(size_t n, size_t size)
 {
+	mem_account(size && n > SIZE_MAX / size ? SIZE_MAX : n * size);
 	void *p = calloc(n ? n : 1, size ? size : 1);
 	if (!p)
 		oom();
@@ -27,6 +94,7 @@ void *ct_xcalloc(size_t n, size_t size)
 
 void *ct_xrealloc(void *p, size_t n)
 {
+	mem_account(n);
 	void *q = realloc(p, n ? n : 1);
 	if (!q)
 		oom();
@@ -63,7 +131,7 @@ char *ct_xstrndup(const char *s, size_t n)
 	return p;
 }
 
-static void imap_insert_raw(struct ct_imap_slot *slots, size_t mask, uint64_t hash, uint32_t idx1)
+static void imap_insert_raw(struct ct_imap_slot *slots, size_t mask, uint32_t hash, uint32_t idx1)
 {
 	size_t i = hash & mask;
 	while (slots[i].idx1)
@@ -74,8 +142,11 @@ static void imap_insert_raw(struct ct_imap_slot *slots, size_t mask, uint64_t ha
 
 void ct_imap_put(struct ct_imap *m, uint64_t hash, uint32_t idx)
 {
-	if (idx >= UINT32_MAX - 1)
-		oom();
+	if (idx >= CT_IMAP_MAX || m->count >= CT_IMAP_MAX) {
+		fputs("cumtrace-report: more than 2^31 distinct stacks, sites or keys in one table\n",
+		      stderr);
+		exit(2);
+	}
 	if (!m->mask || (m->count + 1) * 4 > (m->mask + 1) * 3) {
 		size_t ncap = m->mask ? (m->mask + 1) * 2 : 64;
 		struct ct_imap_slot *ns = ct_xcalloc(ncap, sizeof *ns);
@@ -88,7 +159,7 @@ void ct_imap_put(struct ct_imap *m, uint64_t hash, uint32_t idx)
 		m->slots = ns;
 		m->mask = ncap - 1;
 	}
-	imap_insert_raw(m->slots, m->mask, hash, idx + 1);
+	imap_insert_raw(m->slots, m->mask, (uint32_t)hash, idx + 1);
 	m->count++;
 }
 
@@ -102,6 +173,10 @@ void ct_imap_free(struct ct_imap *m)
 const char *ct_fmt_bytes(uint64_t bytes, char *buf, size_t cap)
 {
 	static const char *const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+	if (bytes == CT_SAT) {
+		snprintf(buf, cap, ">= 16 EiB");
+		return buf;
+	}
 	if (bytes < 1024) {
 		snprintf(buf, cap, "%llu B", (unsigned long long)bytes);
 		return buf;

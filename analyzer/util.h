@@ -9,6 +9,21 @@
 #include <stdint.h>
 #include <stdio.h>
 
+/*
+ * The memory budget (--max-memory, CUMTRACE_REPORT_MAX_MEMORY): the
+ * allocation functions below check the analyzer's resident memory each time
+ * they have handed out CT_MEM_CHECK_BYTES more (and before any single
+ * allocation that large); past the limit they print one line saying so and
+ * exit 2, before the kernel's OOM killer would. 0 = no limit.
+ */
+#define CT_MEM_CHECK_BYTES (1u << 20)
+void ct_mem_set_limit(uint64_t bytes);
+uint64_t ct_mem_limit(void);
+/* The default limit: half of the physical memory, or of a lower cgroup memory.max (0 unknown). */
+uint64_t ct_mem_default_limit(void);
+/* Resident memory of this process in bytes (/proc/self/statm), 0 if unknown. */
+uint64_t ct_mem_resident(void);
+
 /* Allocation that never returns NULL: on failure, print one line and exit 2. */
 void *ct_xmalloc(size_t n);
 void *ct_xcalloc(size_t n, size_t size);
@@ -36,12 +51,12 @@ static inline uint64_t ct_hash2(uint64_t a, uint64_t b)
 
 /*
  * Insert-only hash index: maps a 64-bit hash (plus a caller-side key
- * comparison) to a 32-bit index into a caller-owned dense array.
+ * comparison) to a 32-bit index into a caller-owned dense array. A slot is 8
+ * bytes (the hash's low 32 bits and the index); at most CT_IMAP_MAX entries.
  */
 struct ct_imap_slot {
-	uint64_t hash;
+	uint32_t hash; /* low 32 bits of the hash */
 	uint32_t idx1; /* index + 1; 0 = empty */
-	uint32_t pad;
 };
 
 struct ct_imap {
@@ -51,6 +66,7 @@ struct ct_imap {
 };
 
 #define CT_IMAP_NONE UINT32_MAX
+#define CT_IMAP_MAX (1u << 31) /* entries: the capacity stays within 32 bits of hash */
 
 /* eq returns nonzero when element idx of ctx has the key. */
 typedef int (*ct_imap_eq_fn)(const void *ctx, uint32_t idx, const void *key);
@@ -61,11 +77,12 @@ static inline uint32_t ct_imap_get(const struct ct_imap *m, uint64_t hash, ct_im
 {
 	if (!m->mask)
 		return CT_IMAP_NONE;
-	for (size_t i = hash & m->mask;; i = (i + 1) & m->mask) {
+	uint32_t h = (uint32_t)hash;
+	for (size_t i = h & m->mask;; i = (i + 1) & m->mask) {
 		const struct ct_imap_slot *s = &m->slots[i];
 		if (!s->idx1)
 			return CT_IMAP_NONE;
-		if (s->hash == hash && eq(ctx, s->idx1 - 1, key))
+		if (s->hash == h && eq(ctx, s->idx1 - 1, key))
 			return s->idx1 - 1;
 	}
 }
@@ -73,7 +90,31 @@ static inline uint32_t ct_imap_get(const struct ct_imap *m, uint64_t hash, ct_im
 void ct_imap_put(struct ct_imap *m, uint64_t hash, uint32_t idx);
 void ct_imap_free(struct ct_imap *m);
 
-/* "512 B", "1.5 KiB", "12.0 MiB", ... into buf (>= 32 bytes); returns buf. */
+/*
+ * Totals of bytes (and of durations) read from a dump saturate: sizes are
+ * untrusted, and eight blocks of 2^63 bytes would otherwise add up to 0. A
+ * total that would pass 2^64 - 1 stays at CT_SAT, and once there it never
+ * goes down (ct_sat_sub): the dump claimed at least that much at some point,
+ * the true value is unknown. Reports show CT_SAT as ">= 16 EiB" (text,
+ * HTML), as 18446744073709551615 with "saturated": true (JSON), and the
+ * gate treats it as over every limit. Every sum of sizes in the analyzer
+ * goes through these two.
+ */
+#define CT_SAT UINT64_MAX
+
+static inline uint64_t ct_sat_add(uint64_t a, uint64_t b)
+{
+	uint64_t s;
+	return __builtin_add_overflow(a, b, &s) ? CT_SAT : s;
+}
+
+/* a - b for a total that had b added: a saturated total stays so (never below 0). */
+static inline uint64_t ct_sat_sub(uint64_t a, uint64_t b)
+{
+	return a == CT_SAT ? CT_SAT : a >= b ? a - b : 0;
+}
+
+/* "512 B", "1.5 KiB", "12.0 MiB", ... into buf (>= 32 bytes); returns buf. CT_SAT: ">= 16 EiB". */
 const char *ct_fmt_bytes(uint64_t bytes, char *buf, size_t cap);
 
 /*

@@ -19,8 +19,11 @@
 
 /* ---- peak (report_peak.c) ------------------------------------------------------------------ */
 
-/* The device peaks of m that saw device bytes, by device number. */
-const struct ct_dev_peak **ct_view_dev_peaks(const struct ct_model *m, size_t *n);
+/*
+ * The device peaks of m that saw device bytes, by device number: the
+ * CT_DEVICES_SHOWN highest (render.h), *more gets how many others there are.
+ */
+const struct ct_dev_peak **ct_view_dev_peaks(const struct ct_model *m, size_t *n, size_t *more);
 /* The device-bytes sites of d's device live at d's own peak, largest first. */
 struct ct_item *ct_view_dev_peak_items(struct ct_model *m, const struct ct_dev_peak *d, size_t *n);
 

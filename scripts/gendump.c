@@ -15,8 +15,15 @@
  * once before its first use. Timestamps advance 200-2000 ns per event per
  * thread; a round holds 50 ms of every thread's events.
  *
+ * Shapes for the analyzer's limits (docs/reliability.md, issue 14):
+ *   -b BYTES    every block has this size (instead of 512 B to 64 MiB)
+ *   -u          every allocation has a stack of its own (STACKS is ignored)
+ *   -A          cudaMallocAsync / cudaFreeAsync on stream 0 instead of cudaMalloc / cudaFree
+ *   -D DEVICES  blocks are spread over DEVICES device numbers (at most 65536: all of
+ *               int16_t, 32768 and above wrap to negative numbers); default 2, by thread
+ *
  * usage: gendump [-n EVENTS] [-t THREADS] [-l LIVE] [-s STACKS] [-d DEPTH]
- *                [-z 0|1] [-r SEED] OUT
+ *                [-z 0|1] [-r SEED] [-b BYTES] [-u] [-A] [-D DEVICES] OUT
  * Prints "events N bytes B" on success.
  */
 #define _GNU_SOURCE
@@ -48,6 +55,11 @@ static int compress_on = 1;
 static uint64_t bytes_out, next_addr = 0x7e0000000000ull;
 static unsigned char *stack_written;
 static unsigned nstacks = 1000, depth = 22;
+static uint64_t fixed_size;   /* -b: 0 = random sizes */
+static int unique_stacks;     /* -u */
+static uint32_t last_stack;   /* -u: the last stack id written */
+static unsigned ndevices;     /* -D: 0 = device by thread */
+static int async_apis;        /* -A */
 
 static uint64_t rnd(uint64_t *s)
 {
@@ -115,24 +127,30 @@ static void put_event(struct thread *t, uint8_t op, uint64_t ptr, uint64_t size,
 	ev.size = size;
 	ev.tid = t->tid;
 	ev.stack_id = stack;
-	ev.api = op == CT_OP_ALLOC ? CT_API_cudaMalloc : CT_API_cudaFree;
+	if (async_apis)
+		ev.api = op == CT_OP_ALLOC ? CT_API_cudaMallocAsync : CT_API_cudaFreeAsync;
+	else
+		ev.api = op == CT_OP_ALLOC ? CT_API_cudaMalloc : CT_API_cudaFree;
 	ev.op = op;
 	ev.kind = CT_KIND_DEVICE;
-	ev.device = (int16_t)(t->tid % 2);
+	ev.device = (int16_t)(uint16_t)(ndevices ? rnd(&t->rng) % ndevices : t->tid % 2);
 	ev.layer = CT_LAYER_RUNTIME;
 	put(&ev, sizeof ev);
 }
 
 static void alloc_one(struct thread *t, size_t slot, uint64_t reuse)
 {
-	uint64_t size = 512ull << (rnd(&t->rng) % 18);
+	uint64_t size = fixed_size ? fixed_size : 512ull << (rnd(&t->rng) % 18);
 	uint64_t ptr = reuse;
 	if (!ptr) {
 		ptr = next_addr;
 		next_addr += size + 512;
 	}
 	uint32_t stack = 1 + (uint32_t)(rnd(&t->rng) % nstacks);
-	if (!stack_written[stack]) {
+	if (unique_stacks) {
+		stack = ++last_stack;
+		put_stack(stack);
+	} else if (!stack_written[stack]) {
 		stack_written[stack] = 1;
 		put_stack(stack);
 	}
@@ -193,7 +211,7 @@ int main(int argc, char **argv)
 	uint64_t events = 1000000, live = 10000, seed = 1;
 	unsigned nthreads = 4;
 	int c;
-	while ((c = getopt(argc, argv, "n:t:l:s:d:z:r:")) != -1) {
+	while ((c = getopt(argc, argv, "n:t:l:s:d:z:r:b:uAD:")) != -1) {
 		switch (c) {
 		case 'n': events = strtoull(optarg, NULL, 10); break;
 		case 't': nthreads = (unsigned)atoi(optarg); break;
@@ -202,11 +220,15 @@ int main(int argc, char **argv)
 		case 'd': depth = (unsigned)atoi(optarg); break;
 		case 'z': compress_on = atoi(optarg); break;
 		case 'r': seed = strtoull(optarg, NULL, 10); break;
+		case 'b': fixed_size = strtoull(optarg, NULL, 0); break;
+		case 'u': unique_stacks = 1; break;
+		case 'A': async_apis = 1; break;
+		case 'D': ndevices = (unsigned)atoi(optarg); break;
 		default: goto usage;
 		}
 	}
 	if (optind != argc - 1 || nthreads < 1 || nthreads > 1024 || live < nthreads ||
-	    nstacks < 1 || depth < 1 || depth > CT_STACK_MAX || events < live)
+	    nstacks < 1 || depth < 1 || depth > CT_STACK_MAX || events < live || ndevices > 65536)
 		goto usage;
 	out_fd = open(argv[optind], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	buf = malloc(CT_ZSTD_RAW_MAX);
@@ -261,7 +283,8 @@ int main(int argc, char **argv)
 		}
 		flush();
 	}
-	struct ct_rec_end e = {{CT_REC_END, 0, sizeof e}, round_end, events, 0, nstacks};
+	struct ct_rec_end e = {{CT_REC_END, 0, sizeof e}, round_end, events, 0,
+			       unique_stacks ? last_stack : nstacks};
 	put(&e, sizeof e);
 	flush();
 	if (close(out_fd) != 0) {
@@ -273,6 +296,6 @@ int main(int argc, char **argv)
 	return 0;
 usage:
 	fprintf(stderr, "usage: gendump [-n EVENTS] [-t THREADS] [-l LIVE] [-s STACKS] "
-			"[-d DEPTH] [-z 0|1] [-r SEED] OUT\n");
+			"[-d DEPTH] [-z 0|1] [-r SEED] [-b BYTES] [-u] [-A] [-D DEVICES] OUT\n");
 	return 2;
 }

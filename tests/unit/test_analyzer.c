@@ -14,6 +14,7 @@
 #include "../../analyzer/marks.h"
 #include "../../analyzer/model.h"
 #include "../../analyzer/report.h"
+#include "../../analyzer/pystack.h"
 #include "../../analyzer/symbolize.h"
 #include "../../analyzer/suppress.h"
 #include "../../analyzer/symbols.h"
@@ -1167,6 +1168,46 @@ __attribute__((noinline)) static char *render(struct ct_model *m, int cmd, int f
 	return buf;
 }
 
+/* Issue 14, item 8: sizes that add up past 2^64 - 1 saturate and stay saturated. */
+START_TEST(totals_saturate)
+{
+	ck_assert_uint_eq(ct_sat_add(1, 2), 3);
+	ck_assert_uint_eq(ct_sat_add(1ull << 63, 1ull << 63), CT_SAT);
+	ck_assert_uint_eq(ct_sat_add(CT_SAT, 0), CT_SAT);
+	ck_assert_uint_eq(ct_sat_sub(CT_SAT, 5), CT_SAT);
+	ck_assert_uint_eq(ct_sat_sub(7, 5), 2);
+	char b[32];
+	ck_assert_str_eq(ct_fmt_bytes(CT_SAT, b, sizeof b), ">= 16 EiB");
+	ck_assert_str_eq(ct_fmt_bytes(CT_SAT - 1, b, sizeof b), "16.0 EiB");
+	struct dg g;
+	dg_init(&g);
+	dg_header(&g);
+	dg_process(&g, 1234, 1, 1000, (const char *[]){"argv=prog", NULL});
+	for (uint64_t i = 0; i < 8; i++)
+		dg_alloc(&g, 2000 + i, 0x1000 * (i + 1), 1ull << 63, 1);
+	dg_free(&g, 3000, 0x1000); /* a saturated total no longer goes down */
+	dg_end(&g, 8000);
+	struct ct_model *m = load(&g);
+	ck_assert_uint_eq(m->leak_count, 7);
+	ck_assert_uint_eq(m->leak_bytes, CT_SAT);
+	ck_assert_uint_eq(m->peak_bytes, CT_SAT);
+	ck_assert_uint_eq(m->sites[0].live_bytes, CT_SAT);
+	ck_assert_uint_eq(m->sites[0].bytes_allocated, CT_SAT);
+	ck_assert_uint_eq(m->api[CT_API_cudaMalloc].bytes, CT_SAT);
+	ck_assert_uint_eq(m->api[CT_API_cudaFree].bytes, 1ull << 63);
+	const struct ct_kd_stats *k = ct_model_kd(m, CT_KIND_DEVICE, 0);
+	ck_assert_uint_eq(k->live_bytes, CT_SAT);
+	ck_assert_uint_eq(k->peak_bytes, CT_SAT);
+	ck_assert_uint_eq(m->leaks[0].bytes, CT_SAT);
+	char *buf = render(m, CT_CMD_LEAKS, CT_FMT_JSON, 20);
+	ck_assert_ptr_nonnull(strstr(buf, "\"bytes\": 18446744073709551615"));
+	ck_assert_ptr_nonnull(strstr(buf, "\n  \"saturated\": true\n}"));
+	free(buf);
+	unload(m);
+	dg_release(&g);
+}
+END_TEST
+
 START_TEST(golden_reports)
 {
 	struct dg g;
@@ -2276,6 +2317,89 @@ START_TEST(pystack_sparse_ids)
 }
 END_TEST
 
+/* 1 when the n bytes at s are valid UTF-8. */
+static int valid_utf8(const char *s, size_t n)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	for (size_t i = 0, l; i < n; i += l)
+		if (!(l = p[i] < 0x80 ? 1 : ct_utf8_seq(p + i, n - i)))
+			return 0;
+	return 1;
+}
+
+/*
+ * Issue 14, item 10: dump strings that a spreadsheet would run as formulas,
+ * and bytes that are not UTF-8, in every command and format: CSV text cells
+ * get a ' and quotes, every text output (all but the pickle) is valid UTF-8.
+ */
+START_TEST(hostile_strings_every_format)
+{
+	static const char *const funcs[] = {"=HYPERLINK(\"http://x\",\"y\")", "+cmd|' /C calc'!A0",
+					    "-2+3", "@SUM(A1)", "\tx", "ok\xff\xfe"};
+	const size_t nf = sizeof funcs / sizeof funcs[0];
+	struct dg g;
+	dg_init(&g);
+	dg_header(&g);
+	dg_process(&g, 77, 1, 1000,
+		   (const char *[]){"argv=prog\xc3(", "exe=/bin/\xff=x", "host=h\x80", NULL});
+	dg_module(&g, 0x400000, 0x400000, 0x480000, NULL, 0, "/lib/=evil\xe0\x80.so");
+	pystring(&g, 1, "=file\xc0\xaf.py");
+	for (size_t i = 0; i < nf; i++) {
+		pystring(&g, (uint32_t)(2 + i), funcs[i]);
+		struct ct_pyframe fr = {1, (uint32_t)(2 + i), (int32_t)i + 1};
+		dg_pystack(&g, (uint32_t)(1 + i), 1, &fr);
+	}
+	uint64_t ips[2] = {0x401000, 0x402000};
+	dg_stack(&g, 1, 2, ips);
+	dg_mark(&g, 1500, 1, "=mark\xed\xa0\x80");
+	for (size_t i = 0; i < nf; i++)
+		alloc_py(&g, 2000 + 100 * i, 0x10000 * (i + 1), 4096, 1, 1, (uint32_t)(1 + i));
+	dg_end(&g, 4000);
+	ct_frames_set_mode(CT_FRAMES_PYTHON); /* the Python function first in the stack cell */
+	for (int c = 0; c < CT_CMD_COUNT; c++) {
+		const struct ct_command *cmd = ct_command_get(c);
+		for (int fmt = 0; fmt < CT_FMT_COUNT; fmt++) {
+			if (!(cmd->formats & 1u << fmt) || fmt == CT_FMT_PICKLE)
+				continue;
+			struct ct_report_opts o = {.cmd = c, .format = fmt, .buckets = 8, .top = 0,
+						   .tool_version = "test", .flame_of = CT_FLAME_ALLOCS};
+			struct ct_model *m[2];
+			m[0] = load_attached(&g, &o);
+			m[1] = load_attached(&g, &o);
+			size_t n = cmd->min_dumps > 1 ? 2 : 1, len;
+			char *out = render_o(m, n, &o, &len);
+			ck_assert_msg(valid_utf8(out, len), "%s --format %s: not UTF-8:\n%s", cmd->name,
+				      ct_fmt_name(fmt), out);
+			if (fmt == CT_FMT_CSV) {
+				for (size_t i = 0; i < len; i++) {
+					if (i && out[i - 1] != ',' && out[i - 1] != '\n')
+						continue;
+					const char *cell = out + i + (out[i] == '"');
+					ck_assert_msg(!strchr("=+@\t", *cell) || !*cell,
+						      "%s --format csv: a formula cell at %zu:\n%s", cmd->name,
+						      i, out);
+				}
+				if (c == CT_CMD_LEAKS) {
+					ck_assert_msg(strstr(out, ",\"'=HYPERLINK(\"\"http://x\"\",\"\"y\"\") "),
+						      "%s", out);
+					ck_assert_msg(strstr(out, ",\"'+cmd|' /C calc'!A0 (") &&
+							      strstr(out, ",\"'-2+3 (") &&
+							      strstr(out, ",\"'@SUM(A1) (") &&
+							      strstr(out, "ok\\xff\\xfe ("),
+						      "%s", out);
+				}
+			}
+			free(out);
+			for (size_t k = 0; k < 2; k++) {
+				ct_model_free(m[k]);
+				free(m[k]);
+			}
+		}
+	}
+	dg_release(&g);
+}
+END_TEST
+
 /* Bytes as lines of 16: offset, hex, printable ASCII. */
 static char *hexdump(const unsigned char *p, size_t n)
 {
@@ -2811,6 +2935,7 @@ static Suite *suite(void)
 	TCase *tc = tcase_create("model");
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, counts_peak_and_leaks);
+	tcase_add_test(tc, totals_saturate);
 	tcase_add_test(tc, failed_calls_never_allocate);
 	tcase_add_test(tc, free_realloc_across_threads);
 	tcase_add_test(tc, device_reset_checkpoint);
@@ -2862,6 +2987,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, golden_html);
 	tcase_add_test(tc, html_bounded);
 	tcase_add_test(tc, pystack_sparse_ids);
+	tcase_add_test(tc, hostile_strings_every_format);
 	suite_add_tcase(s, tc);
 	return s;
 }
