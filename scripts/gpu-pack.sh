@@ -86,7 +86,8 @@ done
 
 cp -r tests/gpu/. "$KIT/src/"
 rm -rf "$KIT/src/__pycache__"
-[ -f scripts/ctdump.py ] && cp scripts/ctdump.py "$KIT/"
+# ctdump.py reads the record types out of format.h, beside it in the kit
+[ -f bin/ctdump.py ] && cp bin/ctdump.py include/cumtrace/format.h "$KIT/"
 
 {
 	echo "cumtrace gpu-kit"

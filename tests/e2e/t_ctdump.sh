@@ -1,9 +1,9 @@
 #!/bin/sh
 # Record types come from one table (format.h's CT_REC_LIST): a record of every
 # type cut shorter than its fixed part is named by that table's name in the
-# reader's error and in scripts/ctdump.py's, and both give the same message.
+# reader's error and in bin/ctdump.py's, and both give the same message.
 . tests/e2e/lib.sh
-CTDUMP=$ROOT/scripts/ctdump.py
+CTDUMP=$ROOT/bin/ctdump.py
 python3 - "$ROOT/include/cumtrace/format.h" "$T" <<'PY' >"$T/types" || fail "cannot write the dumps"
 import re, struct, sys
 header, out = sys.argv[1:3]
