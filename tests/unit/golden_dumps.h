@@ -24,6 +24,23 @@ static void ev(struct dg *g, uint64_t ts, uint8_t op, uint8_t kind, uint16_t api
 	dg_event(g, &e);
 }
 
+/*
+ * After the program's module: libc and libcumtrace.so, then stack 1 (the
+ * program's frames) and stack 2 (innermost in libcumtrace.so, which reports
+ * leave out).
+ */
+static void libs_and_two_stacks(struct dg *g)
+{
+	dg_module(g, 0x7f0000000000, 0x7f0000000000, 0x7f0000200000, NULL, 0,
+		  "/lib/x86_64-linux-gnu/libc.so.6");
+	dg_module(g, 0x7f1000000000, 0x7f1000000000, 0x7f1000100000, NULL, 0,
+		  "/opt/cumtrace/lib/libcumtrace.so");
+	uint64_t s1[3] = {0x401234, 0x401500, 0x7f00000271ca};
+	uint64_t s2[3] = {0x7f1000000100, 0x402000, 0x7f00000271ca};
+	dg_stack(g, 1, 3, s1);
+	dg_stack(g, 2, 3, s2);
+}
+
 /* A deterministic dump that exercises every section. */
 static void golden_dump(struct dg *g)
 {
@@ -33,14 +50,7 @@ static void golden_dump(struct dg *g)
 		   (const char *[]){"version=0.1.0", "host=testhost", "exe=/usr/bin/prog",
 				    "cwd=/work", "argv=prog", "argv=--say \"hi\"\n", NULL});
 	dg_module(g, 0x400000, 0x400000, 0x480000, (const uint8_t *)"\xab\xcd", 2, "/usr/bin/prog");
-	dg_module(g, 0x7f0000000000, 0x7f0000000000, 0x7f0000200000, NULL, 0,
-		  "/lib/x86_64-linux-gnu/libc.so.6");
-	dg_module(g, 0x7f1000000000, 0x7f1000000000, 0x7f1000100000, NULL, 0,
-		  "/opt/cumtrace/lib/libcumtrace.so");
-	uint64_t s1[3] = {0x401234, 0x401500, 0x7f00000271ca};
-	uint64_t s2[3] = {0x7f1000000100, 0x402000, 0x7f00000271ca};
-	dg_stack(g, 1, 3, s1);
-	dg_stack(g, 2, 3, s2);
+	libs_and_two_stacks(g);
 	const uint64_t T = 1000000, MS = 1000000;
 	dg_batch(g, T, 0);
 	dg_alloc(g, T + 1 * MS, 0x10000, 8 << 20, 1);
@@ -373,15 +383,8 @@ static void export_dump(struct dg *g)
 		   (const char *[]){"version=0.1.0", "exe=/usr/bin/prog", "cwd=/work", "argv=prog",
 				    "argv=--train", NULL});
 	dg_module(g, 0x400000, 0x400000, 0x480000, NULL, 0, "/usr/bin/prog");
-	dg_module(g, 0x7f0000000000, 0x7f0000000000, 0x7f0000200000, NULL, 0,
-		  "/lib/x86_64-linux-gnu/libc.so.6");
-	dg_module(g, 0x7f1000000000, 0x7f1000000000, 0x7f1000100000, NULL, 0,
-		  "/opt/cumtrace/lib/libcumtrace.so");
-	uint64_t s1[3] = {0x401234, 0x401500, 0x7f00000271ca};
-	uint64_t s2[3] = {0x7f1000000100, 0x402000, 0x7f00000271ca};
+	libs_and_two_stacks(g);
 	uint64_t s3[2] = {0x403000, 0x7f00000271ca};
-	dg_stack(g, 1, 3, s1);
-	dg_stack(g, 2, 3, s2);
 	dg_stack(g, 3, 2, s3);
 	pystring(g, 1, "train.py");
 	pystring(g, 2, "step");
