@@ -291,8 +291,9 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include/cumtrace
 	install -m 755 $(SHIM) $(DESTDIR)$(PREFIX)/lib/libcumtrace.so
 	install -m 755 $(REPORT) $(DESTDIR)$(PREFIX)/bin/cumtrace-report
-	sed 's|@LIBDIR@|$(PREFIX)/lib|; s|@BINDIR@|$(PREFIX)/bin|' scripts/cumtrace > $(DESTDIR)$(PREFIX)/bin/cumtrace
+	sed 's|@LIBDIR@|$(PREFIX)/lib|; s|@BINDIR@|$(PREFIX)/bin|' bin/cumtrace > $(DESTDIR)$(PREFIX)/bin/cumtrace
 	chmod 755 $(DESTDIR)$(PREFIX)/bin/cumtrace
+	install -m 755 bin/ctdump.py $(DESTDIR)$(PREFIX)/bin/ctdump.py
 	install -m 644 include/cumtrace/*.h $(DESTDIR)$(PREFIX)/include/cumtrace/
 
 clean:

@@ -46,7 +46,6 @@
 #include "report.h"
 #include "util.h"
 
-#define MV_OOM_RESULT 2 /* cudaErrorMemoryAllocation == CUDA_ERROR_OUT_OF_MEMORY */
 #define MV_SMALL_SEGMENT (1u << 20) /* torch's small pool: blocks up to 1 MiB */
 #define PK_BATCH 1000
 
@@ -287,7 +286,7 @@ static void ob_release(void *ctx, struct ct_model *m, const struct ct_rec_event 
 static void ob_event(void *ctx, struct ct_model *m, const struct ct_rec_event *ev)
 {
 	(void)m;
-	if (ev->result != MV_OOM_RESULT)
+	if (ev->result != CT_RESULT_OUT_OF_MEMORY)
 		return;
 	if (ev->op != CT_OP_ALLOC && ev->op != CT_OP_PHYS_CREATE && ev->op != CT_OP_MAP)
 		return;

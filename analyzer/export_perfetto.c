@@ -53,7 +53,6 @@
 #define PF_MAX_OPEN 4096	/* NVTX start/end ranges open at once */
 #define PF_RANGE_NAME 256	/* bytes of an open start/end range's name kept */
 #define PF_PID_STRIDE 4194304u	/* above Linux's pid_max: a repeated pid moves by this */
-#define CT_OOM_RESULT 2		/* cudaErrorMemoryAllocation == CUDA_ERROR_OUT_OF_MEMORY */
 
 enum pf_type { PF_COUNTER = 1, PF_INSTANT, PF_PUSH, PF_POP, PF_RANGE, PF_OOM };
 
@@ -405,7 +404,7 @@ static void ob_event(void *ctx, struct ct_model *m, const struct ct_rec_event *e
 	thread_of(st, ev->tid);
 	if (ev->ts_ns > st->last_ts)
 		st->last_ts = ev->ts_ns;
-	if (ev->result != CT_OOM_RESULT || !is_alloc_op(ev->op))
+	if (ev->result != CT_RESULT_OUT_OF_MEMORY || !is_alloc_op(ev->op))
 		return;
 	struct pf_rec r = {.type = PF_OOM,
 			   .ts = ev->ts_ns,
@@ -672,7 +671,7 @@ static void render_oom(struct pf_out *w, struct ct_model *m, const struct pf_rec
 	fprintf(w->f, ",\"args\":{\"api\":\"%s\",\"kind\":\"%s\",\"size\":%" PRIu64 ",\"device\":%d",
 		ct_api_name(r->api), ct_kind_name(r->kind), r->a, r->device);
 	put_hex(w->f, "stream", r->b);
-	fprintf(w->f, ",\"result\":%d,\"stack_id\":%" PRIu32, CT_OOM_RESULT, r->stack);
+	fprintf(w->f, ",\"result\":%d,\"stack_id\":%" PRIu32, CT_RESULT_OUT_OF_MEMORY, r->stack);
 	put_kv_str(w->f, "site", site);
 	fputs("}}", w->f);
 }

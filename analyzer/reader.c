@@ -69,50 +69,6 @@ struct rd {
 	uint64_t total;			 /* size of the input, 0 unknown */
 };
 
-uint32_t ct_rec_fixed_size(unsigned type)
-{
-	switch (type) {
-	case CT_REC_PAD:
-		return sizeof(struct ct_rec);
-	case CT_REC_PROCESS:
-		return sizeof(struct ct_rec_process);
-	case CT_REC_EVENT:
-		return sizeof(struct ct_rec_event);
-	case CT_REC_STACK:
-		return sizeof(struct ct_rec_stack);
-	case CT_REC_MODULE:
-		return sizeof(struct ct_rec_module);
-	case CT_REC_DROPS:
-		return sizeof(struct ct_rec_drops);
-	case CT_REC_BATCH:
-		return sizeof(struct ct_rec_batch);
-	case CT_REC_END:
-		return sizeof(struct ct_rec_end);
-	case CT_REC_MARK:
-		return sizeof(struct ct_rec_mark);
-	case CT_REC_PYSTACK:
-		return sizeof(struct ct_rec_pystack);
-	case CT_REC_PYSTRING:
-		return sizeof(struct ct_rec_pystring);
-	case CT_REC_SYMBOLS:
-		return sizeof(struct ct_rec_symbols);
-	case CT_REC_MEMINFO:
-		return sizeof(struct ct_rec_meminfo);
-	case CT_REC_ZSTD:
-		return sizeof(struct ct_rec_zstd);
-	default:
-		return 0;
-	}
-}
-
-static const char *rec_type_name(unsigned type)
-{
-	static const char *const names[] = {"pad",   "process", "event", "stack", "module", "drops",
-					    "batch", "end",	"mark",	 "zstd",  "symbols", "pystack",
-					    "pystring"};
-	return type < sizeof names / sizeof names[0] ? names[type] : "unknown";
-}
-
 __attribute__((format(printf, 3, 4))) static void set_error(struct rd *r, uint64_t off,
 							     const char *fmt, ...)
 {
@@ -797,10 +753,10 @@ static int check_header(struct rd *r, const struct ct_rec *h, uint64_t off)
 		corrupt(r, off, "size %u above maximum %u", h->size, CT_REC_MAX);
 		return -1;
 	}
-	uint32_t fixed = ct_rec_fixed_size(h->type);
+	uint32_t fixed = ct_rec_min_size(h->type);
 	if (h->size < fixed) {
 		corrupt(r, off, "%s record of %u bytes is shorter than its fixed part (%u bytes)",
-			rec_type_name(h->type), h->size, fixed);
+			ct_rec_name(h->type), h->size, fixed);
 		return -1;
 	}
 	return 0;
@@ -906,7 +862,7 @@ static int read_zstd(struct rd *r, const unsigned char *p, uint32_t size, uint64
 			return -1;
 		if (h.size > z.raw_size - pos) {
 			corrupt(r, off, "%s record of %u bytes overruns the decompressed run (%zu bytes left)",
-				rec_type_name(h.type), h.size, z.raw_size - pos);
+				ct_rec_name(h.type), h.size, z.raw_size - pos);
 			return -1;
 		}
 		if (h.type == CT_REC_ZSTD) {

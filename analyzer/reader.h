@@ -149,7 +149,4 @@ int ct_read_mem(const void *data, size_t len, const struct ct_read_opts *opts,
 int ct_process_next_kv(const char *strings, size_t len, size_t *pos, const char **key,
 		       size_t *key_len, const char **val, size_t *val_len);
 
-/* Fixed part of a record type, 0 for types without one (unknown). */
-uint32_t ct_rec_fixed_size(unsigned type);
-
 #endif

@@ -157,6 +157,9 @@ uint64_t ct_clock_to_ns(uint64_t t)
 	return v < b->ns ? v : b->ns;
 }
 
+_Static_assert(CT_REC_TICKS_MASK == (1u << CT_REC_EVENT | 1u << CT_REC_MARK | 1u << CT_REC_MEMINFO),
+	       "ct_rec_finish converts every record type that format.h says carries ticks");
+
 void ct_rec_finish(struct ct_rec *rec)
 {
 	if (rec->type == CT_REC_EVENT) {

@@ -45,171 +45,14 @@ _Atomic int ct_backend_cupti;
 /* ---- the table: which callbacks, and what an event takes from their params ----------- */
 
 /*
- * CT_CB(domain, cbid, params_t, api, op, kind, in, out): one enabled callback
- * id. Like a hooks.def row, in fills struct ct_call *c from the parameter
- * struct p (params_t, from generated_cuda(_runtime_api)_meta.h), out reads the
- * out-parameters and runs only when the call succeeded. Both run at API_EXIT,
- * when the out-parameters are filled.
+ * One enabled callback id for each capture row of hooks.def (its cupti
+ * column). The row's in and out statements run here as in its wrapper: the
+ * fill function of a row binds each name of args to the field of that name
+ * in the callback's parameter struct (CBID_params, from
+ * generated_cuda(_runtime_api)_meta.h) and fills a struct ct_call c. Both run
+ * at API_EXIT, when the out-parameters are filled; out only when the call
+ * succeeded.
  */
-/* clang-format off */
-#define CT_CUPTI_TABLE(CT_CB)                                                                 \
-	/* ---- runtime ---- */                                                                 \
-	CT_CB(RT, cudaMalloc_v3020, cudaMalloc_v3020_params, cudaMalloc, ALLOC, DEVICE,            \
-	      c->size = p->size, c->ptr = CT_P(*p->devPtr))                                       \
-	CT_CB(RT, cudaFree_v3020, cudaFree_v3020_params, cudaFree, FREE, DEVICE,                  \
-	      c->ptr = CT_P(p->devPtr), (void)0)                                                  \
-	CT_CB(RT, cudaMallocHost_v3020, cudaMallocHost_v3020_params, cudaMallocHost, ALLOC,        \
-	      HOST_PINNED, c->size = p->size, c->ptr = CT_P(*p->ptr))                             \
-	CT_CB(RT, cudaFreeHost_v3020, cudaFreeHost_v3020_params, cudaFreeHost, FREE, HOST_PINNED,  \
-	      c->ptr = CT_P(p->ptr), (void)0)                                                     \
-	CT_CB(RT, cudaHostAlloc_v3020, cudaHostAlloc_v3020_params, cudaHostAlloc, ALLOC,           \
-	      HOST_PINNED, { c->size = p->size; c->flags = p->flags; }, c->ptr = CT_P(*p->pHost))  \
-	CT_CB(RT, cudaHostRegister_v4000, cudaHostRegister_v4000_params, cudaHostRegister, ALLOC,  \
-	      HOST_REGISTERED, { c->ptr = CT_P(p->ptr); c->size = p->size; c->flags = p->flags; }, \
-	      (void)0)                                                                            \
-	CT_CB(RT, cudaHostUnregister_v4000, cudaHostUnregister_v4000_params, cudaHostUnregister,   \
-	      FREE, HOST_REGISTERED, c->ptr = CT_P(p->ptr), (void)0)                              \
-	CT_CB(RT, cudaMallocManaged_v6000, cudaMallocManaged_v6000_params, cudaMallocManaged,      \
-	      ALLOC, MANAGED, { c->size = p->size; c->flags = p->flags; },                         \
-	      c->ptr = CT_P(*p->devPtr))                                                          \
-	CT_CB(RT, cudaMallocPitch_v3020, cudaMallocPitch_v3020_params, cudaMallocPitch, ALLOC,     \
-	      DEVICE, c->size = (uint64_t)p->width * p->height,                                   \
-	      { c->ptr = CT_P(*p->devPtr); c->aux = *p->pitch;                                     \
-	        c->size = (uint64_t)*p->pitch * p->height; })                                     \
-	CT_CB(RT, cudaMalloc3D_v3020, cudaMalloc3D_v3020_params, cudaMalloc3D, ALLOC, DEVICE,      \
-	      c->size = (uint64_t)p->extent.width * p->extent.height * p->extent.depth,           \
-	      { c->ptr = CT_P(p->pitchedDevPtr->ptr); c->aux = p->pitchedDevPtr->pitch;            \
-	        c->size = (uint64_t)p->pitchedDevPtr->pitch * p->extent.height * p->extent.depth; }) \
-	CT_CB(RT, cudaMallocAsync_v11020, cudaMallocAsync_v11020_params, cudaMallocAsync, ALLOC,   \
-	      DEVICE, { c->size = p->size; c->stream = CT_P(p->hStream); },                        \
-	      c->ptr = CT_P(*p->devPtr))                                                          \
-	CT_CB(RT, cudaMallocAsync_ptsz_v11020, cudaMallocAsync_ptsz_v11020_params,                 \
-	      cudaMallocAsync_ptsz, ALLOC, DEVICE,                                                \
-	      { c->size = p->size; c->stream = CT_PTSZ(p->hStream); }, c->ptr = CT_P(*p->devPtr))  \
-	CT_CB(RT, cudaMallocFromPoolAsync_v11020, cudaMallocFromPoolAsync_v11020_params,           \
-	      cudaMallocFromPoolAsync, ALLOC, DEVICE,                                             \
-	      { c->size = p->size; c->aux = CT_P(p->memPool); c->stream = CT_P(p->stream); },      \
-	      c->ptr = CT_P(*p->ptr))                                                             \
-	CT_CB(RT, cudaMallocFromPoolAsync_ptsz_v11020, cudaMallocFromPoolAsync_ptsz_v11020_params, \
-	      cudaMallocFromPoolAsync_ptsz, ALLOC, DEVICE,                                        \
-	      { c->size = p->size; c->aux = CT_P(p->memPool); c->stream = CT_PTSZ(p->stream); },   \
-	      c->ptr = CT_P(*p->ptr))                                                             \
-	CT_CB(RT, cudaFreeAsync_v11020, cudaFreeAsync_v11020_params, cudaFreeAsync, FREE, DEVICE,  \
-	      { c->ptr = CT_P(p->devPtr); c->stream = CT_P(p->hStream); }, (void)0)                \
-	CT_CB(RT, cudaFreeAsync_ptsz_v11020, cudaFreeAsync_ptsz_v11020_params, cudaFreeAsync_ptsz, \
-	      FREE, DEVICE, { c->ptr = CT_P(p->devPtr); c->stream = CT_PTSZ(p->hStream); },        \
-	      (void)0)                                                                            \
-	CT_CB(RT, cudaMemPoolCreate_v11020, cudaMemPoolCreate_v11020_params, cudaMemPoolCreate,    \
-	      POOL_CREATE, DEVICE, (void)0, c->ptr = CT_P(*p->memPool))                           \
-	CT_CB(RT, cudaMemPoolDestroy_v11020, cudaMemPoolDestroy_v11020_params, cudaMemPoolDestroy, \
-	      POOL_DESTROY, DEVICE, c->ptr = CT_P(p->memPool), (void)0)                           \
-	CT_CB(RT, cudaMemPoolTrimTo_v11020, cudaMemPoolTrimTo_v11020_params, cudaMemPoolTrimTo,    \
-	      POOL_TRIM, DEVICE, { c->ptr = CT_P(p->memPool); c->size = p->minBytesToKeep; },      \
-	      (void)0)                                                                            \
-	CT_CB(RT, cudaStreamCreate_v3020, cudaStreamCreate_v3020_params, cudaStreamCreate,         \
-	      STREAM_CREATE, NONE, (void)0, c->ptr = CT_P(*p->pStream))                           \
-	CT_CB(RT, cudaStreamCreateWithFlags_v5000, cudaStreamCreateWithFlags_v5000_params,         \
-	      cudaStreamCreateWithFlags, STREAM_CREATE, NONE, c->flags = p->flags,                \
-	      c->ptr = CT_P(*p->pStream))                                                         \
-	CT_CB(RT, cudaStreamCreateWithPriority_v5050, cudaStreamCreateWithPriority_v5050_params,   \
-	      cudaStreamCreateWithPriority, STREAM_CREATE, NONE,                                  \
-	      { c->flags = p->flags; c->aux = (uint64_t)(int64_t)p->priority; },                   \
-	      c->ptr = CT_P(*p->pStream))                                                         \
-	CT_CB(RT, cudaStreamDestroy_v5050, cudaStreamDestroy_v5050_params, cudaStreamDestroy,      \
-	      STREAM_DESTROY, NONE, c->stream = CT_P(p->stream), (void)0)                         \
-	/* the pre-5.5 id of cudaStreamDestroy: same single parameter */                         \
-	CT_CB(RT, cudaStreamDestroy_v3020, cudaStreamDestroy_v5050_params, cudaStreamDestroy,      \
-	      STREAM_DESTROY, NONE, c->stream = CT_P(p->stream), (void)0)                         \
-	CT_CB(RT, cudaStreamSynchronize_v3020, cudaStreamSynchronize_v3020_params,                 \
-	      cudaStreamSynchronize, STREAM_SYNC, NONE, c->stream = CT_P(p->stream), (void)0)     \
-	CT_CB(RT, cudaStreamSynchronize_ptsz_v7000, cudaStreamSynchronize_ptsz_v7000_params,       \
-	      cudaStreamSynchronize_ptsz, STREAM_SYNC, NONE, c->stream = CT_PTSZ(p->stream),      \
-	      (void)0)                                                                            \
-	CT_CB(RT, cudaDeviceSynchronize_v3020, char, cudaDeviceSynchronize, DEVICE_SYNC, NONE,     \
-	      (void)0, (void)0)                                                                   \
-	CT_CB(RT, cudaDeviceReset_v3020, char, cudaDeviceReset, DEVICE_RESET, NONE, (void)0,       \
-	      (void)0)                                                                            \
-	CT_CB(RT, cudaSetDevice_v3020, cudaSetDevice_v3020_params, cudaSetDevice, SET_DEVICE,      \
-	      NONE, c->device = (int16_t)p->device,                                               \
-	      { ct_tls.device = (int16_t)p->device; ct_tls.device_set = 1; })                      \
-	/* ---- driver ---- */                                                                  \
-	CT_CB(DRV, cuMemAlloc_v2, cuMemAlloc_v2_params, cuMemAlloc_v2, ALLOC, DEVICE,              \
-	      c->size = p->bytesize, c->ptr = *p->dptr)                                           \
-	CT_CB(DRV, cuMemAllocPitch_v2, cuMemAllocPitch_v2_params, cuMemAllocPitch_v2, ALLOC,       \
-	      DEVICE, c->size = (uint64_t)p->WidthInBytes * p->Height,                            \
-	      { c->ptr = *p->dptr; c->aux = *p->pPitch; c->size = (uint64_t)*p->pPitch * p->Height; }) \
-	CT_CB(DRV, cuMemFree_v2, cuMemFree_v2_params, cuMemFree_v2, FREE, DEVICE,                  \
-	      c->ptr = p->dptr, (void)0)                                                          \
-	CT_CB(DRV, cuMemAllocHost_v2, cuMemAllocHost_v2_params, cuMemAllocHost_v2, ALLOC,          \
-	      HOST_PINNED, c->size = p->bytesize, c->ptr = CT_P(*p->pp))                          \
-	CT_CB(DRV, cuMemHostAlloc, cuMemHostAlloc_params, cuMemHostAlloc, ALLOC, HOST_PINNED,      \
-	      { c->size = p->bytesize; c->flags = p->Flags; }, c->ptr = CT_P(*p->pp))              \
-	CT_CB(DRV, cuMemFreeHost, cuMemFreeHost_params, cuMemFreeHost, FREE, HOST_PINNED,          \
-	      c->ptr = CT_P(p->p), (void)0)                                                       \
-	CT_CB(DRV, cuMemHostRegister_v2, cuMemHostRegister_v2_params, cuMemHostRegister_v2, ALLOC, \
-	      HOST_REGISTERED, { c->ptr = CT_P(p->p); c->size = p->bytesize; c->flags = p->Flags; }, \
-	      (void)0)                                                                            \
-	CT_CB(DRV, cuMemHostUnregister, cuMemHostUnregister_params, cuMemHostUnregister, FREE,     \
-	      HOST_REGISTERED, c->ptr = CT_P(p->p), (void)0)                                      \
-	CT_CB(DRV, cuMemAllocManaged, cuMemAllocManaged_params, cuMemAllocManaged, ALLOC, MANAGED, \
-	      { c->size = p->bytesize; c->flags = p->flags; }, c->ptr = *p->dptr)                  \
-	CT_CB(DRV, cuMemAllocAsync, cuMemAllocAsync_params, cuMemAllocAsync, ALLOC, DEVICE,        \
-	      { c->size = p->bytesize; c->stream = CT_P(p->hStream); }, c->ptr = *p->dptr)         \
-	CT_CB(DRV, cuMemAllocAsync_ptsz, cuMemAllocAsync_ptsz_params, cuMemAllocAsync_ptsz, ALLOC, \
-	      DEVICE, { c->size = p->bytesize; c->stream = CT_PTSZ(p->hStream); }, c->ptr = *p->dptr) \
-	CT_CB(DRV, cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync_params,                        \
-	      cuMemAllocFromPoolAsync, ALLOC, DEVICE,                                             \
-	      { c->size = p->bytesize; c->aux = CT_P(p->pool); c->stream = CT_P(p->hStream); },    \
-	      c->ptr = *p->dptr)                                                                  \
-	CT_CB(DRV, cuMemAllocFromPoolAsync_ptsz, cuMemAllocFromPoolAsync_ptsz_params,              \
-	      cuMemAllocFromPoolAsync_ptsz, ALLOC, DEVICE,                                        \
-	      { c->size = p->bytesize; c->aux = CT_P(p->pool); c->stream = CT_PTSZ(p->hStream); }, \
-	      c->ptr = *p->dptr)                                                                  \
-	CT_CB(DRV, cuMemFreeAsync, cuMemFreeAsync_params, cuMemFreeAsync, FREE, DEVICE,            \
-	      { c->ptr = p->dptr; c->stream = CT_P(p->hStream); }, (void)0)                        \
-	CT_CB(DRV, cuMemFreeAsync_ptsz, cuMemFreeAsync_ptsz_params, cuMemFreeAsync_ptsz, FREE,     \
-	      DEVICE, { c->ptr = p->dptr; c->stream = CT_PTSZ(p->hStream); }, (void)0)             \
-	CT_CB(DRV, cuMemPoolCreate, cuMemPoolCreate_params, cuMemPoolCreate, POOL_CREATE, DEVICE,  \
-	      (void)0, c->ptr = CT_P(*p->pool))                                                   \
-	CT_CB(DRV, cuMemPoolDestroy, cuMemPoolDestroy_params, cuMemPoolDestroy, POOL_DESTROY,      \
-	      DEVICE, c->ptr = CT_P(p->pool), (void)0)                                            \
-	CT_CB(DRV, cuMemPoolTrimTo, cuMemPoolTrimTo_params, cuMemPoolTrimTo, POOL_TRIM, DEVICE,    \
-	      { c->ptr = CT_P(p->pool); c->size = p->minBytesToKeep; }, (void)0)                   \
-	CT_CB(DRV, cuMemCreate, cuMemCreate_params, cuMemCreate, PHYS_CREATE, VMM_PHYSICAL,        \
-	      { c->size = p->size; c->flags = (uint32_t)p->flags;                                  \
-	        if (p->prop && p->prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE)            \
-	                c->device = (int16_t)p->prop->location.id; },                             \
-	      c->ptr = *p->handle)                                                                \
-	CT_CB(DRV, cuMemRelease, cuMemRelease_params, cuMemRelease, PHYS_RELEASE, VMM_PHYSICAL,    \
-	      c->ptr = p->handle, (void)0)                                                        \
-	CT_CB(DRV, cuMemAddressReserve, cuMemAddressReserve_params, cuMemAddressReserve,           \
-	      VA_RESERVE, VMM_RESERVED, { c->size = p->size; c->aux = p->alignment; },             \
-	      c->ptr = *p->ptr)                                                                   \
-	CT_CB(DRV, cuMemAddressFree, cuMemAddressFree_params, cuMemAddressFree, VA_FREE,           \
-	      VMM_RESERVED, { c->ptr = p->ptr; c->size = p->size; }, (void)0)                      \
-	CT_CB(DRV, cuMemMap, cuMemMap_params, cuMemMap, MAP, VMM_MAPPED,                           \
-	      { c->ptr = p->ptr; c->size = p->size; c->aux = p->handle; }, (void)0)                \
-	CT_CB(DRV, cuMemUnmap, cuMemUnmap_params, cuMemUnmap, UNMAP, VMM_MAPPED,                   \
-	      { c->ptr = p->ptr; c->size = p->size; }, (void)0)                                    \
-	CT_CB(DRV, cuStreamCreate, cuStreamCreate_params, cuStreamCreate, STREAM_CREATE, NONE,     \
-	      c->flags = p->Flags, c->ptr = CT_P(*p->phStream))                                   \
-	CT_CB(DRV, cuStreamCreateWithPriority, cuStreamCreateWithPriority_params,                  \
-	      cuStreamCreateWithPriority, STREAM_CREATE, NONE,                                    \
-	      { c->flags = p->flags; c->aux = (uint64_t)(int64_t)p->priority; },                   \
-	      c->ptr = CT_P(*p->phStream))                                                        \
-	CT_CB(DRV, cuStreamDestroy_v2, cuStreamDestroy_v2_params, cuStreamDestroy_v2,              \
-	      STREAM_DESTROY, NONE, c->stream = CT_P(p->hStream), (void)0)                        \
-	CT_CB(DRV, cuStreamSynchronize, cuStreamSynchronize_params, cuStreamSynchronize,           \
-	      STREAM_SYNC, NONE, c->stream = CT_P(p->hStream), (void)0)                           \
-	CT_CB(DRV, cuStreamSynchronize_ptsz, cuStreamSynchronize_ptsz_params,                      \
-	      cuStreamSynchronize_ptsz, STREAM_SYNC, NONE, c->stream = CT_PTSZ(p->hStream),       \
-	      (void)0)                                                                            \
-	CT_CB(DRV, cuCtxDestroy_v2, cuCtxDestroy_v2_params, cuCtxDestroy_v2, CTX_DESTROY, NONE,    \
-	      c->aux = CT_P(p->ctx), (void)0)                                                     \
-	CT_CB(DRV, cuDevicePrimaryCtxReset_v2, cuDevicePrimaryCtxReset_v2_params,                  \
-	      cuDevicePrimaryCtxReset_v2, DEVICE_RESET, NONE, c->device = (int16_t)p->dev, (void)0)
-/* clang-format on */
-
 #define CT_DOM_RT CUPTI_CB_DOMAIN_RUNTIME_API
 #define CT_DOM_DRV CUPTI_CB_DOMAIN_DRIVER_API
 #define CT_CBID_RT(name) CUPTI_RUNTIME_TRACE_CBID_##name
@@ -225,22 +68,64 @@ struct ct_cupti_row {
 	ct_cupti_fill_fn fill;
 };
 
-#define CT_CUPTI_FILL(dom, cbid, ptype, api_, op_, kind_, in, out)                            \
-	static void ct_cupti_fill_##cbid(struct ct_call *c, const void *params, int ok)       \
+/* CT_CUPTI_EACH(F, a, b, ...): F(a) F(b) ..., for up to 6 arguments, none included. */
+#define CT_CUPTI_EACH(F, ...) __VA_OPT__(CT_CUPTI_EACH_N_(__VA_ARGS__, 6, 5, 4, 3, 2, 1)(F, __VA_ARGS__))
+#define CT_CUPTI_EACH_N_(a, b, c, d, e, f, n, ...) CT_CUPTI_EACH_##n##_
+#define CT_CUPTI_EACH_1_(F, a) F(a)
+#define CT_CUPTI_EACH_2_(F, a, ...) F(a) CT_CUPTI_EACH_1_(F, __VA_ARGS__)
+#define CT_CUPTI_EACH_3_(F, a, ...) F(a) CT_CUPTI_EACH_2_(F, __VA_ARGS__)
+#define CT_CUPTI_EACH_4_(F, a, ...) F(a) CT_CUPTI_EACH_3_(F, __VA_ARGS__)
+#define CT_CUPTI_EACH_5_(F, a, ...) F(a) CT_CUPTI_EACH_4_(F, __VA_ARGS__)
+#define CT_CUPTI_EACH_6_(F, a, ...) F(a) CT_CUPTI_EACH_5_(F, __VA_ARGS__)
+
+/* An argument of the call, read from the parameter struct ct_cupti_p_. */
+#define CT_CUPTI_ARG_(arg)                                                                    \
+	__typeof__(ct_cupti_p_->arg) arg = ct_cupti_p_->arg;                                  \
+	(void)arg;
+/* The arguments: none for calls without parameters (no CBID_params struct). */
+#define CT_CUPTI_ARGS_(cbid, ...)                                                             \
+	__VA_OPT__(const cbid##_params *ct_cupti_p_ = params; CT_CUPTI_EACH(CT_CUPTI_ARG_, __VA_ARGS__))
+
+#define CT_CUPTI_FILL_(name, cbid, args, in, out)                                             \
+	static void ct_cupti_fill_##name(struct ct_call *call, const void *params, int ok)    \
 	{                                                                                     \
-		const ptype *p = params;                                                      \
-		(void)p;                                                                      \
+		(void)params;                                                                 \
+		CT_CUPTI_ARGS_(cbid, CT_CUPTI_UNPAREN_ args)                                  \
+		struct ct_call c = *call;                                                     \
 		in;                                                                           \
 		if (ok) {                                                                     \
 			out;                                                                  \
 		}                                                                             \
+		*call = c;                                                                    \
 	}
-CT_CUPTI_TABLE(CT_CUPTI_FILL)
+#define CT_CUPTI_UNPAREN_(...) __VA_ARGS__
+#define CT_RT(name, ptsz, cupti, op, kind, params, args, in, out)                             \
+	CT_CUPTI_FILL_(name, cupti, args, in, out)
+#define CT_DRV(name, base, minver, ptsz, cupti, op, kind, params, args, in, out)              \
+	CT_CUPTI_FILL_(name, cupti, args, in, out)
+#include "hooks.def"
 
-#define CT_CUPTI_ROW(dom, cbid_, ptype, api_, op_, kind_, in, out)                            \
-	{CT_CBID_##dom(cbid_), CT_DOM_##dom, CT_OP_##op_, CT_KIND_##kind_, CT_API_##api_,           \
-	 ct_cupti_fill_##cbid_},
-static const struct ct_cupti_row ct_cupti_rows[] = {CT_CUPTI_TABLE(CT_CUPTI_ROW)};
+/* What each hook records, for a second callback id of the same call. */
+enum {
+#define CT_RT(name, ptsz, cupti, op, kind, params, args, in, out)                             \
+	CT_CUPTI_OP_##name = CT_OP_##op, CT_CUPTI_KIND_##name = CT_KIND_##kind,
+#define CT_DRV(name, base, minver, ptsz, cupti, op, kind, params, args, in, out)              \
+	CT_CUPTI_OP_##name = CT_OP_##op, CT_CUPTI_KIND_##name = CT_KIND_##kind,
+#include "hooks.def"
+};
+
+#define CT_CUPTI_ROW_(dom, name, cupti)                                                       \
+	{CT_CBID_##dom(cupti), CT_DOM_##dom, CT_CUPTI_OP_##name, CT_CUPTI_KIND_##name,            \
+	 CT_API_##name, ct_cupti_fill_##name},
+static const struct ct_cupti_row ct_cupti_rows[] = {
+#define CT_RT(name, ptsz, cupti, op, kind, params, args, in, out)                             \
+	CT_CUPTI_ROW_(RT, name, cupti)
+#define CT_DRV(name, base, minver, ptsz, cupti, op, kind, params, args, in, out)              \
+	CT_CUPTI_ROW_(DRV, name, cupti)
+#include "hooks.def"
+	/* a second id of a hook's call: the pre-5.5 id of cudaStreamDestroy (the same parameter) */
+	CT_CUPTI_ROW_(RT, cudaStreamDestroy, cudaStreamDestroy_v3020)
+};
 #define CT_CUPTI_NROWS (sizeof ct_cupti_rows / sizeof ct_cupti_rows[0])
 _Static_assert(CT_CUPTI_NROWS < 255, "row index must fit the lookup maps");
 

@@ -17,13 +17,13 @@ CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUmemo
 CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream);
 CUresult cuStreamSynchronize_ptsz(CUstream hStream);
 
-#define CT_DRV(name, base, minver, ptsz, op, kind, params, args, in, out)                    \
+#define CT_DRV(name, base, minver, ptsz, cupti, op, kind, params, args, in, out)                  \
 	CT_WRAP(CUresult, CUDA_SUCCESS, CUDA_ERROR_NOT_FOUND, CT_LAYER_DRIVER, name, op, kind,  \
 		params, args, in, out)
 #include "hooks.def"
 
 const struct ct_hook ct_hooks_driver[] = {
-#define CT_DRV(name, base, minver, ptsz, op, kind, params, args, in, out)                    \
+#define CT_DRV(name, base, minver, ptsz, cupti, op, kind, params, args, in, out)                  \
 	{#name, #base, minver, ptsz, CT_LAYER_DRIVER, (void *)name, &ct_real_##name},
 #include "hooks.def"
 };

@@ -15,13 +15,13 @@ cudaError_t cudaMallocFromPoolAsync_ptsz(void **ptr, size_t size, cudaMemPool_t 
 cudaError_t cudaFreeAsync_ptsz(void *devPtr, cudaStream_t hStream);
 cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t stream);
 
-#define CT_RT(name, ptsz, op, kind, params, args, in, out)                                   \
+#define CT_RT(name, ptsz, cupti, op, kind, params, args, in, out)                                 \
 	CT_WRAP(cudaError_t, cudaSuccess, cudaErrorSymbolNotFound, CT_LAYER_RUNTIME, name, op, \
 		kind, params, args, in, out)
 #include "hooks.def"
 
 const struct ct_hook ct_hooks_runtime[] = {
-#define CT_RT(name, ptsz, op, kind, params, args, in, out)                                   \
+#define CT_RT(name, ptsz, cupti, op, kind, params, args, in, out)                                 \
 	{#name, #name, 0, ptsz, CT_LAYER_RUNTIME, (void *)name, &ct_real_##name},
 #include "hooks.def"
 };

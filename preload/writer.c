@@ -672,14 +672,13 @@ done:
 
 void ct_write_direct(const void *rec, uint32_t len)
 {
-	/* Events, marks and meminfo records carry ticks: finish a copy (all are small). */
+	/* Records that carry ticks (format.h's CT_REC_LIST): finish a copy (all are small). */
 	union {
 		struct ct_rec rec;
 		unsigned char bytes[2048];
 	} copy;
 	unsigned type = ((const struct ct_rec *)rec)->type;
-	int finish = (type == CT_REC_EVENT || type == CT_REC_MARK || type == CT_REC_MEMINFO) &&
-		     len <= sizeof copy;
+	int finish = ct_rec_carries_ticks(type) && len <= sizeof copy;
 	if (finish)
 		memcpy(&copy, rec, len);
 	pthread_mutex_lock(&ct_direct_lock);

@@ -17,7 +17,9 @@
 #   analyzer cumtrace-report summary on a synthetic dump (build/gendump) of
 #            BENCH_EVENTS events and of 10 times as many (skipped with
 #            BENCH_BIG=0), against `cat DUMP >/dev/null` of the same file,
-#            page-cached; peak RSS; dump bytes per event.
+#            page-cached; peak RSS; dump bytes per event. Then
+#            `cumtrace-report leaks` against heaptrack_print on HT_PAIRS
+#            pairs 3 frames deep traced by each tool (time, peak RSS).
 # Each capture figure is the median of REPS runs.
 set -eu
 BUILD=${BUILD:-build}
@@ -236,6 +238,56 @@ if [ "$big" = 1 ]; then
 	r=$(calc2 "$rss / $rss1")
 	row "analyzer: peak RSS $((events * 10)) / $events events" "${r}x" "<= 2x" "$(met "$r" 2)"
 fi
+# ---- the analyzer against heaptrack_print, on the same number of events ------------------------
+# HT_PAIRS allocation/free pairs 3 frames deep (bench_alloc), traced by
+# cumtrace on the fake runtime and by heaptrack on malloc; then
+# `cumtrace-report leaks` on the dump against `heaptrack_print` on its file:
+# median wall and CPU (user + sys) seconds of REPS runs, and peak RSS. On a
+# shared machine wall time measures the queue for the cores: CPU time is the
+# steadier figure.
+# run_stats CMD...: "WALL CPU RSS_KIB" medians of REPS runs, output to /dev/null
+run_stats() {
+	: >"$tmp/rs"
+	i=0
+	while [ $i -lt "$reps" ]; do
+		/usr/bin/time -f '%e %U %S %M' -o "$tmp/t" "$@" >/dev/null 2>&1
+		awk '{ printf "%s %.2f %s\n", $1, $2 + $3, $4 }' "$tmp/t" >>"$tmp/rs"
+		i=$((i + 1))
+	done
+	for f in 1 2 3; do cut -d' ' -f$f "$tmp/rs" | median; done | tr '\n' ' ' | sed 's/ $//'
+}
+htprint=${HEAPTRACK_PRINT:-/usr/bin/heaptrack_print}
+htpairs=${HT_PAIRS:-2000000}
+if [ -x "$heaptrack" ] && [ -x "$htprint" ] && [ -x /usr/bin/time ]; then
+	(cd "$tmp" && env LD_LIBRARY_PATH="$fake" LD_PRELOAD="$shim" CUMTRACE_QUIET=1 \
+		CUMTRACE_OUTPUT="$tmp/hc.%p.dump" "$prog" "$htpairs" 3 1 cuda >/dev/null 2>&1) || :
+	(cd "$tmp" && env LD_LIBRARY_PATH="$fake" "$heaptrack" -o "$tmp/hh" "$prog" "$htpairs" 3 1 malloc \
+		>/dev/null 2>&1) || :
+	set -- "$tmp"/hc.*.dump
+	ctdump=$1
+	set -- "$tmp"/hh.*
+	htfile=$1
+	if [ -f "$ctdump" ] && [ -f "$htfile" ]; then
+		c=$(run_stats "$report" leaks "$ctdump")
+		h=$(run_stats "$htprint" "$htfile")
+		lbl="leaks vs heaptrack_print, $htpairs pairs d3"
+		row "$lbl: cumtrace-report leaks wall / CPU s" "$(wall "$c") / $(cpu "$c")"
+		row "$lbl: heaptrack_print wall / CPU s" "$(wall "$h") / $(cpu "$h")"
+		row "$lbl: peak RSS MiB, cumtrace / heaptrack" "$(calc "$(thr "$c") / 1024") / $(calc "$(thr "$h") / 1024")"
+		r=$(calc2 "$(wall "$c") / $(wall "$h")")
+		row "$lbl: cumtrace / heaptrack_print (wall)" "${r}x" "<= 0.5x" "$(met "$r" 0.5)"
+		r=$(calc2 "$(cpu "$c") / $(cpu "$h")")
+		row "$lbl: cumtrace / heaptrack_print (CPU)" "${r}x" "<= 0.5x" "$(met "$r" 0.5)"
+		r=$(calc2 "$(thr "$c") / $(thr "$h")")
+		row "$lbl: cumtrace / heaptrack_print (peak RSS)" "${r}x" "<= 1x" "$(met "$r" 1)"
+	else
+		row "leaks vs heaptrack_print" "no dump" "" ""
+	fi
+	rm -f "$tmp"/hc.*.dump "$tmp"/hh.*
+else
+	row "leaks vs heaptrack_print" "not installed" "" ""
+fi
+
 # What the capture runs above wrote (one stack, one address: compresses best).
 for d in off d22; do
 	nev=$("$report" summary --format json "$tmp/$d.dump" 2>/dev/null |

@@ -13,7 +13,7 @@ echo " cumtrace demo -- FAKE CUDA runtime (tests/fake), no GPU involved"
 echo "==================================================================="
 LD_LIBRARY_PATH=$root/$BUILD/tests/fake CUMTRACE_LIB=$root/$BUILD/libcumtrace.so \
 	CUMTRACE_REPORT=$root/$BUILD/cumtrace-report \
-	sh "$root/scripts/cumtrace" run -o "$out/demo.%p.dump" -- "$root/$BUILD/tests/progs/demo_train"
+	sh "$root/bin/cumtrace" run -o "$out/demo.%p.dump" -- "$root/$BUILD/tests/progs/demo_train"
 dump=$(ls "$out"/demo.*.dump | head -n 1)
 for view in leaks peak timeline; do
 	echo

@@ -89,7 +89,8 @@ rm -rf "$KIT/src/__pycache__"
 # the hostile programs of the end-to-end tests, for tests/gpu/behaviour.sh
 mkdir -p "$KIT/src/e2e"
 cp -r tests/e2e/progs tests/e2e/libs tests/e2e/paths_twin.py "$KIT/src/e2e/"
-[ -f scripts/ctdump.py ] && cp scripts/ctdump.py "$KIT/"
+# ctdump.py reads the record types out of format.h, beside it in the kit
+[ -f bin/ctdump.py ] && cp bin/ctdump.py include/cumtrace/format.h "$KIT/"
 
 {
 	echo "cumtrace gpu-kit"

@@ -80,21 +80,39 @@ struct ct_rec {
 	uint32_t size;	/* whole record in bytes, header included, multiple of 8 */
 };
 
+/*
+ * Every record type, one row each: the one table that the reader, the
+ * writer, the shim's clock conversion and scripts' decoder (ctdump.py parses
+ * it out of this file) take record types from. Append only, never renumber.
+ *
+ *   X(NAME, number, name, struct, minimum size, carries ticks)
+ *
+ * NAME gives CT_REC_NAME; name is what messages and tools call the type;
+ * struct ct_NAME... is its fixed part, minimum size its sizeof (a record
+ * shorter than that is corrupt); carries ticks is 1 for the types that the
+ * shim stamps with its clock and whose timestamps it converts to
+ * CLOCK_MONOTONIC nanoseconds as it writes them (see "Timestamps" above).
+ */
+#define CT_REC_LIST(X)                                                                              \
+	X(PAD, 0, pad, ct_rec, 8, 0)		       /* filler: skip */                           \
+	X(PROCESS, 1, process, ct_rec_process, 40, 0)  /* once, first record */                     \
+	X(EVENT, 2, event, ct_rec_event, 80, 1)	       /* one intercepted call */                   \
+	X(STACK, 3, stack, ct_rec_stack, 16, 0)	       /* an interned native stack */               \
+	X(MODULE, 4, module, ct_rec_module, 48, 0)     /* a loaded ELF object */                    \
+	X(DROPS, 5, drops, ct_rec_drops, 32, 0)	       /* events lost in drop mode */               \
+	X(BATCH, 6, batch, ct_rec_batch, 24, 0)	       /* start of a writer round */                \
+	X(END, 7, end, ct_rec_end, 40, 0)	       /* clean shutdown */                         \
+	X(MARK, 8, mark, ct_rec_mark, 32, 1)	       /* user marker or NVTX range */              \
+	X(ZSTD, 9, zstd, ct_rec_zstd, 16, 0)	       /* a zstd-compressed run of records */       \
+	X(SYMBOLS, 10, symbols, ct_rec_symbols, 24, 0) /* embedded symbols (report symbolize) */    \
+	X(PYSTACK, 11, pystack, ct_rec_pystack, 16, 0) /* an interned Python stack */               \
+	X(PYSTRING, 12, pystring, ct_rec_pystring, 16, 0) /* an interned Python string */           \
+	X(MEMINFO, 13, meminfo, ct_rec_meminfo, 48, 1) /* free/total after an out-of-memory */
+
 enum ct_rec_type {
-	CT_REC_PAD = 0,	     /* filler: skip */
-	CT_REC_PROCESS = 1,  /* struct ct_rec_process: once, first record */
-	CT_REC_EVENT = 2,    /* struct ct_rec_event */
-	CT_REC_STACK = 3,    /* struct ct_rec_stack: an interned native stack */
-	CT_REC_MODULE = 4,   /* struct ct_rec_module: a loaded ELF object */
-	CT_REC_DROPS = 5,    /* struct ct_rec_drops: events lost in drop mode */
-	CT_REC_BATCH = 6,    /* struct ct_rec_batch: start of a writer round */
-	CT_REC_END = 7,	     /* struct ct_rec_end: clean shutdown */
-	CT_REC_MARK = 8,     /* struct ct_rec_mark: user marker or NVTX range */
-	CT_REC_ZSTD = 9,     /* struct ct_rec_zstd: a zstd-compressed run of records */
-	CT_REC_SYMBOLS = 10, /* struct ct_rec_symbols: embedded symbols (cumtrace-report symbolize) */
-	CT_REC_PYSTACK = 11, /* struct ct_rec_pystack: an interned Python stack */
-	CT_REC_PYSTRING = 12, /* struct ct_rec_pystring: an interned Python string */
-	CT_REC_MEMINFO = 13,  /* struct ct_rec_meminfo: free/total after an out-of-memory */
+#define CT_REC_ENUM_(NAME, number, name, type, min_size, ticks) CT_REC_##NAME = number,
+	CT_REC_LIST(CT_REC_ENUM_)
+#undef CT_REC_ENUM_
 	CT_REC_TYPE_COUNT
 };
 
@@ -580,6 +598,40 @@ struct ct_rec_zstd {
 /* Round a record's payload size up to the 8-byte record granularity. */
 #define CT_REC_ALIGN(n) (((n) + 7u) & ~7u)
 
+/* A record type's name ("event"); "unknown" for a type not in CT_REC_LIST. */
+static inline const char *ct_rec_name(unsigned type)
+{
+	static const char *const names[CT_REC_TYPE_COUNT] = {
+#define CT_REC_NAME_(NAME, number, name, type, min_size, ticks) [number] = #name,
+		CT_REC_LIST(CT_REC_NAME_)
+#undef CT_REC_NAME_
+	};
+	return type < CT_REC_TYPE_COUNT && names[type] ? names[type] : "unknown";
+}
+
+/* Bytes of a record type's fixed part: a shorter record is corrupt; 0 for unknown types. */
+static inline uint32_t ct_rec_min_size(unsigned type)
+{
+	static const uint32_t sizes[CT_REC_TYPE_COUNT] = {
+#define CT_REC_SIZE_(NAME, number, name, type, min_size, ticks) [number] = min_size,
+		CT_REC_LIST(CT_REC_SIZE_)
+#undef CT_REC_SIZE_
+	};
+	return type < CT_REC_TYPE_COUNT ? sizes[type] : 0;
+}
+
+/*
+ * Bit N set: record type N carries ticks. The shim's conversion (ct_rec_finish)
+ * asserts at compile time that it converts exactly these types.
+ */
+#define CT_REC_TICKS_BIT_(NAME, number, name, type, min_size, ticks) | ((uint32_t)(ticks) << (number))
+#define CT_REC_TICKS_MASK (0u CT_REC_LIST(CT_REC_TICKS_BIT_))
+
+static inline int ct_rec_carries_ticks(unsigned type)
+{
+	return type < 32 && ((CT_REC_TICKS_MASK >> type) & 1u);
+}
+
 /* Names for reports; NULL-safe: unknown ids give "unknown". */
 static inline const char *ct_api_name(unsigned api)
 {
@@ -622,17 +674,15 @@ static inline const char *ct_op_name(unsigned op)
 }
 
 _Static_assert(sizeof(struct ct_file_header) == 16, "file header layout");
-_Static_assert(sizeof(struct ct_rec_event) == 80, "event layout");
-_Static_assert(sizeof(struct ct_rec_stack) == 16, "stack layout");
-_Static_assert(sizeof(struct ct_rec_module) == 48, "module layout");
+_Static_assert(CT_REC_TYPE_COUNT <= 32, "CT_REC_TICKS_MASK has a bit per record type");
+/* each record type's fixed part is the minimum size its row says */
+#define CT_REC_ASSERT_(NAME, number, name, type, min_size, ticks)                                   \
+	_Static_assert(sizeof(struct type) == min_size, #name " record layout");
+CT_REC_LIST(CT_REC_ASSERT_)
+#undef CT_REC_ASSERT_
 _Static_assert(sizeof(struct ct_rec_event_py) == 8, "event trailer layout");
-_Static_assert(sizeof(struct ct_rec_pystring) == 16, "pystring layout");
 _Static_assert(sizeof(struct ct_pyframe) == 12, "pyframe layout");
-_Static_assert(sizeof(struct ct_rec_pystack) == 16, "pystack layout");
-_Static_assert(sizeof(struct ct_rec_symbols) == 24, "symbols layout");
 _Static_assert(sizeof(struct ct_sym_addr) == 16, "symbol address layout");
 _Static_assert(sizeof(struct ct_sym_frame) == 16, "symbol frame layout");
-_Static_assert(sizeof(struct ct_rec_meminfo) == 48, "meminfo layout");
-_Static_assert(sizeof(struct ct_rec_zstd) == 16, "zstd record layout");
 
 #endif /* CUMTRACE_FORMAT_H */

@@ -21,7 +21,7 @@ import json, os, re, struct, sys
 header, dump, out = sys.argv[1:4]
 api_list = open(header).read().split("#define CT_API_LIST(X)")[1].split("enum ct_api")[0]
 names = re.findall(r"X\((\w+), \w+\)", api_list)
-sys.path.insert(0, os.path.join(os.path.dirname(header), "..", "..", "scripts"))
+sys.path.insert(0, os.path.join(os.path.dirname(header), "..", "..", "bin"))
 import ctdump
 event = struct.Struct("<6Q2IiIHBBhBB")  # struct ct_rec_event after its record header
 with open(out + ".events", "w") as f:

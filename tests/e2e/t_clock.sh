@@ -13,7 +13,7 @@ check() {
 	python3 - "$ROOT" "$dump" "$T/$1.out" "$2" <<'PY' || fail "$1: timestamps outside the calls"
 import struct, sys
 root, dump, out, tol = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
-sys.path.insert(0, root + "/scripts")
+sys.path.insert(0, root + "/bin")
 import ctdump
 calls = {}
 for line in open(out):

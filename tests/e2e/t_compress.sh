@@ -1,6 +1,6 @@
 # Compressed dumps (CT_REC_ZSTD, CUMTRACE_COMPRESS): the same report as an
 # uncompressed dump of the same run; compressed runs only where libzstd.so.1
-# loads; scripts/ctdump.py reads them too.
+# loads; bin/ctdump.py reads them too.
 . tests/e2e/lib.sh
 zstd_records() { python3 "$ROOT/tests/e2e/ctrec.py" outer 9 "$1"; }
 setting() { tr '\0' '\n' <"$1" | sed -n "s/^setting.$2=//p"; }
@@ -29,7 +29,7 @@ off_size=$(wc -c <"$off")
 echo "ok: $on_size bytes compressed, $off_size uncompressed"
 
 # ctdump.py expands the compressed runs: the same records as the uncompressed dump
-expect_eq ctdump_events "$(python3 "$ROOT/scripts/ctdump.py" --stats "$on" | awk '$1 == "event" { print $2 }')" \
+expect_eq ctdump_events "$(python3 "$ROOT/bin/ctdump.py" --stats "$on" | awk '$1 == "event" { print $2 }')" \
 	"$(jget "$T/on.json" 'j["dumps"][0]["events"]')"
 
 # Without a usable libzstd.so.1 (here one that lacks the functions), the dump

@@ -18,7 +18,7 @@ apis = [name for name, _ in re.findall(r"X\((\w+), (\w+)\)", api_list)]
 def enum(prefix):
     return {int(v): k.lower() for k, v in re.findall(r"CT_%s_(\w+) = (\d+)" % prefix, fmt)}
 ops, kinds, layers = enum("OP"), enum("KIND"), enum("LAYER")
-sys.path.insert(0, root + "/scripts")
+sys.path.insert(0, root + "/bin")
 import ctdump
 ev, proc, stacks = [], {}, {}
 E = struct.Struct("<6Q2IiIHBBhBB")

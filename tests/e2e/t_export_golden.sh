@@ -1,5 +1,5 @@
-# The exporters' golden files (tests/golden/export-*, written by
-# tests/unit/test_analyzer.c from a synthetic dump) pass the format checkers
+# The exporters' golden files (tests/golden/export-*, the expected outputs of
+# the golden cases tests/golden/cases/export-*, from a synthetic dump) pass the format checkers
 # and hold what that dump says; and each checker rejects a broken file.
 . tests/e2e/lib.sh
 command -v python3 >/dev/null || { echo "python3 not found"; exit 77; }

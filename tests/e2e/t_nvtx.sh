@@ -24,6 +24,6 @@ report "$T/s0.json" summary "$(dump_of nv0)"
 expect_eq no_injection_marks "$(jget "$T/s0.json" 'j["dumps"][0]["marks"]')" 0
 # The wrapper sets NVTX_INJECTION64_PATH itself.
 (cd "$T" && env -u NVTX_INJECTION64_PATH LD_LIBRARY_PATH=$FAKE CUMTRACE_LIB=$SHIM CUMTRACE_REPORT=$REPORT \
-	sh "$ROOT/scripts/cumtrace" run -o "$T/w.dump" --no-summary -- "$PROGS/nvtx_ranges" >/dev/null 2>&1)
+	sh "$ROOT/bin/cumtrace" run -o "$T/w.dump" --no-summary -- "$PROGS/nvtx_ranges" >/dev/null 2>&1)
 report "$T/w.json" summary "$T/w.dump"
 expect_eq wrapper_marks "$(jget "$T/w.json" 'j["dumps"][0]["marks"]')" 10

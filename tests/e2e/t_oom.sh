@@ -40,7 +40,7 @@ soft expect_eq request_stacks \
 	"['fail_runtime', 'fail_driver', 'on_device1']"
 # The query is not an event: the only failures are the three allocations.
 soft expect_eq failed_calls "$(jget "$T/oom.json" 'j["failed_calls"]')" 3
-soft expect_eq meminfo_records "$(python3 scripts/ctdump.py --stats "$dump" | awk '$1 == "meminfo" { print $2 }')" 3
+soft expect_eq meminfo_records "$(python3 bin/ctdump.py --stats "$dump" | awk '$1 == "meminfo" { print $2 }')" 3
 # Text and CSV.
 "$REPORT" oom "$dump" >"$T/oom.txt" || fail "text report"
 soft grep -q "^cumtrace oom: 3 allocations failed with out-of-memory (100.0 MiB requested) in pid" "$T/oom.txt"

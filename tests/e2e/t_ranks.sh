@@ -17,8 +17,8 @@ D=$(for f in "$@"; do echo "$f"; done | sort -r | tr '\n' ' ')
 # shellcheck disable=SC2086
 set -- $D
 
-# The PROCESS record has the launcher's variables (scripts/ctdump.py reads it too).
-python3 "$ROOT/scripts/ctdump.py" "$1" >"$T/rec.txt" || fail "ctdump.py cannot read the dump"
+# The PROCESS record has the launcher's variables (bin/ctdump.py reads it too).
+python3 "$ROOT/bin/ctdump.py" "$1" >"$T/rec.txt" || fail "ctdump.py cannot read the dump"
 soft grep -q ' env\.RANK=[0-3] env\.LOCAL_RANK=[0-3] env\.WORLD_SIZE=4 env\.LOCAL_WORLD_SIZE=4 env\.GROUP_RANK=0 ' "$T/rec.txt"
 soft grep -q ' env\.TORCHELASTIC_RUN_ID=fake-[0-9]* ' "$T/rec.txt"
 

@@ -23,7 +23,7 @@ soft expect_eq pending_sites \
 	"$(jget "$T/s.json" '[(s["bytes"], s["api"], s["stack"][0]["function"]) for s in j["streams"]["pending_frees"]["sites"]]')" \
 	"[($((8 * MiB)), 'cudaMallocAsync', 'alloc_on'), ($((4 * MiB)), 'cudaMallocAsync', 'alloc_on'), (524288, 'cudaMallocAsync_ptsz', 'main')]"
 # Synchronization time is the sum of the recorded durations of S2's two syncs.
-want_ns=$(PYTHONPATH="$ROOT/scripts" python3 - "$dump" <<'PY'
+want_ns=$(PYTHONPATH="$ROOT/bin" python3 - "$dump" <<'PY'
 import struct, sys
 import ctdump
 total = 0

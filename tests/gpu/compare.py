@@ -213,10 +213,10 @@ def ns_of_kind(kind):
 
 
 def ctdump():
-    """scripts/ctdump.py (the dump walker that expands compressed records): in the
+    """bin/ctdump.py (the dump walker that expands compressed records): in the
     repository two levels up, in the GPU kit one level up from src/."""
     here = os.path.dirname(os.path.abspath(__file__))
-    for d in (os.path.join(here, "..", "..", "scripts"), os.path.join(here, "..")):
+    for d in (os.path.join(here, "..", "..", "bin"), os.path.join(here, "..")):
         if os.path.exists(os.path.join(d, "ctdump.py")) and d not in sys.path:
             sys.path.insert(0, d)
     import ctdump as mod

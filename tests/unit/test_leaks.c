@@ -1,7 +1,7 @@
 /*
  * Unit tests of leak classes (classify.c), suppressions (suppress.c), growth
  * leaks (growth.c) and the gate (gate.c). The rendered reports are golden
- * tests in test_analyzer.c.
+ * cases (tests/golden/cases/classes-*, run by test_golden.c).
  */
 #define _GNU_SOURCE
 #include <check.h>

@@ -1,7 +1,7 @@
 /*
  * Unit tests of many dumps as one job (analyzer/ranks.c): the rank of each
  * dump, sites merged by identity across processes loaded at different
- * addresses, the merged reports (golden files ranks-*), and the progress
+ * addresses, the merged reports (golden cases ranks-*), and the progress
  * line (analyzer/progress.c).
  */
 #define _GNU_SOURCE
@@ -15,59 +15,17 @@
 #include "../../analyzer/ranks.h"
 #include "../../analyzer/report.h"
 #include "dumpgen.h"
-#include "golden.h"
+#include "golden_dumps.h"
 #include "modelload.h"
-
-#define MiB (1ull << 20)
-
-/*
- * Rank r of a four-rank job (the figures of tests/e2e/progs/rank_worker.c):
- * every rank leaks 64 MiB at one site, rank 3 leaks 32 MiB more, and each
- * allocates and frees (r + 1) x 16 MiB at a third site. Each process has its
- * own load addresses; shared_off moves the first site's innermost frame (to
- * make a different site). kv: the PROCESS strings after host and argv.
- */
-static void rank_dump(struct dg *g, int r, uint64_t shared_off, const char *const *kv)
-{
-	const char *strings[16] = {"version=0.1.0", "host=node0", "argv=train"};
-	size_t n = 3;
-	for (size_t i = 0; kv && kv[i] && n < 15; i++)
-		strings[n++] = kv[i];
-	strings[n] = NULL;
-	uint64_t prog = 0x400000 + (uint64_t)r * 0x10000000, libc = 0x7f0000000000 + (uint64_t)r * 0x100000000;
-	dg_init(g);
-	dg_header(g);
-	dg_process(g, 1000 + (uint32_t)r, 999, 1000000, strings);
-	dg_module(g, prog, prog, prog + 0x80000, NULL, 0, "/opt/job/train");
-	dg_module(g, libc, libc, libc + 0x200000, NULL, 0, "/lib/x86_64-linux-gnu/libc.so.6");
-	uint64_t shared[3] = {prog + shared_off, prog + 0x1500, libc + 0x271ca};
-	uint64_t step[3] = {prog + 0x2000, prog + 0x1500, libc + 0x271ca};
-	uint64_t extra[3] = {prog + 0x3000, prog + 0x1500, libc + 0x271ca};
-	dg_stack(g, 1, 3, shared);
-	dg_stack(g, 2, 3, step);
-	dg_stack(g, 3, 3, extra);
-	const uint64_t T = 1000000, MS = 1000000;
-	dg_batch(g, T, 0);
-	dg_alloc(g, T + 1 * MS, 0x10000000, 64 * MiB, 1);
-	if (r == 3)
-		dg_alloc(g, T + 2 * MS, 0x20000000, 32 * MiB, 3);
-	dg_alloc(g, T + 3 * MS + (uint64_t)r * 1000, 0x30000000, (uint64_t)(r + 1) * 16 * MiB, 2);
-	dg_free(g, T + 4 * MS, 0x30000000);
-	dg_end(g, T + 5 * MS);
-}
 
 /* The models of ranks 0-3 with torchrun's variables, in the order given (a permutation). */
 static void job(struct ct_model **ms, const int *order, uint64_t rank2_off)
 {
 	for (int i = 0; i < 4; i++) {
 		int r = order[i];
-		char rank[32], local[32], path[32];
-		snprintf(rank, sizeof rank, "env.RANK=%d", r);
-		snprintf(local, sizeof local, "env.LOCAL_RANK=%d", r);
-		const char *kv[] = {rank, local, "env.WORLD_SIZE=4", "env.LOCAL_WORLD_SIZE=4",
-				    "env.GROUP_RANK=0", "env.TORCHELASTIC_RUN_ID=job1", NULL};
+		char path[32];
 		struct dg g;
-		rank_dump(&g, r, r == 2 ? rank2_off : 0x1234, kv);
+		rank_job_dump(&g, r, r == 2 ? rank2_off : 0x1234);
 		struct ct_report_opts o = {.buckets = 10, .top = 20};
 		ms[i] = tm_load(&g, ct_report_attach_all, &o);
 		snprintf(path, sizeof path, "rank%d.dump", r);
@@ -271,25 +229,12 @@ END_TEST
 
 /* ---- reports ------------------------------------------------------------------------------- */
 
-START_TEST(golden_merged_reports)
+/* --per-dump of the job (the merged reports: tests/golden/cases/ranks-*) */
+START_TEST(per_dump_reports)
 {
 	struct ct_model *ms[4];
 	/* given out of order: the reports go by rank */
 	job(ms, (const int[]){3, 1, 0, 2}, 0x1234);
-	static const struct {
-		const char *name;
-		int cmd, format;
-	} cases[] = {
-		{"ranks-summary.txt", CT_CMD_SUMMARY, CT_FMT_TEXT},
-		{"ranks-leaks.txt", CT_CMD_LEAKS, CT_FMT_TEXT},
-		{"ranks-peak.txt", CT_CMD_PEAK, CT_FMT_TEXT},
-		{"ranks-leaks.json", CT_CMD_LEAKS, CT_FMT_JSON},
-	};
-	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-		char *out = render_n(ms, 4, cases[i].cmd, cases[i].format, 0);
-		check_golden(cases[i].name, out);
-		free(out);
-	}
 	/* --per-dump: the sections and the document of before */
 	char *out = render_n(ms, 4, CT_CMD_LEAKS, CT_FMT_TEXT, 1);
 	ck_assert_ptr_nonnull(strstr(out, "cumtrace leaks: 2 allocations, 96.0 MiB (100663296 bytes) not freed in pid 1003 (train)\n"));
@@ -361,7 +306,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, rank_lists);
 	tcase_add_test(tc, merge_by_identity_across_load_addresses);
 	tcase_add_test(tc, merge_adds_and_groups_shares);
-	tcase_add_test(tc, golden_merged_reports);
+	tcase_add_test(tc, per_dump_reports);
 	tcase_add_test(tc, progress_line);
 	suite_add_tcase(s, tc);
 	return s;

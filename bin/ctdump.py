@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Decode a cumtrace dump record by record (a debugging aid independent of
-cumtrace-report; the layout is include/cumtrace/format.h).
+cumtrace-report; the layout is include/cumtrace/format.h, whose CT_REC_LIST table of record
+types this script reads at run time).
 
 Compressed runs (CT_REC_ZSTD) are expanded in place: their records are printed
 with the offset of the compressed record and "+N", N the record's offset in the
@@ -13,17 +14,42 @@ usage: ctdump.py [--stats] DUMP
 """
 import ctypes
 import ctypes.util
+import os
+import re
 import shutil
 import struct
 import subprocess
 import sys
 from collections import Counter
 
-REC_NAMES = {0: "pad", 1: "process", 2: "event", 3: "stack", 4: "module", 5: "drops",
-             6: "batch", 7: "end", 8: "mark", 9: "zstd", 10: "symbols", 11: "pystack",
-             12: "pystring", 13: "meminfo"}
+
+def _format_h():
+    """include/cumtrace/format.h: $CUMTRACE_FORMAT_H, else ../include/cumtrace/
+    from this file (the source tree and an installed PREFIX/bin alike), else
+    beside it."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    for path in (os.environ.get("CUMTRACE_FORMAT_H"),
+                 os.path.join(here, "..", "include", "cumtrace", "format.h"),
+                 os.path.join(here, "format.h")):
+        if path and os.path.exists(path):
+            return path
+    sys.exit("ctdump: cannot find include/cumtrace/format.h (set CUMTRACE_FORMAT_H)")
+
+
+def _record_types(header):
+    """{number: (name, minimum size)} from format.h's CT_REC_LIST rows."""
+    text = open(header).read().split("#define CT_REC_LIST(X)")[1].split("enum ct_rec_type")[0]
+    rows = re.findall(r"X\((\w+), (\d+), (\w+), (\w+), (\d+), ([01])\)", text)
+    if not rows:
+        sys.exit("ctdump: no CT_REC_LIST rows in %s" % header)
+    return {int(num): (name, int(size)) for _NAME, num, name, _struct, size, _ticks in rows}
+
+
+REC_TYPES = _record_types(_format_h())
+REC_NAMES = {num: name for num, (name, _size) in REC_TYPES.items()}
+REC_NUM = {name: num for num, name in REC_NAMES.items()}
 EVENT = struct.Struct("<6Q2IiIHBBhBB")
-REC_ZSTD = 9
+REC_ZSTD = REC_NUM["zstd"]
 ZSTD_RAW_MAX = 4 << 20
 
 
@@ -85,6 +111,10 @@ def _walk(data, start, end):
         rtype, flags, size = struct.unpack_from("<HHI", data, off)
         if size < 8 or size % 8 or off + size > end:
             raise BadRecord("bad or truncated record at offset %d" % off)
+        if rtype in REC_TYPES and size < REC_TYPES[rtype][1]:
+            raise BadRecord("corrupt record at offset %d: %s record of %d bytes is shorter "
+                            "than its fixed part (%d bytes)"
+                            % (off, REC_NAMES[rtype], size, REC_TYPES[rtype][1]))
         yield off, rtype, flags, data[off + 8:off + size]
         off += size
 
@@ -135,32 +165,32 @@ def main():
 def show(off, rtype, body):
     name = REC_NAMES.get(rtype, f"type{rtype}")
     off = f"{off:>10}"
-    if rtype == 2:
+    if rtype == REC_NUM["event"]:
         (ts, dur, ptr, size, stream, aux, tid, stack, result, flags, api, op_kind, kind_, dev,
          layer, _r) = EVENT.unpack_from(body)
         print(f"{off} event ts={ts} dur={dur} api={api} op={op_kind} kind={kind_} "
               f"ptr={ptr:#x} size={size} stream={stream:#x} tid={tid} stack={stack} "
               f"result={result} dev={dev}")
-    elif rtype == 3:
+    elif rtype == REC_NUM["stack"]:
         sid, depth = struct.unpack_from("<IH", body)
         ips = struct.unpack_from(f"<{depth}Q", body, 8)
         print(f"{off} stack id={sid} depth={depth} " + " ".join(f"{i:#x}" for i in ips[:6]))
-    elif rtype == 4:
+    elif rtype == REC_NUM["module"]:
         base, lo, hi, ts, blen, plen = struct.unpack_from("<4QHH", body)
         path = body[40 + blen:40 + blen + plen].split(b"\0")[0].decode(errors="replace")
         print(f"{off} module base={base:#x} {lo:#x}-{hi:#x} build_id={body[40:40+blen].hex()} {path}")
-    elif rtype == 1:
+    elif rtype == REC_NUM["process"]:
         pid, ppid = struct.unpack_from("<II", body)
         strings = body[32:].split(b"\0")
         print(f"{off} process pid={pid} ppid={ppid} " +
               " ".join(s.decode(errors="replace") for s in strings if s))
-    elif rtype == 10:
+    elif rtype == REC_NUM["symbols"]:
         naddrs, nframes, slen = struct.unpack_from("<III", body)
         strings = body[16 + 16 * (naddrs + nframes):][:slen]
         fn = struct.unpack_from("<I", body, 16 + 16 * naddrs)[0] if nframes else 0xffffffff
         first = strings[fn:].split(b"\0")[0].decode(errors="replace") if fn < slen else "-"
         print(f"{off} symbols addresses={naddrs} frames={nframes} strings={slen} first={first}")
-    elif rtype == 13:
+    elif rtype == REC_NUM["meminfo"]:
         ts, call_ts, free, total, tid, dev = struct.unpack_from("<4QIh", body)
         print(f"{off} meminfo ts={ts} call_ts={call_ts} tid={tid} dev={dev} "
               f"free={free} total={total}")
