@@ -33,8 +33,12 @@
 
 _Atomic int ct_state;
 
-static int ct_fd = -1;
+static _Atomic int ct_fd = -1;
 static char ct_path[PATH_MAX + 16];
+/* Absolute: the manifest's line, and where the dump is opened again. */
+static char ct_path_abs[2 * PATH_MAX + 16];
+static dev_t ct_dump_dev; /* the file the dump was created as */
+static ino_t ct_dump_ino;
 static pid_t ct_pid;
 static uint64_t ct_start_realtime, ct_start_monotonic;
 static uint32_t ct_parent_pid;
@@ -57,7 +61,7 @@ static _Atomic uint64_t ct_lost;
 static uint64_t ct_lost_reported;
 static uint64_t ct_batch_seq;
 
-static _Atomic int ct_warned_open, ct_warned_write, ct_warned_thread;
+static _Atomic int ct_warned_open, ct_warned_write, ct_warned_thread, ct_warned_reopen;
 
 /* ---- the write buffer (writer side only, under ct_round_lock) ---------------- */
 
@@ -71,12 +75,90 @@ static size_t ct_wbuf_len;
 static unsigned char *ct_zbuf; /* CT_REC_MAX bytes: one CT_REC_ZSTD record */
 static int ct_compress;	       /* this dump's rounds are compressed */
 
+/* ---- the dump's descriptor ----------------------------------------------------- */
+
+/* Does fd name the dump (the file it was created as)? */
+static int ct_fd_is_dump(int fd)
+{
+	struct stat st;
+	return fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == ct_dump_dev &&
+	       st.st_ino == ct_dump_ino;
+}
+
+/* Open an existing path to append to it: never created, never through a
+ * symlink, never waiting (a FIFO). Returns the descriptor or -1. */
+static int ct_open_append(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+	if (fd >= 0 && fcntl(fd, F_SETFL, O_APPEND) != 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Close the dump's descriptor when it still names the dump (else it is not ours). */
+static void ct_dump_close(void)
+{
+	int fd = atomic_exchange(&ct_fd, -1);
+	if (ct_fd_is_dump(fd))
+		close(fd);
+}
+
+/*
+ * The dump's descriptor, checked before every write: the program may have
+ * closed it, or closed it and opened a file of its own that got its number.
+ * Then the dump is opened again by its absolute path when that still names
+ * the same file (one warning), else tracing stops (one warning) and -1 is
+ * returned. The old number is never closed or written: it is not the
+ * shim's any more. What remains is a window of a few hundred nanoseconds
+ * between the check and the write, in which a thread of the program would
+ * have to close that number and get it back from open (it sits at the top
+ * of the table, above what open hands out first) or dup2 onto it.
+ */
+static int ct_dump_fd(void)
+{
+	for (;;) {
+		int fd = atomic_load(&ct_fd);
+		if (fd < 0 || ct_fd_is_dump(fd))
+			return fd;
+		int again = ct_open_append(ct_path_abs);
+		if (again >= 0 && !ct_fd_is_dump(again)) {
+			close(again);
+			again = -1;
+			errno = ESTALE;
+		}
+		if (again >= 0)
+			again = ct_fd_move_high(again);
+		if (again < 0) {
+			ct_warn_once(&ct_warned_write,
+				     "descriptor %d no longer names %s (the program closed or "
+				     "replaced it) and the dump cannot be opened again: %s; tracing "
+				     "stopped, the program goes on",
+				     fd, ct_path, strerror(errno));
+			atomic_store(&ct_state, CT_STATE_DISABLED);
+			return -1;
+		}
+		if (atomic_compare_exchange_strong(&ct_fd, &fd, again)) {
+			ct_warn_once(&ct_warned_reopen,
+				     "descriptor %d no longer names %s (the program closed or "
+				     "replaced it); opened it again as descriptor %d",
+				     fd, ct_path, again);
+			return again;
+		}
+		close(again); /* another thread opened it again first */
+	}
+}
+
 /* Write everything or fail; on failure tracing stops for good. */
 static int ct_write_all(const void *p, size_t n)
 {
 	const unsigned char *c = p;
+	int fd = ct_dump_fd();
+	if (fd < 0)
+		return -1;
 	while (n > 0) {
-		ssize_t w = write(ct_fd, c, n);
+		ssize_t w = write(fd, c, n);
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w <= 0) {
@@ -97,7 +179,7 @@ static int ct_in_signal; /* the round in progress runs in a fatal signal's handl
 /* Compressed unless in a fatal signal's handler, where libzstd (malloc) must not run. */
 static void ct_wbuf_flush(void)
 {
-	if (ct_wbuf_len && ct_fd >= 0 && atomic_load(&ct_state) != CT_STATE_DISABLED) {
+	if (ct_wbuf_len && atomic_load(&ct_fd) >= 0 && atomic_load(&ct_state) != CT_STATE_DISABLED) {
 		size_t z = ct_compress && !ct_in_signal
 				   ? ct_zstd_pack(ct_wbuf, ct_wbuf_len, ct_zbuf, CT_REC_MAX)
 				   : 0;
@@ -281,7 +363,7 @@ static void ct_put_drops(uint32_t tid, uint64_t count)
  */
 static void ct_round_ex(int in_signal)
 {
-	if (ct_fd < 0)
+	if (atomic_load(&ct_fd) < 0)
 		return;
 	int live = atomic_load(&ct_state) != CT_STATE_DISABLED;
 	/* A calibration point before any ring is read: every tick converted
@@ -538,13 +620,8 @@ static void ct_note_manifest(void)
 	const char *manifest = ct_option_str(CT_OPT_MANIFEST);
 	if (!manifest)
 		return;
-	char line[PATH_MAX * 2 + 2];
-	char cwd[PATH_MAX];
-	int n;
-	if (ct_path[0] == '/' || !getcwd(cwd, sizeof cwd))
-		n = snprintf(line, sizeof line, "%s\n", ct_path);
-	else
-		n = snprintf(line, sizeof line, "%s/%s\n", cwd, ct_path);
+	char line[sizeof ct_path_abs + 1];
+	int n = snprintf(line, sizeof line, "%s\n", ct_path_abs);
 	int fd = open(manifest, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return;
@@ -555,12 +632,17 @@ static void ct_note_manifest(void)
 	close(fd);
 }
 
-/* Create the dump: O_EXCL, never through a symlink; after exec the pid is the
- * same, so a taken name gets a ".N" suffix. Returns 0 on success. */
+/*
+ * Create the dump: O_EXCL, never through a symlink; after exec the pid is the
+ * same, so a taken name gets a ".N" suffix. Its descriptor goes to the top of
+ * the table (fd.c), and the file's identity and absolute path are kept for
+ * ct_dump_fd. Returns 0 on success.
+ */
 static int ct_open_dump(void)
 {
 	const char *tmpl = ct_option_str(CT_OPT_OUTPUT);
 	char base[PATH_MAX];
+	int fd = -1;
 	if (ct_expand_template(tmpl ? tmpl : "cumtrace.%p.dump", base, sizeof base - 8)) {
 		ct_warn_once(&ct_warned_open, "output template too long; tracing off");
 		return -1;
@@ -570,16 +652,36 @@ static int ct_open_dump(void)
 			snprintf(ct_path, sizeof ct_path, "%s", base);
 		else
 			snprintf(ct_path, sizeof ct_path, "%s.%d", base, attempt);
-		ct_fd = open(ct_path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_APPEND,
-			     0600);
-		if (ct_fd >= 0)
-			return 0;
-		if (errno != EEXIST)
+		fd = open(ct_path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_APPEND,
+			  0600);
+		if (fd >= 0 || errno != EEXIST)
 			break;
 	}
-	ct_warn_once(&ct_warned_open, "cannot create %s: %s; tracing off, the program goes on",
-		     ct_path, strerror(errno));
-	return -1;
+	if (fd < 0) {
+		ct_warn_once(&ct_warned_open,
+			     "cannot create %s: %s; tracing off, the program goes on", ct_path,
+			     strerror(errno));
+		return -1;
+	}
+	struct stat st;
+	if (fstat(fd, &st) != 0 || (fd = ct_fd_move_high(fd)) < 0) {
+		int err = errno;
+		unlink(ct_path); /* ours: created just now, empty */
+		ct_warn_once(&ct_warned_open,
+			     "no descriptor for %s at the top of the table: %s; tracing off, the "
+			     "program goes on",
+			     ct_path, strerror(err));
+		return -1;
+	}
+	ct_dump_dev = st.st_dev;
+	ct_dump_ino = st.st_ino;
+	char cwd[PATH_MAX];
+	if (ct_path[0] == '/' || !getcwd(cwd, sizeof cwd))
+		snprintf(ct_path_abs, sizeof ct_path_abs, "%s", ct_path);
+	else
+		snprintf(ct_path_abs, sizeof ct_path_abs, "%s/%s", cwd, ct_path);
+	atomic_store(&ct_fd, fd);
+	return 0;
 }
 
 /*
@@ -661,10 +763,8 @@ int ct_ensure_started(void)
 	ct_catch_fatal();
 	final = CT_STATE_RUNNING;
 done:
-	if (final == CT_STATE_DISABLED && ct_fd >= 0) {
-		close(ct_fd);
-		ct_fd = -1;
-	}
+	if (final == CT_STATE_DISABLED)
+		ct_dump_close();
 	atomic_store(&ct_state, final);
 	errno = saved_errno;
 	return final;
@@ -685,7 +785,7 @@ void ct_write_direct(const void *rec, uint32_t len)
 	pthread_mutex_lock(&ct_direct_lock);
 	if (finish)
 		ct_rec_finish(&copy.rec);
-	if (ct_fd >= 0 && atomic_load(&ct_state) == CT_STATE_FINISHED)
+	if (atomic_load(&ct_fd) >= 0 && atomic_load(&ct_state) == CT_STATE_FINISHED)
 		ct_write_all(finish ? (const void *)&copy : rec, len);
 	pthread_mutex_unlock(&ct_direct_lock);
 }
@@ -782,9 +882,7 @@ static void ct_fork_child(void)
 	ct_parent_pid = (uint32_t)getppid();
 	ct_is_fork_child = 1;
 	ct_mark_start();
-	if (ct_fd >= 0)
-		close(ct_fd);
-	ct_fd = -1;
+	ct_dump_close();
 	atomic_store(&ct_writer_joinable, 0); /* the parent's writer is not in this process */
 	struct ct_ring *r = atomic_exchange(&ct_rings, NULL);
 	while (r) {
