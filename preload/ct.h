@@ -341,10 +341,12 @@ CT_HIDDEN uint64_t ct_stack_count(void);
 
 /* ---- the shim's descriptors (fd.c) ------------------------------------------ */
 
+/* Below this RLIMIT_NOFILE the shim holds no descriptor, so it does not trace. */
+#define CT_FD_MIN_LIMIT 64
 /*
  * The lowest number the shim may hold now: its descriptors sit in the top 16
  * below min(RLIMIT_NOFILE, 1024), clear of the lowest numbers, which open()
- * hands to the program. -1 when the limit is below 64: no room for them.
+ * hands to the program. -1 when the limit is below CT_FD_MIN_LIMIT.
  */
 CT_HIDDEN int ct_fd_floor(void);
 /*

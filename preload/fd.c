@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <string.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -31,8 +32,6 @@
 /* The shim's numbers: the top CT_FD_SPAN below min(limit, CT_FD_CEIL). */
 #define CT_FD_SPAN 16
 #define CT_FD_CEIL 1024
-/* Below this limit the top is too close to the numbers a program opens. */
-#define CT_FD_MIN_LIMIT 64
 
 int ct_fd_floor(void)
 {
@@ -111,8 +110,9 @@ int pipe2(int fds[2], int flags)
 		/* -1, not the closed numbers: libunwind closes these when it tries again. */
 		fds[0] = fds[1] = -1;
 		ct_warn_once(&ct_warned_pipe,
-			     "no descriptor above %d for libunwind's pipe; native stacks may be cut short",
-			     ct_fd_floor());
+			     "no descriptor at the top of the table for libunwind's pipe: %s; native "
+			     "stacks may be cut short",
+			     strerror(err));
 		errno = err;
 		return -1;
 	}

@@ -647,6 +647,14 @@ static int ct_open_dump(void)
 		ct_warn_once(&ct_warned_open, "output template too long; tracing off");
 		return -1;
 	}
+	/* Not even tried: a program run with so few descriptors needs them all. */
+	if (ct_fd_floor() < 0) {
+		ct_warn_once(&ct_warned_open,
+			     "the descriptor limit (RLIMIT_NOFILE) is below %d, too low for the "
+			     "dump's descriptor beside the program's; tracing off, the program goes on",
+			     CT_FD_MIN_LIMIT);
+		return -1;
+	}
 	for (int attempt = 0; attempt < 100; attempt++) {
 		if (attempt == 0)
 			snprintf(ct_path, sizeof ct_path, "%s", base);
