@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -61,15 +62,20 @@ static _Atomic uint64_t ct_lost;
 static uint64_t ct_lost_reported;
 static uint64_t ct_batch_seq;
 
-static _Atomic int ct_warned_open, ct_warned_write, ct_warned_thread, ct_warned_reopen;
+static _Atomic int ct_warned_open, ct_warned_write, ct_warned_thread, ct_warned_reopen,
+	ct_warned_ring;
 
 /* ---- the write buffer (writer side only, under ct_round_lock) ---------------- */
 
 /*
  * Whole records only: a full buffer goes out as one CT_REC_ZSTD record when
- * compression is on and shrinks it, else as it is.
+ * compression is on and shrinks it, else as it is. 1 MiB, not the 4 MiB a
+ * compressed record may hold (CT_ZSTD_RAW_MAX): with the compressed copy
+ * that is 2 MiB of address space instead of 5, for the same ratio within a
+ * few percent (docs/reliability.md, issue 14). It holds any one record
+ * (CT_REC_MAX).
  */
-#define CT_WBUF_SIZE CT_ZSTD_RAW_MAX
+#define CT_WBUF_SIZE CT_REC_MAX
 static unsigned char *ct_wbuf;
 static size_t ct_wbuf_len;
 static unsigned char *ct_zbuf; /* CT_REC_MAX bytes: one CT_REC_ZSTD record */
@@ -496,7 +502,7 @@ struct ct_ring *ct_thread_ring(void)
 		}
 	}
 	if (!ring) {
-		/* Over budget: share one locked ring among the extra threads. */
+		/* Over budget (or no memory): share one locked ring among the extra threads. */
 		pthread_mutex_lock(&ct_overflow_lock);
 		ring = atomic_load(&ct_overflow_ring);
 		if (!ring && (ring = ct_ring_create(ct_ring_cap())) != NULL) {
@@ -509,8 +515,13 @@ struct ct_ring *ct_thread_ring(void)
 			atomic_store(&ct_overflow_ring, ring);
 		}
 		pthread_mutex_unlock(&ct_overflow_lock);
-		if (!ring)
+		if (!ring) {
+			ct_warn_once(&ct_warned_ring,
+				     "cannot map a ring buffer (%llu KiB): %s; events of threads "
+				     "without one are lost, counted in the dump",
+				     (unsigned long long)(ct_ring_cap() >> 10), strerror(errno));
 			return NULL;
+		}
 	}
 	if (!ring->shared) {
 		ring->tid = tid;
@@ -725,6 +736,93 @@ static void ct_catch_fatal(void)
 	}
 }
 
+/*
+ * What starting to trace maps besides the first thread's ring: the write
+ * buffer and module table (2.1 MiB), the stack table (4 MiB), the thread's
+ * stack cache, libzstd and its tables (about 1.7 MiB), the writer's stack.
+ */
+#define CT_START_VM (9u << 20)
+
+/*
+ * Under an address-space limit (ulimit -v), tracing starts only when it
+ * would take at most a quarter of the room the limit leaves, so that the
+ * program keeps the rest; otherwise one warning. Returns 1 to go on.
+ */
+static int ct_room_to_start(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_AS, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
+		return 1;
+	char buf[64];
+	ssize_t got = -1;
+	int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		got = read(fd, buf, sizeof buf - 1);
+		close(fd);
+	}
+	buf[got > 0 ? got : 0] = 0;
+	uint64_t used = strtoull(buf, NULL, 10) * (uint64_t)sysconf(_SC_PAGESIZE);
+	uint64_t need = CT_START_VM + ct_ring_cap();
+	uint64_t room = rl.rlim_cur > used ? rl.rlim_cur - used : 0;
+	if (got > 0 && need <= room / 4)
+		return 1;
+	ct_warn_once(&ct_warned_open,
+		     "the address-space limit (ulimit -v) leaves %llu MiB; tracing needs about "
+		     "%llu MiB, more than a quarter of it; tracing off, the program goes on",
+		     (unsigned long long)(room >> 20), (unsigned long long)(need >> 20));
+	return 0;
+}
+
+/* Map the write buffer and the module table (once); on failure warn and return -1. */
+static int ct_wbuf_map(void)
+{
+	if (!ct_room_to_start())
+		return -1;
+	size_t wsize = CT_WBUF_SIZE + CT_REC_MAX;
+	size_t msize = CT_MAX_MODULES * sizeof(struct ct_module_seen);
+	void *m = mmap(NULL, wsize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	void *mods = mmap(NULL, msize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED || mods == MAP_FAILED) {
+		int err = errno;
+		if (m != MAP_FAILED)
+			munmap(m, wsize);
+		if (mods != MAP_FAILED)
+			munmap(mods, msize);
+		ct_warn_once(&ct_warned_open,
+			     "cannot map the write buffer (%zu KiB): %s; tracing off, the program "
+			     "goes on",
+			     (wsize + msize) >> 10, strerror(err));
+		return -1;
+	}
+	ct_wbuf = m;
+	ct_zbuf = ct_wbuf + CT_WBUF_SIZE;
+	ct_modules = mods;
+	return 0;
+}
+
+/*
+ * The writer's stack. Its deepest path is a module record (two PATH_MAX
+ * buffers) inside dl_iterate_phdr, or one zstd call: far below glibc's
+ * default of RLIMIT_STACK, 8 MiB of address space. A program whose static
+ * TLS does not fit beside it (EINVAL) gets the default.
+ */
+#define CT_WRITER_STACK (256u << 10)
+
+static int ct_writer_spawn(void)
+{
+	pthread_attr_t attr;
+	int rc = pthread_attr_init(&attr);
+	if (rc == 0) {
+		rc = pthread_attr_setstacksize(&attr, CT_WRITER_STACK);
+		if (rc == 0)
+			rc = pthread_create(&ct_writer_thread, &attr, ct_writer_main, NULL);
+		pthread_attr_destroy(&attr);
+	}
+	if (rc == EINVAL)
+		rc = pthread_create(&ct_writer_thread, NULL, ct_writer_main, NULL);
+	return rc;
+}
+
 int ct_ensure_started(void)
 {
 	int expect = CT_STATE_UNINIT;
@@ -738,17 +836,8 @@ int ct_ensure_started(void)
 	int final = CT_STATE_DISABLED;
 	if (ct_option(CT_OPT_DISABLE))
 		goto done;
-	if (!ct_wbuf) {
-		void *m = mmap(NULL, CT_WBUF_SIZE + CT_REC_MAX, PROT_READ | PROT_WRITE,
-			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		void *mods = mmap(NULL, CT_MAX_MODULES * sizeof(struct ct_module_seen),
-				  PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (m == MAP_FAILED || mods == MAP_FAILED)
-			goto done;
-		ct_wbuf = m;
-		ct_zbuf = ct_wbuf + CT_WBUF_SIZE;
-		ct_modules = mods;
-	}
+	if (!ct_wbuf && ct_wbuf_map())
+		goto done;
 	ct_clock_init();
 	ct_compress = ct_option(CT_OPT_COMPRESS) && ct_zstd_init(CT_ZSTD_LEVEL) == 0;
 	if (ct_open_dump())
@@ -760,7 +849,7 @@ int ct_ensure_started(void)
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	atomic_store(&ct_writer_stop, 0);
-	int rc = pthread_create(&ct_writer_thread, NULL, ct_writer_main, NULL);
+	int rc = ct_writer_spawn();
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc != 0) {
 		ct_warn_once(&ct_warned_thread, "cannot start the writer thread: %s; tracing off",
