@@ -561,7 +561,8 @@ static void ct_put_launch_env(char *buf, size_t cap, size_t *len)
 	}
 }
 
-static void ct_put_process(void)
+/* The file header and the PROCESS record; 0, or -1 when they could not be written. */
+static int ct_put_process(void)
 {
 	static char buf[16384];
 	struct ct_rec_process *p = (struct ct_rec_process *)buf;
@@ -622,8 +623,9 @@ static void ct_put_process(void)
 	fh.version = CT_FORMAT_VERSION;
 	fh.header_size = sizeof fh;
 	fh.reserved = 0;
-	if (ct_write_all(&fh, sizeof fh) == 0)
-		ct_write_all(buf, p->rec.size);
+	if (ct_write_all(&fh, sizeof fh) != 0)
+		return -1;
+	return ct_write_all(buf, p->rec.size);
 }
 
 static void ct_note_manifest(void)
@@ -645,15 +647,18 @@ static void ct_note_manifest(void)
 
 /*
  * Create the dump: O_EXCL, never through a symlink; after exec the pid is the
- * same, so a taken name gets a ".N" suffix. Its descriptor goes to the top of
- * the table (fd.c), and the file's identity and absolute path are kept for
- * ct_dump_fd. Returns 0 on success.
+ * same, so a taken name gets a ".N" suffix. A character device at the path
+ * (/dev/null, a terminal) is written as it is instead: a ".1" beside it would
+ * be a file in /dev. The descriptor goes to the top of the table (fd.c), and
+ * the file's identity and absolute path are kept for ct_dump_fd. Returns 0
+ * on success.
  */
 static int ct_open_dump(void)
 {
 	const char *tmpl = ct_option_str(CT_OPT_OUTPUT);
 	char base[PATH_MAX];
-	int fd = -1;
+	struct stat st;
+	int fd = -1, device = 0;
 	if (ct_expand_template(tmpl ? tmpl : "cumtrace.%p.dump", base, sizeof base - 8)) {
 		ct_warn_once(&ct_warned_open, "output template too long; tracing off");
 		return -1;
@@ -666,7 +671,17 @@ static int ct_open_dump(void)
 			     CT_FD_MIN_LIMIT);
 		return -1;
 	}
-	for (int attempt = 0; attempt < 100; attempt++) {
+	if (lstat(base, &st) == 0 && S_ISCHR(st.st_mode)) {
+		device = 1;
+		snprintf(ct_path, sizeof ct_path, "%s", base);
+		fd = ct_open_append(ct_path);
+		if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISCHR(st.st_mode))) {
+			close(fd); /* replaced since the lstat */
+			fd = -1;
+			errno = ENODEV;
+		}
+	}
+	for (int attempt = 0; !device && attempt < 100; attempt++) {
 		if (attempt == 0)
 			snprintf(ct_path, sizeof ct_path, "%s", base);
 		else
@@ -677,15 +692,14 @@ static int ct_open_dump(void)
 			break;
 	}
 	if (fd < 0) {
-		ct_warn_once(&ct_warned_open,
-			     "cannot create %s: %s; tracing off, the program goes on", ct_path,
-			     strerror(errno));
+		ct_warn_once(&ct_warned_open, "cannot %s %s: %s; tracing off, the program goes on",
+			     device ? "open" : "create", ct_path, strerror(errno));
 		return -1;
 	}
-	struct stat st;
 	if (fstat(fd, &st) != 0 || (fd = ct_fd_move_high(fd)) < 0) {
 		int err = errno;
-		unlink(ct_path); /* ours: created just now, empty */
+		if (!device)
+			unlink(ct_path); /* ours: created just now, empty */
 		ct_warn_once(&ct_warned_open,
 			     "no descriptor for %s at the top of the table: %s; tracing off, the "
 			     "program goes on",
@@ -843,7 +857,8 @@ int ct_ensure_started(void)
 	if (ct_open_dump())
 		goto done;
 	ct_cupti_start(); /* CUMTRACE_BACKEND=cupti: before the PROCESS record names the backend */
-	ct_put_process();
+	if (ct_put_process())
+		goto done; /* warned: /dev/full, a full disk */
 	ct_note_manifest();
 	sigset_t all, old;
 	sigfillset(&all);
