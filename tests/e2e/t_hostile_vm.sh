@@ -8,6 +8,12 @@
 #    either the dump holds all 101 events and nothing was printed, or there
 #    is no dump and exactly one warning says why.
 . tests/e2e/lib.sh
+case ${SANITIZE:-} in
+*address* | *thread*)
+	echo "AddressSanitizer and ThreadSanitizer map terabytes of shadow memory: no program of theirs runs under ulimit -v"
+	exit 77
+	;;
+esac
 # limited NAME KB MB: run untraced and traced under ulimit -v KB
 limited() {
 	(
