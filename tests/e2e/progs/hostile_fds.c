@@ -6,6 +6,9 @@
  *
  * usage: hostile_fds closeall LOG PAIRS   close every descriptor >= 3, open LOG.0 to LOG.2
  *        hostile_fds dup2 LOG PAIRS       open LOG.0 to LOG.2 and dup2 them over 3..15
+ *        hostile_fds closeexit LOG PAIRS  PAIRS pairs, then as closeall, one line each,
+ *                                         and exit at once: the exit path writes them
+ *        hostile_fds closeabort LOG PAIRS the same, ending in abort()
  *        hostile_fds pipe LOG PAIRS       a pipe's read end over 3, LOG over 4,
  *                                         4096 bytes in the pipe while threads
  *                                         allocate (and stacks are unwound)
@@ -211,6 +214,22 @@ int main(int argc, char **argv)
 		for (int k = 3; k <= 15; k++)
 			if (k != fds[0] && k != fds[1] && k != fds[2] && dup2(fds[k % 3], k) != k)
 				die4("dup2");
+	} else if (strcmp(mode, "closeexit") == 0 || strcmp(mode, "closeabort") == 0) {
+		/* Events still in the rings when the descriptors go: exit or abort writes them. */
+		for (long i = 0; i < pairs; i++) {
+			CHECK(cudaMalloc(&p, 4096));
+			CHECK(cudaFree(p));
+		}
+		close_from_3();
+		open_logs(log, fds);
+		for (int k = 0; k < 3; k++)
+			put_line(fds[k], 0);
+		printf("expect log_lines 1\n");
+		printf("expect allocations %ld\n", 1 + pairs);
+		fflush(stdout);
+		if (strcmp(mode, "closeabort") == 0)
+			abort();
+		exit(0);
 	} else {
 		return 2;
 	}
