@@ -774,11 +774,11 @@ static int ct_room_to_start(void)
 		got = read(fd, buf, sizeof buf - 1);
 		close(fd);
 	}
-	buf[got > 0 ? got : 0] = 0;
+	buf[got > 0 ? got : 0] = 0; /* unreadable: used is 0, the limit alone decides */
 	uint64_t used = strtoull(buf, NULL, 10) * (uint64_t)sysconf(_SC_PAGESIZE);
 	uint64_t need = CT_START_VM + ct_ring_cap();
 	uint64_t room = rl.rlim_cur > used ? rl.rlim_cur - used : 0;
-	if (got > 0 && need <= room / 4)
+	if (need <= room / 4)
 		return 1;
 	ct_warn_once(&ct_warned_open,
 		     "the address-space limit (ulimit -v) leaves %llu MiB; tracing needs about "
