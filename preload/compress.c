@@ -4,13 +4,17 @@
  * frame. libzstd.so.1 is loaded with dlopen when tracing starts, so the shim
  * has no link-time dependency on it; without it dumps are written
  * uncompressed. Only the writer side uses this (the writer thread, the exit
- * and exec flushes under the round lock), never the hot path; libzstd
- * allocates its working memory with malloc the first time it compresses.
+ * and exec flushes under the round lock), never the hot path. libzstd's
+ * working memory is mapped by the shim (ct_zstd_alloc), never malloc'ed: the
+ * first malloc of the writer thread would give it an arena of its own,
+ * 64 MiB of address space, which a process under `ulimit -v` may need.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <string.h>
+#include <sys/mman.h>
 
+#define ZSTD_STATIC_LINKING_ONLY /* ZSTD_customMem, ZSTD_createCCtx_advanced */
 #include <zstd.h>
 
 #include "ct.h"
@@ -19,7 +23,7 @@
 #define CT_ZSTD_MIN_INPUT 512
 
 static struct {
-	ZSTD_CCtx *(*create)(void);
+	ZSTD_CCtx *(*create)(ZSTD_customMem);
 	size_t (*set)(ZSTD_CCtx *, ZSTD_cParameter, int);
 	size_t (*compress2)(ZSTD_CCtx *, void *, size_t, const void *, size_t);
 	unsigned (*is_error)(size_t);
@@ -27,6 +31,27 @@ static struct {
 } zs;
 
 static int ct_zstd_state; /* 0 not tried, 1 ready, -1 unavailable */
+
+/* Each allocation is a mapping of its own; its first 64 bytes keep the length. */
+#define CT_ZSTD_HEADER 64
+
+static void *ct_zstd_alloc(void *opaque, size_t size)
+{
+	size_t len = size + CT_ZSTD_HEADER;
+	void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
+		return NULL;
+	*(size_t *)m = len;
+	return (unsigned char *)m + CT_ZSTD_HEADER;
+}
+
+static void ct_zstd_free(void *opaque, void *p)
+{
+	if (p) {
+		unsigned char *m = (unsigned char *)p - CT_ZSTD_HEADER;
+		munmap(m, *(size_t *)m);
+	}
+}
 
 int ct_zstd_init(int level)
 {
@@ -36,13 +61,13 @@ int ct_zstd_init(int level)
 	void *h = dlopen("libzstd.so.1", RTLD_NOW | RTLD_LOCAL);
 	if (!h)
 		return -1;
-	*(void **)&zs.create = dlsym(h, "ZSTD_createCCtx");
+	*(void **)&zs.create = dlsym(h, "ZSTD_createCCtx_advanced");
 	*(void **)&zs.set = dlsym(h, "ZSTD_CCtx_setParameter");
 	*(void **)&zs.compress2 = dlsym(h, "ZSTD_compress2");
 	*(void **)&zs.is_error = dlsym(h, "ZSTD_isError");
 	if (!zs.create || !zs.set || !zs.compress2 || !zs.is_error)
 		return -1;
-	zs.cctx = zs.create();
+	zs.cctx = zs.create((ZSTD_customMem){ct_zstd_alloc, ct_zstd_free, NULL});
 	if (!zs.cctx)
 		return -1;
 	/* A window as large as the input: references reach across the whole

@@ -339,6 +339,29 @@ CT_HIDDEN void ct_stack_reset(void);
 /* Distinct stacks interned so far. */
 CT_HIDDEN uint64_t ct_stack_count(void);
 
+/* ---- the shim's descriptors (fd.c) ------------------------------------------ */
+
+/* Below this RLIMIT_NOFILE the shim holds no descriptor, so it does not trace. */
+#define CT_FD_MIN_LIMIT 64
+/*
+ * The lowest number the shim may hold now: its descriptors sit in the top 16
+ * below min(RLIMIT_NOFILE, 1024), clear of the lowest numbers, which open()
+ * hands to the program. -1 when the limit is below CT_FD_MIN_LIMIT.
+ */
+CT_HIDDEN int ct_fd_floor(void);
+/*
+ * Move fd to the shim's numbers (F_DUPFD_CLOEXEC from ct_fd_floor) and close
+ * fd. Returns the new number, or -1 with errno set (fd closed all the same).
+ */
+CT_HIDDEN int ct_fd_move_high(int fd);
+/*
+ * Around every call into libunwind: the first one sets libunwind up, and a
+ * pipe libunwind creates meanwhile (its memory checks) is moved to the
+ * shim's numbers. Calls nest.
+ */
+CT_HIDDEN void ct_unwinder_enter(void);
+CT_HIDDEN void ct_unwinder_leave(void);
+
 /* ---- recording (record.c) ---------------------------------------------------- */
 
 struct ct_stack_cache;

@@ -75,7 +75,6 @@ static int ct_find_self(struct dl_phdr_info *info, size_t size, void *arg)
 void ct_stack_init(void)
 {
 	dl_iterate_phdr(ct_find_self, (void *)(uintptr_t)&ct_stack_init);
-	unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
 	ct_stack_cache_init();
 }
 
@@ -112,7 +111,9 @@ int ct_stack_capture(uint64_t *ips, int max)
 	int want = max + 8;
 	if (want > (int)(sizeof raw / sizeof raw[0]))
 		want = (int)(sizeof raw / sizeof raw[0]);
+	ct_unwinder_enter();
 	int n = ct_unwind(raw, want);
+	ct_unwinder_leave();
 	int out = 0;
 	int i = 0;
 	/* The innermost frames are the shim's own: skip them. */

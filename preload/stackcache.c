@@ -515,7 +515,9 @@ int ct_stack_capture_at(uint64_t *ips, int max, const void *frame, uint64_t *has
 	if (plain)
 		victim = plain;
 	victim->used = now;
+	ct_unwinder_enter();
 	int n = ct_sc_unwind(sc, victim, ips, max, fr);
+	ct_unwinder_leave();
 	if (victim->nips)
 		*hash = victim->hash;
 	return n;

@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -33,8 +34,12 @@
 
 _Atomic int ct_state;
 
-static int ct_fd = -1;
+static _Atomic int ct_fd = -1;
 static char ct_path[PATH_MAX + 16];
+/* Absolute: the manifest's line, and where the dump is opened again. */
+static char ct_path_abs[2 * PATH_MAX + 16];
+static dev_t ct_dump_dev; /* the file the dump was created as */
+static ino_t ct_dump_ino;
 static pid_t ct_pid;
 static uint64_t ct_start_realtime, ct_start_monotonic;
 static uint32_t ct_parent_pid;
@@ -57,26 +62,109 @@ static _Atomic uint64_t ct_lost;
 static uint64_t ct_lost_reported;
 static uint64_t ct_batch_seq;
 
-static _Atomic int ct_warned_open, ct_warned_write, ct_warned_thread;
+static _Atomic int ct_warned_open, ct_warned_write, ct_warned_thread, ct_warned_reopen,
+	ct_warned_ring;
 
 /* ---- the write buffer (writer side only, under ct_round_lock) ---------------- */
 
 /*
  * Whole records only: a full buffer goes out as one CT_REC_ZSTD record when
- * compression is on and shrinks it, else as it is.
+ * compression is on and shrinks it, else as it is. 1 MiB, not the 4 MiB a
+ * compressed record may hold (CT_ZSTD_RAW_MAX): with the compressed copy
+ * that is 2 MiB of address space instead of 5, for the same ratio within a
+ * few percent (docs/reliability.md, issue 14). It holds any one record
+ * (CT_REC_MAX).
  */
-#define CT_WBUF_SIZE CT_ZSTD_RAW_MAX
+#define CT_WBUF_SIZE CT_REC_MAX
 static unsigned char *ct_wbuf;
 static size_t ct_wbuf_len;
 static unsigned char *ct_zbuf; /* CT_REC_MAX bytes: one CT_REC_ZSTD record */
 static int ct_compress;	       /* this dump's rounds are compressed */
 
+/* ---- the dump's descriptor ----------------------------------------------------- */
+
+/* Does fd name the dump (the file it was created as)? */
+static int ct_fd_is_dump(int fd)
+{
+	struct stat st;
+	return fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == ct_dump_dev &&
+	       st.st_ino == ct_dump_ino;
+}
+
+/* Open an existing path to append to it: never created, never through a
+ * symlink, never waiting (a FIFO). Returns the descriptor or -1. */
+static int ct_open_append(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+	if (fd >= 0 && fcntl(fd, F_SETFL, O_APPEND) != 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Close the dump's descriptor when it still names the dump (else it is not ours). */
+static void ct_dump_close(void)
+{
+	int fd = atomic_exchange(&ct_fd, -1);
+	if (ct_fd_is_dump(fd))
+		close(fd);
+}
+
+/*
+ * The dump's descriptor, checked before every write: the program may have
+ * closed it, or closed it and opened a file of its own that got its number.
+ * Then the dump is opened again by its absolute path when that still names
+ * the same file (one warning), else tracing stops (one warning) and -1 is
+ * returned. The old number is never closed or written: it is not the
+ * shim's any more. What remains is a window of a few hundred nanoseconds
+ * between the check and the write, in which a thread of the program would
+ * have to close that number and get it back from open (it sits at the top
+ * of the table, above what open hands out first) or dup2 onto it.
+ */
+static int ct_dump_fd(void)
+{
+	for (;;) {
+		int fd = atomic_load(&ct_fd);
+		if (fd < 0 || ct_fd_is_dump(fd))
+			return fd;
+		int again = ct_open_append(ct_path_abs);
+		if (again >= 0 && !ct_fd_is_dump(again)) {
+			close(again);
+			again = -1;
+			errno = ESTALE;
+		}
+		if (again >= 0)
+			again = ct_fd_move_high(again);
+		if (again < 0) {
+			ct_warn_once(&ct_warned_write,
+				     "descriptor %d no longer names %s (the program closed or "
+				     "replaced it) and the dump cannot be opened again: %s; tracing "
+				     "stopped, the program goes on",
+				     fd, ct_path, strerror(errno));
+			atomic_store(&ct_state, CT_STATE_DISABLED);
+			return -1;
+		}
+		if (atomic_compare_exchange_strong(&ct_fd, &fd, again)) {
+			ct_warn_once(&ct_warned_reopen,
+				     "descriptor %d no longer names %s (the program closed or "
+				     "replaced it); opened it again as descriptor %d",
+				     fd, ct_path, again);
+			return again;
+		}
+		close(again); /* another thread opened it again first */
+	}
+}
+
 /* Write everything or fail; on failure tracing stops for good. */
 static int ct_write_all(const void *p, size_t n)
 {
 	const unsigned char *c = p;
+	int fd = ct_dump_fd();
+	if (fd < 0)
+		return -1;
 	while (n > 0) {
-		ssize_t w = write(ct_fd, c, n);
+		ssize_t w = write(fd, c, n);
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w <= 0) {
@@ -97,7 +185,7 @@ static int ct_in_signal; /* the round in progress runs in a fatal signal's handl
 /* Compressed unless in a fatal signal's handler, where libzstd (malloc) must not run. */
 static void ct_wbuf_flush(void)
 {
-	if (ct_wbuf_len && ct_fd >= 0 && atomic_load(&ct_state) != CT_STATE_DISABLED) {
+	if (ct_wbuf_len && atomic_load(&ct_fd) >= 0 && atomic_load(&ct_state) != CT_STATE_DISABLED) {
 		size_t z = ct_compress && !ct_in_signal
 				   ? ct_zstd_pack(ct_wbuf, ct_wbuf_len, ct_zbuf, CT_REC_MAX)
 				   : 0;
@@ -281,7 +369,7 @@ static void ct_put_drops(uint32_t tid, uint64_t count)
  */
 static void ct_round_ex(int in_signal)
 {
-	if (ct_fd < 0)
+	if (atomic_load(&ct_fd) < 0)
 		return;
 	int live = atomic_load(&ct_state) != CT_STATE_DISABLED;
 	/* A calibration point before any ring is read: every tick converted
@@ -414,7 +502,7 @@ struct ct_ring *ct_thread_ring(void)
 		}
 	}
 	if (!ring) {
-		/* Over budget: share one locked ring among the extra threads. */
+		/* Over budget (or no memory): share one locked ring among the extra threads. */
 		pthread_mutex_lock(&ct_overflow_lock);
 		ring = atomic_load(&ct_overflow_ring);
 		if (!ring && (ring = ct_ring_create(ct_ring_cap())) != NULL) {
@@ -427,8 +515,13 @@ struct ct_ring *ct_thread_ring(void)
 			atomic_store(&ct_overflow_ring, ring);
 		}
 		pthread_mutex_unlock(&ct_overflow_lock);
-		if (!ring)
+		if (!ring) {
+			ct_warn_once(&ct_warned_ring,
+				     "cannot map a ring buffer (%llu KiB): %s; events of threads "
+				     "without one are lost, counted in the dump",
+				     (unsigned long long)(ct_ring_cap() >> 10), strerror(errno));
 			return NULL;
+		}
 	}
 	if (!ring->shared) {
 		ring->tid = tid;
@@ -468,7 +561,8 @@ static void ct_put_launch_env(char *buf, size_t cap, size_t *len)
 	}
 }
 
-static void ct_put_process(void)
+/* The file header and the PROCESS record; 0, or -1 when they could not be written. */
+static int ct_put_process(void)
 {
 	static char buf[16384];
 	struct ct_rec_process *p = (struct ct_rec_process *)buf;
@@ -529,8 +623,9 @@ static void ct_put_process(void)
 	fh.version = CT_FORMAT_VERSION;
 	fh.header_size = sizeof fh;
 	fh.reserved = 0;
-	if (ct_write_all(&fh, sizeof fh) == 0)
-		ct_write_all(buf, p->rec.size);
+	if (ct_write_all(&fh, sizeof fh) != 0)
+		return -1;
+	return ct_write_all(buf, p->rec.size);
 }
 
 static void ct_note_manifest(void)
@@ -538,13 +633,8 @@ static void ct_note_manifest(void)
 	const char *manifest = ct_option_str(CT_OPT_MANIFEST);
 	if (!manifest)
 		return;
-	char line[PATH_MAX * 2 + 2];
-	char cwd[PATH_MAX];
-	int n;
-	if (ct_path[0] == '/' || !getcwd(cwd, sizeof cwd))
-		n = snprintf(line, sizeof line, "%s\n", ct_path);
-	else
-		n = snprintf(line, sizeof line, "%s/%s\n", cwd, ct_path);
+	char line[sizeof ct_path_abs + 1];
+	int n = snprintf(line, sizeof line, "%s\n", ct_path_abs);
 	int fd = open(manifest, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return;
@@ -555,31 +645,76 @@ static void ct_note_manifest(void)
 	close(fd);
 }
 
-/* Create the dump: O_EXCL, never through a symlink; after exec the pid is the
- * same, so a taken name gets a ".N" suffix. Returns 0 on success. */
+/*
+ * Create the dump: O_EXCL, never through a symlink; after exec the pid is the
+ * same, so a taken name gets a ".N" suffix. A character device at the path
+ * (/dev/null, a terminal) is written as it is instead: a ".1" beside it would
+ * be a file in /dev. The descriptor goes to the top of the table (fd.c), and
+ * the file's identity and absolute path are kept for ct_dump_fd. Returns 0
+ * on success.
+ */
 static int ct_open_dump(void)
 {
 	const char *tmpl = ct_option_str(CT_OPT_OUTPUT);
 	char base[PATH_MAX];
+	struct stat st;
+	int fd = -1, device = 0;
 	if (ct_expand_template(tmpl ? tmpl : "cumtrace.%p.dump", base, sizeof base - 8)) {
 		ct_warn_once(&ct_warned_open, "output template too long; tracing off");
 		return -1;
 	}
-	for (int attempt = 0; attempt < 100; attempt++) {
+	/* Not even tried: a program run with so few descriptors needs them all. */
+	if (ct_fd_floor() < 0) {
+		ct_warn_once(&ct_warned_open,
+			     "the descriptor limit (RLIMIT_NOFILE) is below %d, too low for the "
+			     "dump's descriptor beside the program's; tracing off, the program goes on",
+			     CT_FD_MIN_LIMIT);
+		return -1;
+	}
+	if (lstat(base, &st) == 0 && S_ISCHR(st.st_mode)) {
+		device = 1;
+		snprintf(ct_path, sizeof ct_path, "%s", base);
+		fd = ct_open_append(ct_path);
+		if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISCHR(st.st_mode))) {
+			close(fd); /* replaced since the lstat */
+			fd = -1;
+			errno = ENODEV;
+		}
+	}
+	for (int attempt = 0; !device && attempt < 100; attempt++) {
 		if (attempt == 0)
 			snprintf(ct_path, sizeof ct_path, "%s", base);
 		else
 			snprintf(ct_path, sizeof ct_path, "%s.%d", base, attempt);
-		ct_fd = open(ct_path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_APPEND,
-			     0600);
-		if (ct_fd >= 0)
-			return 0;
-		if (errno != EEXIST)
+		fd = open(ct_path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_APPEND,
+			  0600);
+		if (fd >= 0 || errno != EEXIST)
 			break;
 	}
-	ct_warn_once(&ct_warned_open, "cannot create %s: %s; tracing off, the program goes on",
-		     ct_path, strerror(errno));
-	return -1;
+	if (fd < 0) {
+		ct_warn_once(&ct_warned_open, "cannot %s %s: %s; tracing off, the program goes on",
+			     device ? "open" : "create", ct_path, strerror(errno));
+		return -1;
+	}
+	if (fstat(fd, &st) != 0 || (fd = ct_fd_move_high(fd)) < 0) {
+		int err = errno;
+		if (!device)
+			unlink(ct_path); /* ours: created just now, empty */
+		ct_warn_once(&ct_warned_open,
+			     "no descriptor for %s at the top of the table: %s; tracing off, the "
+			     "program goes on",
+			     ct_path, strerror(err));
+		return -1;
+	}
+	ct_dump_dev = st.st_dev;
+	ct_dump_ino = st.st_ino;
+	char cwd[PATH_MAX];
+	if (ct_path[0] == '/' || !getcwd(cwd, sizeof cwd))
+		snprintf(ct_path_abs, sizeof ct_path_abs, "%s", ct_path);
+	else
+		snprintf(ct_path_abs, sizeof ct_path_abs, "%s/%s", cwd, ct_path);
+	atomic_store(&ct_fd, fd);
+	return 0;
 }
 
 /*
@@ -615,6 +750,93 @@ static void ct_catch_fatal(void)
 	}
 }
 
+/*
+ * What starting to trace maps besides the first thread's ring: the write
+ * buffer and module table (2.1 MiB), the stack table (4 MiB), the thread's
+ * stack cache, libzstd and its tables (about 1.7 MiB), the writer's stack.
+ */
+#define CT_START_VM (9u << 20)
+
+/*
+ * Under an address-space limit (ulimit -v), tracing starts only when it
+ * would take at most a quarter of the room the limit leaves, so that the
+ * program keeps the rest; otherwise one warning. Returns 1 to go on.
+ */
+static int ct_room_to_start(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_AS, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
+		return 1;
+	char buf[64];
+	ssize_t got = -1;
+	int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		got = read(fd, buf, sizeof buf - 1);
+		close(fd);
+	}
+	buf[got > 0 ? got : 0] = 0; /* unreadable: used is 0, the limit alone decides */
+	uint64_t used = strtoull(buf, NULL, 10) * (uint64_t)sysconf(_SC_PAGESIZE);
+	uint64_t need = CT_START_VM + ct_ring_cap();
+	uint64_t room = rl.rlim_cur > used ? rl.rlim_cur - used : 0;
+	if (need <= room / 4)
+		return 1;
+	ct_warn_once(&ct_warned_open,
+		     "the address-space limit (ulimit -v) leaves %llu MiB; tracing needs about "
+		     "%llu MiB, more than a quarter of it; tracing off, the program goes on",
+		     (unsigned long long)(room >> 20), (unsigned long long)(need >> 20));
+	return 0;
+}
+
+/* Map the write buffer and the module table (once); on failure warn and return -1. */
+static int ct_wbuf_map(void)
+{
+	if (!ct_room_to_start())
+		return -1;
+	size_t wsize = CT_WBUF_SIZE + CT_REC_MAX;
+	size_t msize = CT_MAX_MODULES * sizeof(struct ct_module_seen);
+	void *m = mmap(NULL, wsize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	void *mods = mmap(NULL, msize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED || mods == MAP_FAILED) {
+		int err = errno;
+		if (m != MAP_FAILED)
+			munmap(m, wsize);
+		if (mods != MAP_FAILED)
+			munmap(mods, msize);
+		ct_warn_once(&ct_warned_open,
+			     "cannot map the write buffer (%zu KiB): %s; tracing off, the program "
+			     "goes on",
+			     (wsize + msize) >> 10, strerror(err));
+		return -1;
+	}
+	ct_wbuf = m;
+	ct_zbuf = ct_wbuf + CT_WBUF_SIZE;
+	ct_modules = mods;
+	return 0;
+}
+
+/*
+ * The writer's stack. Its deepest path is a module record (two PATH_MAX
+ * buffers) inside dl_iterate_phdr, or one zstd call: far below glibc's
+ * default of RLIMIT_STACK, 8 MiB of address space. A program whose static
+ * TLS does not fit beside it (EINVAL) gets the default.
+ */
+#define CT_WRITER_STACK (256u << 10)
+
+static int ct_writer_spawn(void)
+{
+	pthread_attr_t attr;
+	int rc = pthread_attr_init(&attr);
+	if (rc == 0) {
+		rc = pthread_attr_setstacksize(&attr, CT_WRITER_STACK);
+		if (rc == 0)
+			rc = pthread_create(&ct_writer_thread, &attr, ct_writer_main, NULL);
+		pthread_attr_destroy(&attr);
+	}
+	if (rc == EINVAL)
+		rc = pthread_create(&ct_writer_thread, NULL, ct_writer_main, NULL);
+	return rc;
+}
+
 int ct_ensure_started(void)
 {
 	int expect = CT_STATE_UNINIT;
@@ -628,29 +850,21 @@ int ct_ensure_started(void)
 	int final = CT_STATE_DISABLED;
 	if (ct_option(CT_OPT_DISABLE))
 		goto done;
-	if (!ct_wbuf) {
-		void *m = mmap(NULL, CT_WBUF_SIZE + CT_REC_MAX, PROT_READ | PROT_WRITE,
-			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		void *mods = mmap(NULL, CT_MAX_MODULES * sizeof(struct ct_module_seen),
-				  PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (m == MAP_FAILED || mods == MAP_FAILED)
-			goto done;
-		ct_wbuf = m;
-		ct_zbuf = ct_wbuf + CT_WBUF_SIZE;
-		ct_modules = mods;
-	}
+	if (!ct_wbuf && ct_wbuf_map())
+		goto done;
 	ct_clock_init();
 	ct_compress = ct_option(CT_OPT_COMPRESS) && ct_zstd_init(CT_ZSTD_LEVEL) == 0;
 	if (ct_open_dump())
 		goto done;
 	ct_cupti_start(); /* CUMTRACE_BACKEND=cupti: before the PROCESS record names the backend */
-	ct_put_process();
+	if (ct_put_process())
+		goto done; /* warned: /dev/full, a full disk */
 	ct_note_manifest();
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	atomic_store(&ct_writer_stop, 0);
-	int rc = pthread_create(&ct_writer_thread, NULL, ct_writer_main, NULL);
+	int rc = ct_writer_spawn();
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc != 0) {
 		ct_warn_once(&ct_warned_thread, "cannot start the writer thread: %s; tracing off",
@@ -661,10 +875,8 @@ int ct_ensure_started(void)
 	ct_catch_fatal();
 	final = CT_STATE_RUNNING;
 done:
-	if (final == CT_STATE_DISABLED && ct_fd >= 0) {
-		close(ct_fd);
-		ct_fd = -1;
-	}
+	if (final == CT_STATE_DISABLED)
+		ct_dump_close();
 	atomic_store(&ct_state, final);
 	errno = saved_errno;
 	return final;
@@ -684,7 +896,7 @@ void ct_write_direct(const void *rec, uint32_t len)
 	pthread_mutex_lock(&ct_direct_lock);
 	if (finish)
 		ct_rec_finish(&copy.rec);
-	if (ct_fd >= 0 && atomic_load(&ct_state) == CT_STATE_FINISHED)
+	if (atomic_load(&ct_fd) >= 0 && atomic_load(&ct_state) == CT_STATE_FINISHED)
 		ct_write_all(finish ? (const void *)&copy : rec, len);
 	pthread_mutex_unlock(&ct_direct_lock);
 }
@@ -781,9 +993,7 @@ static void ct_fork_child(void)
 	ct_parent_pid = (uint32_t)getppid();
 	ct_is_fork_child = 1;
 	ct_mark_start();
-	if (ct_fd >= 0)
-		close(ct_fd);
-	ct_fd = -1;
+	ct_dump_close();
 	atomic_store(&ct_writer_joinable, 0); /* the parent's writer is not in this process */
 	struct ct_ring *r = atomic_exchange(&ct_rings, NULL);
 	while (r) {
