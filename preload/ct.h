@@ -440,8 +440,13 @@ CT_HIDDEN void ct_write_direct(const void *rec, uint32_t len);
 CT_HIDDEN void ct_flush_sync(void);
 /* Stop the writer, write CT_REC_END (process exit). */
 CT_HIDDEN void ct_shutdown(void);
-/* Count an event lost outside any ring (signal handler re-entry etc.). */
+/* Count an event lost outside any ring (no ring could be had). */
 CT_HIDDEN void ct_count_lost(void);
+/*
+ * Count a call made inside a signal handler that was not recorded: written
+ * as a CT_REC_DROPS with CT_DROPS_F_SIGNAL. Async-signal-safe.
+ */
+CT_HIDDEN void ct_count_lost_signal(void);
 
 /* Events written outside any ring (after exit); ring events are counted per ring. */
 extern _Atomic uint64_t ct_events_recorded CT_HIDDEN;

@@ -55,6 +55,8 @@ static pthread_mutex_t ct_overflow_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_key_t ct_thread_key;
 static _Atomic uint64_t ct_lost;
 static uint64_t ct_lost_reported;
+static _Atomic uint64_t ct_lost_signal; /* ct_count_lost_signal */
+static uint64_t ct_lost_signal_reported;
 static uint64_t ct_batch_seq;
 
 static _Atomic int ct_warned_open, ct_warned_write, ct_warned_thread;
@@ -267,9 +269,9 @@ static void ct_scan_modules(void)
 
 /* ---- one round of copying ------------------------------------------------------ */
 
-static void ct_put_drops(uint32_t tid, uint64_t count)
+static void ct_put_drops(uint32_t tid, uint64_t count, uint16_t flags)
 {
-	struct ct_rec_drops d = {{CT_REC_DROPS, 0, sizeof d}, ct_now_ns(), count, tid, 0};
+	struct ct_rec_drops d = {{CT_REC_DROPS, flags, sizeof d}, ct_now_ns(), count, tid, 0};
 	ct_wbuf_put(&d, sizeof d);
 }
 
@@ -312,15 +314,19 @@ static void ct_round_ex(int in_signal)
 			ct_ring_release(r, end);
 		uint64_t dropped = atomic_load(&r->dropped);
 		if (live && dropped != r->dropped_reported)
-			ct_put_drops(r->tid, dropped - r->dropped_reported);
+			ct_put_drops(r->tid, dropped - r->dropped_reported, 0);
 		r->dropped_reported = dropped;
 		if (dead && atomic_load(&r->head) == end)
 			atomic_store(&r->state, CT_RING_FREE);
 	}
 	uint64_t lost = atomic_load(&ct_lost);
 	if (live && lost != ct_lost_reported)
-		ct_put_drops(0, lost - ct_lost_reported);
+		ct_put_drops(0, lost - ct_lost_reported, 0);
 	ct_lost_reported = lost;
+	lost = atomic_load(&ct_lost_signal);
+	if (live && lost != ct_lost_signal_reported)
+		ct_put_drops(0, lost - ct_lost_signal_reported, CT_DROPS_F_SIGNAL);
+	ct_lost_signal_reported = lost;
 	ct_wbuf_flush();
 	ct_in_signal = 0;
 }
@@ -368,6 +374,11 @@ void ct_writer_kick(void)
 void ct_count_lost(void)
 {
 	atomic_fetch_add_explicit(&ct_lost, 1, memory_order_relaxed);
+}
+
+void ct_count_lost_signal(void)
+{
+	atomic_fetch_add_explicit(&ct_lost_signal, 1, memory_order_relaxed);
 }
 
 /* ---- rings per thread ------------------------------------------------------------ */
@@ -732,7 +743,8 @@ void ct_shutdown(void)
 	/* ct_round skips nothing in FINISHED state: it checks only DISABLED. */
 	ct_round();
 	pthread_mutex_unlock(&ct_round_lock);
-	uint64_t dropped = atomic_load(&ct_lost), events = atomic_load(&ct_events_recorded);
+	uint64_t dropped = atomic_load(&ct_lost) + atomic_load(&ct_lost_signal);
+	uint64_t events = atomic_load(&ct_events_recorded);
 	for (struct ct_ring *r = atomic_load(&ct_rings); r; r = r->next) {
 		dropped += atomic_load(&r->dropped);
 		events += r->events;
@@ -796,6 +808,8 @@ static void ct_fork_child(void)
 	atomic_store(&ct_ring_bytes, 0);
 	atomic_store(&ct_lost, 0);
 	ct_lost_reported = 0;
+	atomic_store(&ct_lost_signal, 0);
+	ct_lost_signal_reported = 0;
 	ct_batch_seq = 0;
 	atomic_store(&ct_events_recorded, 0);
 	ct_module_count = 0;

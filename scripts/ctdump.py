@@ -119,12 +119,12 @@ def main():
     data = open(args[0], "rb").read()
     count = Counter()
     try:
-        for off, rtype, _flags, body in records(data, expand=_load_libzstd() or
-                                                bool(shutil.which("zstd"))):
+        for off, rtype, flags, body in records(data, expand=_load_libzstd() or
+                                               bool(shutil.which("zstd"))):
             count[REC_NAMES.get(rtype, rtype)] += 1
             if stats:
                 continue
-            show(off, rtype, body)
+            show(off, rtype, flags, body)
     except BadRecord as e:
         print("ctdump: %s" % e, file=sys.stderr)
     if stats:
@@ -132,7 +132,7 @@ def main():
             print(f"{k} {v}")
 
 
-def show(off, rtype, body):
+def show(off, rtype, flags, body):
     name = REC_NAMES.get(rtype, f"type{rtype}")
     off = f"{off:>10}"
     if rtype == 2:
@@ -160,6 +160,10 @@ def show(off, rtype, body):
         fn = struct.unpack_from("<I", body, 16 + 16 * naddrs)[0] if nframes else 0xffffffff
         first = strings[fn:].split(b"\0")[0].decode(errors="replace") if fn < slen else "-"
         print(f"{off} symbols addresses={naddrs} frames={nframes} strings={slen} first={first}")
+    elif rtype == 5:
+        ts, n, tid = struct.unpack_from("<QQI", body)
+        print(f"{off} drops ts={ts} count={n} tid={tid}" +
+              (" in-signal-handlers" if flags & 0x0001 else ""))
     elif rtype == 13:
         ts, call_ts, free, total, tid, dev = struct.unpack_from("<4QIh", body)
         print(f"{off} meminfo ts={ts} call_ts={call_ts} tid={tid} dev={dev} "

@@ -86,7 +86,7 @@ enum ct_rec_type {
 	CT_REC_EVENT = 2,    /* struct ct_rec_event */
 	CT_REC_STACK = 3,    /* struct ct_rec_stack: an interned native stack */
 	CT_REC_MODULE = 4,   /* struct ct_rec_module: a loaded ELF object */
-	CT_REC_DROPS = 5,    /* struct ct_rec_drops: events lost in drop mode */
+	CT_REC_DROPS = 5,    /* struct ct_rec_drops: calls made but not recorded */
 	CT_REC_BATCH = 6,    /* struct ct_rec_batch: start of a writer round */
 	CT_REC_END = 7,	     /* struct ct_rec_end: clean shutdown */
 	CT_REC_MARK = 8,     /* struct ct_rec_mark: user marker or NVTX range */
@@ -416,14 +416,24 @@ struct ct_rec_module {
 	/* uint8_t build_id[build_id_len]; char path[path_len]; */
 };
 
-/* CT_REC_DROPS: count events a thread dropped because its ring was full. */
+/*
+ * CT_REC_DROPS: count traced calls that were made but not recorded: events a
+ * thread dropped because its ring was full (drop mode), or, with
+ * CT_DROPS_F_SIGNAL in rec.flags, calls made inside signal handlers that the
+ * shim could not record (the handler interrupted the shim's own work on its
+ * thread, or tracing's start-up, or the call would have had to wait for the
+ * writer); those records have tid 0 and count for the whole process. A
+ * reader that does not know the flag counts them as dropped events, which
+ * they are.
+ */
 struct ct_rec_drops {
 	struct ct_rec rec;
 	uint64_t ts_ns;
-	uint64_t count; /* dropped since this thread's previous CT_REC_DROPS */
-	uint32_t tid;
+	uint64_t count; /* dropped since the previous record for the same tid and flags */
+	uint32_t tid;	/* 0: not one thread's */
 	uint32_t reserved;
 };
+#define CT_DROPS_F_SIGNAL 0x0001u
 
 /* CT_REC_BATCH: see "Ordering" above. */
 struct ct_rec_batch {
@@ -441,7 +451,7 @@ struct ct_rec_end {
 	struct ct_rec rec;
 	uint64_t ts_ns;
 	uint64_t events;  /* events recorded in this process */
-	uint64_t dropped; /* events dropped in this process */
+	uint64_t dropped; /* events dropped in this process (every CT_REC_DROPS count) */
 	uint64_t stacks;  /* distinct stacks interned */
 };
 
