@@ -182,6 +182,9 @@ $(BUILD)/tests/progs/leak_classes $(BUILD)/tests/progs/growth: $(BUILD)/tests/pr
 	$(Q)$(CC) $(PROG_CFLAGS) -o $@ $< -L$(FAKE_DIR) -L$(TLIB_DIR) -l:libcudart.so.13 -ltorch_cuda \
 		-l:libcublas.so.13 -l:libnccl.so.2 -Wl,-rpath,'$$ORIGIN/../libs' -Xlinker -rpath-link -Xlinker $(FAKE_DIR) -ldl -lpthread $(ALL_LDFLAGS)
 
+# hostile_signal exports its gethostname, which the shim calls during start-up.
+$(BUILD)/tests/progs/hostile_signal: PROG_CFLAGS += -rdynamic
+
 # ---- the synthetic dump generator (scripts/gendump.c, the analyzer benchmark)
 # It packs records with the shim's own compressor, preload/compress.c.
 GENDUMP := $(BUILD)/gendump

@@ -626,14 +626,30 @@ static void ct_catch_fatal(void)
 	}
 }
 
+/*
+ * The thread that is starting tracing. Another thread waits for it; the
+ * starting thread itself, re-entered (a handler the shim does not wrap calls
+ * cumtrace_mark), never does: it would wait for ever.
+ */
+static _Atomic uint32_t ct_starting_tid;
+
 int ct_ensure_started(void)
 {
+	struct ct_thread *t = &ct_tls;
+	if (ct_in_handler(t)) /* start-up takes locks: not from a handler (record.c) */
+		return atomic_load(&ct_state);
 	int expect = CT_STATE_UNINIT;
 	if (!atomic_compare_exchange_strong(&ct_state, &expect, CT_STATE_STARTING)) {
+		if (expect == CT_STATE_STARTING && atomic_load(&ct_starting_tid) == ct_current_tid())
+			return expect;
 		while ((expect = atomic_load(&ct_state)) == CT_STATE_STARTING)
 			sched_yield();
 		return expect;
 	}
+	atomic_store(&ct_starting_tid, ct_current_tid());
+	/* Busy: a handler that interrupts start-up has its calls counted, not recorded. */
+	uint8_t saved_hook = t->in_hook;
+	t->in_hook = CT_HOOK_BUSY;
 	int saved_errno = errno;
 	ct_options_init();
 	int final = CT_STATE_DISABLED;
@@ -676,7 +692,9 @@ done:
 		close(ct_fd);
 		ct_fd = -1;
 	}
+	atomic_store(&ct_starting_tid, 0);
 	atomic_store(&ct_state, final);
+	t->in_hook = saved_hook;
 	errno = saved_errno;
 	return final;
 }

@@ -23,11 +23,15 @@
  *
  * Ordering: records from one thread appear in the order that thread made
  * them, and so do its events' timestamps (each call is stamped after the
- * thread's previous one). Records of different threads interleave in chunks:
- * the background writer copies each thread's ring in turn. Before each round
- * of copying the writer emits a CT_REC_BATCH whose snapshot time is taken
- * before any ring is read, so every event whose record was complete at that
- * instant is in this batch or an earlier one. A reader that wants global time
+ * thread's previous one), with one exception: a signal handler's calls made
+ * while the thread was inside a traced call are recorded before that call's
+ * event and stamped within its duration, so that call's event (a free,
+ * stamped at entry) may carry an earlier timestamp than the records before
+ * it. Records of different threads interleave in chunks: the background
+ * writer copies each thread's ring in turn. Before each round of copying the
+ * writer emits a CT_REC_BATCH whose snapshot time is taken before any ring is
+ * read, so every event whose record was complete at that instant is in this
+ * batch or an earlier one. A reader that wants global time
  * order keeps the events of the current batch in a heap and, on the next
  * CT_REC_BATCH, releases those with ts_ns <= the previous batch's snapshot
  * time. Records inside a CT_REC_ZSTD count as standing where it stands.
