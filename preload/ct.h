@@ -368,6 +368,7 @@ struct ct_thread {
 	int16_t device;	 /* from the last successful cudaSetDevice */
 	uint8_t in_hook; /* enum ct_hook_state */
 	uint8_t device_set;
+	uint8_t sig_nostack; /* in a signal handler where no stack may be taken (signal.c) */
 };
 
 extern __thread struct ct_thread ct_tls __attribute__((tls_model("initial-exec"))) CT_HIDDEN;
@@ -517,8 +518,10 @@ CT_HIDDEN int ct_cupti_stack_capture(uint64_t *ips, int max);
 /*
  * Is the calling thread inside a program's signal handler (one the shim's
  * wrapper runs: installed with sigaction or signal)? There a call never
- * waits (for the writer, for start-up) and makes no ring. A handler left by
- * siglongjmp is noticed here (the stack is back above the
+ * waits (for the writer, for start-up) and makes no ring; and when
+ * t->sig_nostack is set (the handler interrupted code that may hold the
+ * loader's or malloc's lock, signal.c) it takes no native or Python stack.
+ * A handler left by siglongjmp is noticed here (the stack is back above the
  * wrapper's frame) and forgotten. Async-signal-safe.
  */
 CT_HIDDEN int ct_in_handler(struct ct_thread *t);

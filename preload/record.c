@@ -6,7 +6,9 @@
  *
  * Inside a signal handler (ct_in_handler) a call never waits: what it cannot
  * do without waiting (start tracing, get a ring, find room) it counts as a
- * call lost in a signal handler instead.
+ * call lost in a signal handler instead; and it takes no stack where the
+ * handler interrupted code that may hold the loader's or malloc's lock
+ * (signal.c).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -122,7 +124,7 @@ static void ct_event_add_py(struct ct_rec_event *ev, uint32_t py_id)
 
 /* Records made after the writer stopped go straight to the file. */
 static void ct_call_end_direct(const struct ct_call *call, uint64_t t1, uint32_t tid, int depth,
-			       const uint64_t *ips, uint32_t py_id)
+			       const uint64_t *ips, uint32_t py_id, uint16_t rec_flags)
 {
 	struct {
 		struct ct_rec_event ev;
@@ -151,6 +153,7 @@ static void ct_call_end_direct(const struct ct_call *call, uint64_t t1, uint32_t
 	}
 	ct_fill_event(evp, call, t1, tid, stack_id);
 	ct_event_add_py(evp, py_id);
+	evp->rec.flags |= rec_flags;
 	ct_write_direct(evp, evp->rec.size);
 	atomic_fetch_add_explicit(&ct_events_recorded, 1, memory_order_relaxed);
 }
@@ -177,7 +180,11 @@ static int ct_py_emit(void *ctx, const void *rec, uint32_t len)
 	return p != NULL;
 }
 
-/* Everything but the common case: stacks, Python frames, the shared ring, a full ring, the file. */
+/*
+ * Everything but the common case: stacks, Python frames, the shared ring, a
+ * full ring, the file. In a signal handler that may not unwind (signal.c) no
+ * stack is taken: the event is marked CT_EVENT_F_SIGNAL instead.
+ */
 static CT_ALWAYS_INLINE inline void ct_call_end_full(struct ct_call *call, uint64_t t1)
 {
 	struct ct_thread *t = &ct_tls;
@@ -188,6 +195,11 @@ static CT_ALWAYS_INLINE inline void ct_call_end_full(struct ct_call *call, uint6
 	int in_signal = ct_in_handler(t);
 	long want = ct_option(CT_OPT_STACK_DEPTH);
 	int stacks = want > 0 && ct_op_wants_stack(call->op);
+	uint16_t rec_flags = 0;
+	if (stacks && in_signal && t->sig_nostack) {
+		stacks = 0;
+		rec_flags = CT_EVENT_F_SIGNAL;
+	}
 	if (stacks)
 		depth = call->layer == CT_LAYER_CUPTI
 				? ct_cupti_stack_capture(ips, (int)want)
@@ -198,7 +210,7 @@ static CT_ALWAYS_INLINE inline void ct_call_end_full(struct ct_call *call, uint6
 
 	if (CT_UNLIKELY(atomic_load_explicit(&ct_state, memory_order_acquire) ==
 			CT_STATE_FINISHED)) {
-		ct_call_end_direct(call, t1, tid, depth, ips, py_id);
+		ct_call_end_direct(call, t1, tid, depth, ips, py_id, rec_flags);
 		return;
 	}
 	struct ct_ring *ring = t->ring;
@@ -241,6 +253,7 @@ static CT_ALWAYS_INLINE inline void ct_call_end_full(struct ct_call *call, uint6
 	if (ev) {
 		ct_fill_event(ev, call, t1, tid, stack_id);
 		ct_event_add_py(ev, py_id);
+		ev->rec.flags |= rec_flags;
 		ct_ring_commit(ring);
 		ring->events++; /* the owner's (or, shared, the lock holder's) counter */
 	} else if (in_signal) {

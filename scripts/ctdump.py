@@ -140,7 +140,7 @@ def show(off, rtype, flags, body):
          layer, _r) = EVENT.unpack_from(body)
         print(f"{off} event ts={ts} dur={dur} api={api} op={op_kind} kind={kind_} "
               f"ptr={ptr:#x} size={size} stream={stream:#x} tid={tid} stack={stack} "
-              f"result={result} dev={dev}")
+              f"result={result} dev={dev}" + (" signal" if flags & 0x0002 else ""))
     elif rtype == 3:
         sid, depth = struct.unpack_from("<IH", body)
         ips = struct.unpack_from(f"<{depth}Q", body, 8)

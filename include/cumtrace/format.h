@@ -348,6 +348,14 @@ struct ct_rec_event {
  * interpreter (holding the GIL or not).
  */
 #define CT_EVENT_F_PYSTACK 0x0001u
+/*
+ * The call was made inside a signal handler: no native or Python stack was
+ * taken (unwinding there can deadlock on the loader's or malloc's lock held
+ * by the code the handler interrupted). Set on events that would otherwise
+ * have wanted a stack (allocations and the like); other events made in
+ * handlers are not marked.
+ */
+#define CT_EVENT_F_SIGNAL 0x0002u
 
 struct ct_rec_event_py {
 	uint32_t pystack_id; /* CT_REC_PYSTACK id, >= 1 */
