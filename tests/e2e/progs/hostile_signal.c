@@ -15,13 +15,22 @@
  *                   (an allocation wants a stack) and frees
  *   nested N        the same signals while this thread makes N
  *                   cudaMalloc/cudaFree pairs; the handler makes a pair too
+ *   api             sigaction and signal as the C library documents them
+ *                   (what the program sees must not change under the shim);
+ *                   then a handler allocates 8192 bytes when raise()d and
+ *                   12288 bytes when sigqueue()d (interrupted inside the C
+ *                   library, where the shim takes no stack); then, after a
+ *                   handler sigqueue()d 64 KiB deeper is left by siglongjmp,
+ *                   this thread allocates 4096 bytes
  * The handler blocks every signal while it runs (SIGTERM included). Prints
  * "expect calls C" (every CUDA call made, the handler's included) and
  * "expect handler_calls H" (those made by the handler).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <errno.h>
 #include <pthread.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -89,6 +98,163 @@ static void install(void)
 	}
 }
 
+/* ---- api ---------------------------------------------------------------------------- */
+
+static int api_bad;
+static volatile sig_atomic_t got_sig, got_signo, got_ctx, blocked_usr1, blocked_self, depth_max;
+static volatile sig_atomic_t depth;
+static sigjmp_buf api_jump;
+
+#define EXPECT(cond)                                                                    \
+	do {                                                                            \
+		if (!(cond)) {                                                          \
+			printf("api: line %d: %s does not hold\n", __LINE__, #cond);     \
+			api_bad++;                                                      \
+		}                                                                       \
+	} while (0)
+
+static void note_mask(int sig)
+{
+	sigset_t now;
+	sigprocmask(SIG_BLOCK, NULL, &now);
+	blocked_usr1 = sigismember(&now, SIGUSR1);
+	blocked_self = sigismember(&now, sig);
+}
+
+static void h_info(int sig, siginfo_t *info, void *uc)
+{
+	got_sig = sig;
+	got_signo = info ? info->si_signo : -1;
+	got_ctx = uc != NULL;
+	note_mask(sig);
+}
+
+static void h_plain(int sig)
+{
+	got_sig = sig;
+	note_mask(sig);
+}
+
+static void h_nodefer(int sig)
+{
+	depth++;
+	if (depth > depth_max)
+		depth_max = depth;
+	if (depth < 3)
+		raise(sig); /* SA_NODEFER: runs this handler again, nested */
+	depth--;
+}
+
+static void h_jump(int sig)
+{
+	siglongjmp(api_jump, sig);
+}
+
+static size_t alloc_size;
+
+static void h_alloc(int sig)
+{
+	void *p;
+	CHECK(cudaMalloc(&p, alloc_size));
+	CHECK(cudaFree(p));
+	atomic_fetch_add(&handler_calls, 2);
+}
+
+/* SIGUSR2 to this process: delivered as sigqueue's system call returns. */
+NOINLINE static void queue_deep(void)
+{
+	volatile char pad[64 << 10];
+	pad[0] = 1;
+	union sigval v = {0};
+	sigqueue(getpid(), SIGUSR2, v);
+	(void)pad[0];
+}
+
+static struct sigaction query(int sig)
+{
+	struct sigaction old;
+	memset(&old, 0xa5, sizeof old);
+	EXPECT(sigaction(sig, NULL, &old) == 0);
+	return old;
+}
+
+static int api(void)
+{
+	struct sigaction a, old;
+	EXPECT(query(SIGUSR2).sa_handler == SIG_DFL);
+
+	memset(&a, 0, sizeof a);
+	a.sa_sigaction = h_info;
+	a.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigemptyset(&a.sa_mask);
+	sigaddset(&a.sa_mask, SIGUSR1);
+	EXPECT(sigaction(SIGUSR2, &a, &old) == 0);
+	EXPECT(old.sa_handler == SIG_DFL);
+	old = query(SIGUSR2);
+	EXPECT(old.sa_sigaction == h_info);
+	EXPECT((old.sa_flags & (SA_SIGINFO | SA_RESTART)) == (SA_SIGINFO | SA_RESTART));
+	EXPECT(sigismember(&old.sa_mask, SIGUSR1) == 1);
+	got_sig = 0;
+	raise(SIGUSR2);
+	EXPECT(got_sig == SIGUSR2 && got_signo == SIGUSR2 && got_ctx);
+	EXPECT(blocked_usr1 && blocked_self);
+
+	EXPECT((void *)signal(SIGUSR2, h_plain) == (void *)h_info);
+	old = query(SIGUSR2);
+	EXPECT(old.sa_handler == h_plain);
+	EXPECT(!(old.sa_flags & SA_SIGINFO) && (old.sa_flags & SA_RESTART));
+	got_sig = 0;
+	raise(SIGUSR2);
+	EXPECT(got_sig == SIGUSR2 && blocked_self && !blocked_usr1);
+
+	memset(&a, 0, sizeof a);
+	a.sa_handler = h_plain;
+	a.sa_flags = SA_RESETHAND;
+	EXPECT(sigaction(SIGUSR2, &a, NULL) == 0);
+	got_sig = 0;
+	raise(SIGUSR2);
+	EXPECT(got_sig == SIGUSR2);
+	EXPECT(query(SIGUSR2).sa_handler == SIG_DFL);
+
+	EXPECT(signal(SIGUSR2, SIG_IGN) == SIG_DFL);
+	EXPECT(query(SIGUSR2).sa_handler == SIG_IGN);
+	raise(SIGUSR2); /* ignored */
+
+	memset(&a, 0, sizeof a);
+	a.sa_handler = h_nodefer;
+	a.sa_flags = SA_NODEFER;
+	EXPECT(sigaction(SIGUSR2, &a, NULL) == 0);
+	raise(SIGUSR2);
+	EXPECT(depth_max == 3 && depth == 0);
+
+	errno = 0;
+	EXPECT(sigaction(SIGKILL, &a, NULL) == -1 && errno == EINVAL);
+	errno = 0;
+	EXPECT(sigaction(0, &a, NULL) == -1 && errno == EINVAL);
+	errno = 0;
+	EXPECT(signal(SIGSTOP, h_plain) == SIG_ERR && errno == EINVAL);
+
+	EXPECT(signal(SIGUSR2, h_alloc) == h_nodefer);
+	CHECK(cudaFree(0)); /* tracing starts: a handler would not start it */
+	alloc_size = 8192;
+	raise(SIGUSR2);
+	alloc_size = 12288;
+	union sigval v = {0};
+	sigqueue(getpid(), SIGUSR2, v);
+
+	/* A handler left by siglongjmp: what follows is outside any handler. */
+	EXPECT(signal(SIGUSR2, h_jump) == h_alloc);
+	if (sigsetjmp(api_jump, 1) == 0) {
+		queue_deep();
+		EXPECT(!"siglongjmp came back");
+	}
+	void *p;
+	CHECK(cudaMalloc(&p, 4096));
+	CHECK(cudaFree(p));
+	printf("api: %s\n", api_bad ? "FAILED" : "ok");
+	return api_bad ? 1 : 0;
+}
+
 static void report(long own)
 {
 	long h = atomic_load(&handler_calls);
@@ -100,6 +266,11 @@ int main(int argc, char **argv)
 	if (argc < 2)
 		return 2;
 	const char *mode = argv[1];
+	if (strcmp(mode, "api") == 0) {
+		int rc = api();
+		report(3);
+		return rc;
+	}
 	install();
 	if (strcmp(mode, "start") == 0) {
 		void *p;
