@@ -219,6 +219,18 @@ $(BUILD)/tests/progs/leak_classes $(BUILD)/tests/progs/growth: $(BUILD)/tests/pr
 	$(Q)$(CC) $(PROG_CFLAGS) -o $@ $< -L$(FAKE_DIR) -L$(TLIB_DIR) -l:libcudart.so.13 -ltorch_cuda \
 		-l:libcublas.so.13 -l:libnccl.so.2 -Wl,-rpath,'$$ORIGIN/../libs' -Xlinker -rpath-link -Xlinker $(FAKE_DIR) -ldl -lpthread $(ALL_LDFLAGS)
 
+# A library whose thread-local data its constructor touches, which
+# tests/e2e/t_hostile_sig_dlopen.sh dlopens and dlcloses again and again.
+CTTLS := $(TLIB_DIR)/libcttls.so
+
+$(CTTLS): tests/e2e/libs/cttls.c
+	@mkdir -p $(@D)
+	@echo "  CC      $@"
+	$(Q)$(CC) $(TLIB_FLAGS) -Wl,-soname,libcttls.so -o $@ $< $(ALL_LDFLAGS)
+
+# hostile_signal exports its gethostname, which the shim calls during start-up.
+$(BUILD)/tests/progs/hostile_signal: PROG_CFLAGS += -rdynamic
+
 # ---- the synthetic dump generator (scripts/gendump.c, the analyzer benchmark)
 # It packs records with the shim's own compressor, preload/compress.c.
 GENDUMP := $(BUILD)/gendump
@@ -276,7 +288,7 @@ fuzz: $(FUZZ_BIN)
 # ---- targets ---------------------------------------------------------------
 all: $(SHIM) $(REPORT)
 
-tests: all $(FAKE_CUDART) $(FAKE_CUDA) $(FAKE_CUPTI) $(TLIBS) $(TWIN_LIB) $(TWIN_LIB12) $(PROGS) $(UNITS) $(GENDUMP)
+tests: all $(FAKE_CUDART) $(FAKE_CUDA) $(FAKE_CUPTI) $(NULLRT) $(TLIBS) $(CTTLS) $(TWIN_LIB) $(TWIN_LIB12) $(PROGS) $(UNITS) $(GENDUMP)
 
 check: tests
 	$(Q)BUILD=$(BUILD) SANITIZE=$(SANITIZE) sh tests/run.sh

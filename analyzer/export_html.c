@@ -610,10 +610,14 @@ static void html_notes(FILE *f, const struct ct_model *m)
 		fputs("<p class=\"warn\">No END record: the process crashed, was killed or is still "
 		      "running; &#8220;live at exit&#8221; means live at the end of the dump.</p>\n",
 		      f);
-	if (m->dropped)
+	if (m->dropped > m->dropped_signal)
 		fprintf(f, "<p class=\"warn\"><strong>%" PRIu64 " events were dropped</strong> (ring "
 			   "buffers full): the data is incomplete.</p>\n",
-			m->dropped);
+			m->dropped - m->dropped_signal);
+	if (m->dropped_signal)
+		fprintf(f, "<p class=\"warn\"><strong>%" PRIu64 " %s not recorded</strong>: the data "
+			   "is incomplete.</p>\n",
+			m->dropped_signal, ct_signal_drops_text(m->dropped_signal));
 }
 
 static void card(FILE *f, int bad, const char *attrs, const char *value, const char *label)

@@ -894,6 +894,8 @@ static void on_drops(void *ctx, const struct ct_rec_drops *d)
 {
 	struct ct_model *m = ctx;
 	m->dropped = ct_sat_add(m->dropped, d->count);
+	if (d->rec.flags & CT_DROPS_F_SIGNAL)
+		m->dropped_signal = ct_sat_add(m->dropped_signal, d->count);
 }
 
 static void on_end(void *ctx, const struct ct_rec_end *e)

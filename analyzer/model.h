@@ -192,7 +192,8 @@ struct ct_model {
 	/* counters */
 	uint64_t events, allocations, frees, failed_calls;
 	uint64_t unmatched_frees, double_allocs, null_allocs;
-	uint64_t dropped; /* sum of CT_REC_DROPS */
+	uint64_t dropped;	 /* sum of CT_REC_DROPS */
+	uint64_t dropped_signal; /* the part of it made inside signal handlers (CT_DROPS_F_SIGNAL) */
 	uint64_t marks, modules;
 	int end_seen;
 	uint64_t end_ts, end_events, end_dropped, end_stacks;

@@ -423,7 +423,12 @@ static int no_end(const struct ct_rank *r)
 
 static int dropped(const struct ct_rank *r)
 {
-	return r->m->dropped != 0;
+	return r->m->dropped > r->m->dropped_signal;
+}
+
+static int dropped_signal(const struct ct_rank *r)
+{
+	return r->m->dropped_signal != 0;
 }
 
 static int by_order(const struct ct_rank *r)
@@ -452,6 +457,9 @@ void ct_ranks_put_notes(FILE *f, const struct ct_rank *r, size_t n)
 	note_ranks(f, r, n, no_end, "note: no END record (crashed, killed or still running):",
 		   "; \"live at exit\" means live at the end of the dump");
 	note_ranks(f, r, n, dropped, "WARNING: events were dropped (ring buffers full) in",
+		   ": THE DATA IS INCOMPLETE");
+	note_ranks(f, r, n, dropped_signal,
+		   "WARNING: calls made inside signal handlers were not recorded in",
 		   ": THE DATA IS INCOMPLETE");
 	note_ranks(f, r, n, by_order, "note: * no rank in the dump's environment: numbered by position:",
 		   "");

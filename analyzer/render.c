@@ -220,6 +220,12 @@ int ct_multi_device(const struct ct_model *m)
 	return 0;
 }
 
+const char *ct_signal_drops_text(uint64_t n)
+{
+	return n == 1 ? "call made inside a signal handler was"
+		      : "calls made inside signal handlers were";
+}
+
 void ct_put_notes(FILE *f, const struct ct_model *m)
 {
 	if (m->read.status == CT_READ_TRUNCATED)
@@ -231,11 +237,15 @@ void ct_put_notes(FILE *f, const struct ct_model *m)
 		fputs("  note: no END record: the process crashed, was killed or is still running;"
 		      " \"live at exit\" means live at the end of the dump\n",
 		      f);
-	if (m->dropped)
+	if (m->dropped > m->dropped_signal)
 		fprintf(f,
 			"  WARNING: %" PRIu64
 			" events were dropped (ring buffers full): THE DATA IS INCOMPLETE\n",
-			m->dropped);
+			m->dropped - m->dropped_signal);
+	if (m->dropped_signal)
+		fprintf(f,
+			"  WARNING: %" PRIu64 " %s not recorded: THE DATA IS INCOMPLETE\n",
+			m->dropped_signal, ct_signal_drops_text(m->dropped_signal));
 }
 
 /* ---- stacks ---------------------------------------------------------------------------- */

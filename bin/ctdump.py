@@ -149,12 +149,12 @@ def main():
     data = open(args[0], "rb").read()
     count = Counter()
     try:
-        for off, rtype, _flags, body in records(data, expand=_load_libzstd() or
-                                                bool(shutil.which("zstd"))):
+        for off, rtype, flags, body in records(data, expand=_load_libzstd() or
+                                               bool(shutil.which("zstd"))):
             count[REC_NAMES.get(rtype, rtype)] += 1
             if stats:
                 continue
-            show(off, rtype, body)
+            show(off, rtype, flags, body)
     except BadRecord as e:
         print("ctdump: %s" % e, file=sys.stderr)
     if stats:
@@ -162,15 +162,15 @@ def main():
             print(f"{k} {v}")
 
 
-def show(off, rtype, body):
+def show(off, rtype, flags, body):
     name = REC_NAMES.get(rtype, f"type{rtype}")
     off = f"{off:>10}"
     if rtype == REC_NUM["event"]:
-        (ts, dur, ptr, size, stream, aux, tid, stack, result, flags, api, op_kind, kind_, dev,
-         layer, _r) = EVENT.unpack_from(body)
+        (ts, dur, ptr, size, stream, aux, tid, stack, result, _api_flags, api, op_kind, kind_,
+         dev, layer, _r) = EVENT.unpack_from(body)
         print(f"{off} event ts={ts} dur={dur} api={api} op={op_kind} kind={kind_} "
               f"ptr={ptr:#x} size={size} stream={stream:#x} tid={tid} stack={stack} "
-              f"result={result} dev={dev}")
+              f"result={result} dev={dev}" + (" signal" if flags & 0x0002 else ""))
     elif rtype == REC_NUM["stack"]:
         sid, depth = struct.unpack_from("<IH", body)
         ips = struct.unpack_from(f"<{depth}Q", body, 8)
@@ -190,6 +190,10 @@ def show(off, rtype, body):
         fn = struct.unpack_from("<I", body, 16 + 16 * naddrs)[0] if nframes else 0xffffffff
         first = strings[fn:].split(b"\0")[0].decode(errors="replace") if fn < slen else "-"
         print(f"{off} symbols addresses={naddrs} frames={nframes} strings={slen} first={first}")
+    elif rtype == REC_NUM["drops"]:
+        ts, n, tid = struct.unpack_from("<QQI", body)
+        print(f"{off} drops ts={ts} count={n} tid={tid}" +
+              (" in-signal-handlers" if flags & 0x0001 else ""))
     elif rtype == REC_NUM["meminfo"]:
         ts, call_ts, free, total, tid, dev = struct.unpack_from("<4QIh", body)
         print(f"{off} meminfo ts={ts} call_ts={call_ts} tid={tid} dev={dev} "

@@ -366,14 +366,32 @@ CT_HIDDEN void ct_unwinder_leave(void);
 
 struct ct_stack_cache;
 
+/*
+ * What the thread is doing, as far as tracing goes (struct ct_thread.in_hook).
+ * Any value but CT_HOOK_NONE makes the wrappers forward calls untraced: a
+ * call made then is nested (the runtime's own driver call, CUDA work the shim
+ * does) and is part of the call in progress, except under CT_HOOK_SIGNAL.
+ * A signal handler that the shim's wrapper runs (signal.c) starts at
+ * CT_HOOK_NONE when it interrupted CT_HOOK_NONE or CT_HOOK_REAL, where its
+ * calls may be recorded, else at CT_HOOK_SIGNAL.
+ */
+enum ct_hook_state {
+	CT_HOOK_NONE = 0,   /* outside any traced call */
+	CT_HOOK_BUSY = 1,   /* the shim's own work: records, rings, stacks, start-up */
+	CT_HOOK_REAL = 2,   /* a traced call's real function (or its arguments) */
+	CT_HOOK_SIGNAL = 3, /* in a handler that interrupted CT_HOOK_BUSY: calls are counted */
+};
+
 /* Per-thread state, in initial-exec TLS: a handful of bytes. */
 struct ct_thread {
 	struct ct_ring *ring;
 	struct ct_stack_cache *stacks; /* this thread's stack cache, mapped at first use */
+	uintptr_t sig_frame;	       /* in a signal handler: the shim's wrapper's frame (signal.c) */
 	uint32_t tid;
 	int16_t device;	 /* from the last successful cudaSetDevice */
-	uint8_t in_hook; /* a traced call is in progress on this thread */
+	uint8_t in_hook; /* enum ct_hook_state */
 	uint8_t device_set;
+	uint8_t sig_nostack; /* in a signal handler where no stack may be taken (signal.c) */
 };
 
 extern __thread struct ct_thread ct_tls __attribute__((tls_model("initial-exec"))) CT_HIDDEN;
@@ -403,7 +421,9 @@ CT_HIDDEN int ct_call_begin_slow(struct ct_call *call);
  * Start a traced call (ct_call_begin, at the end of this file): returns 1
  * when this call is to be recorded (the caller then must call ct_call_end), 0
  * when it is nested inside another traced call or tracing is off (then the
- * caller just forwards the call).
+ * caller just forwards the call), -1 when it is made inside a signal handler
+ * and tracing is not running (then the caller forwards it as
+ * ct_signal_pass_begin says).
  */
 static inline int ct_call_begin(struct ct_call *call) CT_ALWAYS_INLINE;
 /*
@@ -463,8 +483,13 @@ CT_HIDDEN void ct_write_direct(const void *rec, uint32_t len);
 CT_HIDDEN void ct_flush_sync(void);
 /* Stop the writer, write CT_REC_END (process exit). */
 CT_HIDDEN void ct_shutdown(void);
-/* Count an event lost outside any ring (signal handler re-entry etc.). */
+/* Count an event lost outside any ring (no ring could be had). */
 CT_HIDDEN void ct_count_lost(void);
+/*
+ * Count a call made inside a signal handler that was not recorded: written
+ * as a CT_REC_DROPS with CT_DROPS_F_SIGNAL. Async-signal-safe.
+ */
+CT_HIDDEN void ct_count_lost_signal(void);
 
 /* Events written outside any ring (after exit); ring events are counted per ring. */
 extern _Atomic uint64_t ct_events_recorded CT_HIDDEN;
@@ -511,12 +536,49 @@ CT_HIDDEN const char *ct_backend_name(void);
  */
 CT_HIDDEN int ct_cupti_stack_capture(uint64_t *ips, int max);
 
+/* ---- signal handlers (signal.c) ---------------------------------------------- */
+
+/*
+ * Is the calling thread inside a program's signal handler (one the shim's
+ * wrapper runs: installed with sigaction or signal)? There a call never
+ * waits (for the writer, for start-up) and makes no ring; and when
+ * t->sig_nostack is set (the handler interrupted code that may hold the
+ * loader's or malloc's lock, signal.c) it takes no native or Python stack.
+ * A handler left by siglongjmp is noticed here (the stack is back above the
+ * wrapper's frame) and forgotten. Async-signal-safe.
+ */
+CT_HIDDEN int ct_in_handler(struct ct_thread *t);
+
+/*
+ * A traced call made inside a signal handler that cannot be recorded (the
+ * handler interrupted the shim's own work, CT_HOOK_SIGNAL, or tracing is not
+ * running): count it (ct_count_lost_signal) and mark the thread busy, so
+ * that what the real function calls is part of it; the caller forwards the
+ * call, then puts *hook back. Returns 0, counting nothing, when a handler
+ * left by siglongjmp was all that made in_hook CT_HOOK_SIGNAL: the call is
+ * then to be traced.
+ */
+static inline int ct_signal_pass_begin(uint8_t *hook)
+{
+	struct ct_thread *t = &ct_tls;
+	*hook = t->in_hook;
+	if (*hook == CT_HOOK_SIGNAL && !ct_in_handler(t))
+		return 0;
+	ct_count_lost_signal();
+	t->in_hook = CT_HOOK_BUSY;
+	return 1;
+}
+
 /* ---- the hot path's inline half ----------------------------------------------- */
 
-/* A call to record starts: nested calls are off, the fields are cleared, t0 is read. */
+/*
+ * A call to record starts: nested calls are off, the fields are cleared, t0 is
+ * read. Until ct_call_end the thread touches none of the shim's shared state
+ * (CT_HOOK_REAL): a signal handler may record its own calls meanwhile.
+ */
 static inline void ct_call_start(struct ct_thread *t, struct ct_call *call)
 {
-	t->in_hook = 1;
+	t->in_hook = CT_HOOK_REAL;
 	call->ptr = call->size = call->stream = call->aux = 0;
 	call->flags = 0;
 	call->frame = NULL;
@@ -587,6 +649,10 @@ static inline void ct_call_end(struct ct_call *call, unsigned op)
 {
 	struct ct_thread *t = &ct_tls;
 	uint64_t t1 = ct_op_at_return(op) ? ct_ticks_ordered() : ct_ticks();
+	/* Before the ring is touched, in the compiler's order too: a handler
+	 * that interrupts from here on must not write to it (signal.c). */
+	t->in_hook = CT_HOOK_BUSY;
+	atomic_signal_fence(memory_order_seq_cst);
 	struct ct_ring *ring = t->ring;
 	struct ct_rec_event *ev;
 	if (CT_UNLIKELY(!ring || ring->shared ||
@@ -602,7 +668,8 @@ static inline void ct_call_end(struct ct_call *call, unsigned op)
 	ct_ring_commit(ring);
 	ring->events++;
 	ct_ring_nudge(ring);
-	t->in_hook = 0;
+	atomic_signal_fence(memory_order_seq_cst);
+	t->in_hook = CT_HOOK_NONE;
 }
 
 #endif /* CT_PRELOAD_H */

@@ -120,19 +120,24 @@ CT_HIDDEN void ct_meminfo_after_failure(const struct ct_call *c);
  * another traced call or tracing is off. ret_t is the API's status type, ok
  * its success value, missing what to return when no real function exists.
  * The exported function only decides: a nested call (the runtime's own driver
- * call through an interposed export) is a TLS load and a tail call to the real
- * function; a call to record is a tail call to ct_traced_NAME, which is handed
- * the real function (it depends on the caller while routes are in use).
+ * call through an interposed export) is a TLS load, a compare and a tail call
+ * to the real function; a call to record is a tail call to ct_traced_NAME,
+ * which is handed the real function (it depends on the caller while routes
+ * are in use); a call made in a signal handler that cannot be recorded goes
+ * through ct_untraced_NAME, which counts it.
  */
 #define CT_WRAP(ret_t, ok, missing, layer_, name, op_, kind_, params, args, in, out)            \
 	static struct ct_real ct_real_##name;                                                 \
 	typedef ret_t(*ct_fn_##name##_t) params;                                              \
+	static ret_t ct_untraced_##name CT_PARAMS_AFTER(ct_fn_##name##_t fn, params, args);   \
 	static __attribute__((noinline)) ret_t ct_traced_##name CT_PARAMS_AFTER(              \
 		ct_fn_##name##_t fn, params, args)                                            \
 	{                                                                                     \
 		struct ct_call c;                                                             \
-		if (!ct_call_begin(&c))                                                       \
-			return fn args;                                                       \
+		int begin_ = ct_call_begin(&c);                                               \
+		if (begin_ <= 0)                                                              \
+			return CT_UNLIKELY(begin_ < 0) ? ct_untraced_##name CT_ARGS_AFTER(fn, args) \
+						       : fn args;                             \
 		c.api = CT_API_##name;                                                        \
 		c.op = CT_OP_##op_;                                                           \
 		c.kind = CT_KIND_##kind_;                                                     \
@@ -149,6 +154,16 @@ CT_HIDDEN void ct_meminfo_after_failure(const struct ct_call *c);
 			ct_meminfo_after_failure(&c);                                         \
 		return rc;                                                                    \
 	}                                                                                     \
+	static __attribute__((noinline, cold)) ret_t ct_untraced_##name CT_PARAMS_AFTER(      \
+		ct_fn_##name##_t fn, params, args)                                            \
+	{                                                                                     \
+		uint8_t hook_;                                                                \
+		if (!ct_signal_pass_begin(&hook_))                                            \
+			return ct_traced_##name CT_ARGS_AFTER(fn, args);                      \
+		ret_t rc = fn args;                                                           \
+		ct_tls.in_hook = hook_;                                                       \
+		return rc;                                                                    \
+	}                                                                                     \
 	CT_EXPORT ret_t name params;                                                          \
 	ret_t name params                                                                     \
 	{                                                                                     \
@@ -156,8 +171,12 @@ CT_HIDDEN void ct_meminfo_after_failure(const struct ct_call *c);
 			&ct_real_##name, #name, __builtin_return_address(0));                 \
 		if (CT_UNLIKELY(!fn))                                                         \
 			return missing;                                                       \
-		if (ct_tls.in_hook)                                                           \
-			return fn args;                                                       \
+		uint8_t hook_ = ct_tls.in_hook;                                               \
+		if (hook_) {                                                                  \
+			if (CT_LIKELY(hook_ != CT_HOOK_SIGNAL))                               \
+				return fn args;                                               \
+			return ct_untraced_##name CT_ARGS_AFTER(fn, args);                    \
+		}                                                                             \
 		return ct_traced_##name CT_ARGS_AFTER(fn, args);                              \
 	}
 

@@ -3,6 +3,12 @@
  * thread's ring. No locks, no allocation, no CUDA calls. When the ring is full
  * the thread waits for the writer (lossless, the default) or counts a drop
  * (CUMTRACE_DROP=1).
+ *
+ * Inside a signal handler (ct_in_handler) a call never waits: what it cannot
+ * do without waiting (start tracing, get a ring, find room) it counts as a
+ * call lost in a signal handler instead; and it takes no stack where the
+ * handler interrupted code that may hold the loader's or malloc's lock
+ * (signal.c).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -36,6 +42,8 @@ int ct_call_begin_slow(struct ct_call *call)
 	if (CT_UNLIKELY(state != CT_STATE_RUNNING && state != CT_STATE_FINISHED)) {
 		if (state == CT_STATE_DISABLED)
 			return 0;
+		if (ct_in_handler(t))
+			return -1; /* never start (or wait for) tracing in a handler */
 		state = ct_ensure_started();
 		if (state != CT_STATE_RUNNING && state != CT_STATE_FINISHED)
 			return 0;
@@ -75,14 +83,16 @@ void ct_ring_nudge_slow(struct ct_ring *ring, uint64_t head)
 
 /*
  * Reserve len bytes in ring, waiting for the writer when it is full unless
- * drop mode is on. Returns NULL when the record must be dropped.
+ * drop mode is on or in_signal (a handler must not wait: the writer may need
+ * a lock the interrupted code holds). Returns NULL when the record must be
+ * dropped.
  */
-static void *ct_reserve_or_wait(struct ct_ring *ring, uint32_t len)
+static void *ct_reserve_or_wait(struct ct_ring *ring, uint32_t len, int in_signal)
 {
 	void *p = ct_ring_reserve(ring, len);
 	if (CT_LIKELY(p != NULL))
 		return p;
-	if (ct_option(CT_OPT_DROP))
+	if (ct_option(CT_OPT_DROP) || in_signal)
 		return NULL;
 	for (unsigned spins = 0;; spins++) {
 		ct_writer_kick();
@@ -114,7 +124,7 @@ static void ct_event_add_py(struct ct_rec_event *ev, uint32_t py_id)
 
 /* Records made after the writer stopped go straight to the file. */
 static void ct_call_end_direct(const struct ct_call *call, uint64_t t1, uint32_t tid, int depth,
-			       const uint64_t *ips, uint32_t py_id)
+			       const uint64_t *ips, uint32_t py_id, uint16_t rec_flags)
 {
 	struct {
 		struct ct_rec_event ev;
@@ -143,6 +153,7 @@ static void ct_call_end_direct(const struct ct_call *call, uint64_t t1, uint32_t
 	}
 	ct_fill_event(evp, call, t1, tid, stack_id);
 	ct_event_add_py(evp, py_id);
+	evp->rec.flags |= rec_flags;
 	ct_write_direct(evp, evp->rec.size);
 	atomic_fetch_add_explicit(&ct_events_recorded, 1, memory_order_relaxed);
 }
@@ -155,11 +166,12 @@ static int ct_py_emit(void *ctx, const void *rec, uint32_t len)
 		ct_write_direct(rec, len);
 		return 1;
 	}
-	struct ct_ring *ring = t->ring ? t->ring : ct_thread_ring();
+	int in_signal = ct_in_handler(t);
+	struct ct_ring *ring = t->ring ? t->ring : in_signal ? NULL : ct_thread_ring();
 	if (!ring)
 		return 0;
 	ct_ring_lock(ring);
-	void *p = ct_reserve_or_wait(ring, len);
+	void *p = ct_reserve_or_wait(ring, len, in_signal);
 	if (p) {
 		memcpy(p, rec, len);
 		ct_ring_commit(ring);
@@ -168,7 +180,11 @@ static int ct_py_emit(void *ctx, const void *rec, uint32_t len)
 	return p != NULL;
 }
 
-/* Everything but the common case: stacks, Python frames, the shared ring, a full ring, the file. */
+/*
+ * Everything but the common case: stacks, Python frames, the shared ring, a
+ * full ring, the file. In a signal handler that may not unwind (signal.c) no
+ * stack is taken: the event is marked CT_EVENT_F_SIGNAL instead.
+ */
 static CT_ALWAYS_INLINE inline void ct_call_end_full(struct ct_call *call, uint64_t t1)
 {
 	struct ct_thread *t = &ct_tls;
@@ -176,22 +192,33 @@ static CT_ALWAYS_INLINE inline void ct_call_end_full(struct ct_call *call, uint6
 	uint64_t ips[CT_STACK_MAX];
 	uint64_t hash = 0;
 	int depth = 0;
+	int in_signal = ct_in_handler(t);
 	long want = ct_option(CT_OPT_STACK_DEPTH);
-	if (want > 0 && ct_op_wants_stack(call->op))
+	int stacks = want > 0 && ct_op_wants_stack(call->op);
+	uint16_t rec_flags = 0;
+	if (stacks && in_signal && t->sig_nostack) {
+		stacks = 0;
+		rec_flags = CT_EVENT_F_SIGNAL;
+	}
+	if (stacks)
 		depth = call->layer == CT_LAYER_CUPTI
 				? ct_cupti_stack_capture(ips, (int)want)
 				: ct_stack_capture_at(ips, (int)want, call->frame, &hash);
 	uint32_t py_id = 0;
-	if (want > 0 && ct_op_wants_stack(call->op) && call->layer != CT_LAYER_CUPTI)
+	if (stacks && call->layer != CT_LAYER_CUPTI)
 		py_id = ct_py_capture(ct_py_emit, t);
 
 	if (CT_UNLIKELY(atomic_load_explicit(&ct_state, memory_order_acquire) ==
 			CT_STATE_FINISHED)) {
-		ct_call_end_direct(call, t1, tid, depth, ips, py_id);
+		ct_call_end_direct(call, t1, tid, depth, ips, py_id, rec_flags);
 		return;
 	}
 	struct ct_ring *ring = t->ring;
 	if (CT_UNLIKELY(!ring)) {
+		if (in_signal) { /* making a ring takes locks */
+			ct_count_lost_signal();
+			return;
+		}
 		ring = ct_thread_ring();
 		if (!ring) {
 			ct_count_lost();
@@ -207,7 +234,7 @@ static CT_ALWAYS_INLINE inline void ct_call_end_full(struct ct_call *call, uint6
 	ct_ring_lock(ring);
 	if (slot) {
 		uint32_t len = (uint32_t)(sizeof(struct ct_rec_stack) + (size_t)depth * 8);
-		struct ct_rec_stack *st = ct_reserve_or_wait(ring, len);
+		struct ct_rec_stack *st = ct_reserve_or_wait(ring, len, in_signal);
 		if (st) {
 			st->rec.type = CT_REC_STACK;
 			st->rec.flags = 0;
@@ -221,12 +248,16 @@ static CT_ALWAYS_INLINE inline void ct_call_end_full(struct ct_call *call, uint6
 		ct_stack_written(slot, st != NULL);
 	}
 	struct ct_rec_event *ev = ct_reserve_or_wait(
-		ring, (uint32_t)(sizeof *ev + (py_id ? sizeof(struct ct_rec_event_py) : 0)));
+		ring, (uint32_t)(sizeof *ev + (py_id ? sizeof(struct ct_rec_event_py) : 0)),
+		in_signal);
 	if (ev) {
 		ct_fill_event(ev, call, t1, tid, stack_id);
 		ct_event_add_py(ev, py_id);
+		ev->rec.flags |= rec_flags;
 		ct_ring_commit(ring);
 		ring->events++; /* the owner's (or, shared, the lock holder's) counter */
+	} else if (in_signal) {
+		ct_count_lost_signal();
 	} else {
 		atomic_fetch_add_explicit(&ring->dropped, 1, memory_order_relaxed);
 	}
@@ -239,18 +270,29 @@ void ct_call_end_slow(struct ct_call *call, uint64_t t1)
 	struct ct_thread *t = &ct_tls;
 	int saved_errno = errno;
 	ct_call_end_full(call, t1);
-	t->in_hook = 0;
+	atomic_signal_fence(memory_order_seq_cst);
+	t->in_hook = CT_HOOK_NONE;
 	errno = saved_errno;
 }
 
 void ct_record_raw(const void *rec, uint32_t len)
 {
 	struct ct_thread *t = &ct_tls;
+	if (t->in_hook == CT_HOOK_SIGNAL && ct_in_handler(t)) {
+		ct_count_lost_signal();
+		return;
+	}
 	if (t->in_hook)
 		return;
+	int in_signal = ct_in_handler(t);
 	int state = atomic_load_explicit(&ct_state, memory_order_acquire);
-	if (state != CT_STATE_RUNNING && state != CT_STATE_FINISHED)
+	if (state != CT_STATE_RUNNING && state != CT_STATE_FINISHED) {
+		if (in_signal && state != CT_STATE_DISABLED) {
+			ct_count_lost_signal();
+			return;
+		}
 		state = ct_ensure_started();
+	}
 	if (state == CT_STATE_FINISHED) {
 		ct_write_direct(rec, len);
 		return;
@@ -258,19 +300,24 @@ void ct_record_raw(const void *rec, uint32_t len)
 	if (state != CT_STATE_RUNNING)
 		return;
 	int saved_errno = errno;
-	t->in_hook = 1;
-	struct ct_ring *ring = t->ring ? t->ring : ct_thread_ring();
+	t->in_hook = CT_HOOK_BUSY;
+	atomic_signal_fence(memory_order_seq_cst);
+	struct ct_ring *ring = t->ring ? t->ring : in_signal ? NULL : ct_thread_ring();
+	void *p = NULL;
 	if (ring) {
 		ct_ring_lock(ring);
-		void *p = ct_reserve_or_wait(ring, len);
+		p = ct_reserve_or_wait(ring, len, in_signal);
 		if (p) {
 			memcpy(p, rec, len);
 			ct_ring_commit(ring);
-		} else {
+		} else if (!in_signal) {
 			atomic_fetch_add_explicit(&ring->dropped, 1, memory_order_relaxed);
 		}
 		ct_ring_unlock(ring);
 	}
-	t->in_hook = 0;
+	if (!p && in_signal)
+		ct_count_lost_signal();
+	atomic_signal_fence(memory_order_seq_cst);
+	t->in_hook = CT_HOOK_NONE;
 	errno = saved_errno;
 }

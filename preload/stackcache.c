@@ -32,8 +32,9 @@
  * made on another stack (sigaltstack, makecontext, coroutine libraries)
  * neither reads nor fills the cache.
  *
- * The cache is the thread's own: only a traced call (t->in_hook set, so
- * neither a signal handler nor a nested call can enter) touches it. A fork
+ * The cache is the thread's own: only a traced call touches it, in the
+ * shim's own work (CT_HOOK_BUSY), which no nested call enters and no signal
+ * handler's call either (signal.c: those are counted, not recorded). A fork
  * child keeps the forking thread's cache, whose stack it has a copy of.
  */
 #define _GNU_SOURCE

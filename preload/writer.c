@@ -60,6 +60,8 @@ static pthread_mutex_t ct_overflow_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_key_t ct_thread_key;
 static _Atomic uint64_t ct_lost;
 static uint64_t ct_lost_reported;
+static _Atomic uint64_t ct_lost_signal; /* ct_count_lost_signal */
+static uint64_t ct_lost_signal_reported;
 static uint64_t ct_batch_seq;
 
 static _Atomic int ct_warned_open, ct_warned_write, ct_warned_thread, ct_warned_reopen,
@@ -355,9 +357,9 @@ static void ct_scan_modules(void)
 
 /* ---- one round of copying ------------------------------------------------------ */
 
-static void ct_put_drops(uint32_t tid, uint64_t count)
+static void ct_put_drops(uint32_t tid, uint64_t count, uint16_t flags)
 {
-	struct ct_rec_drops d = {{CT_REC_DROPS, 0, sizeof d}, ct_now_ns(), count, tid, 0};
+	struct ct_rec_drops d = {{CT_REC_DROPS, flags, sizeof d}, ct_now_ns(), count, tid, 0};
 	ct_wbuf_put(&d, sizeof d);
 }
 
@@ -400,15 +402,19 @@ static void ct_round_ex(int in_signal)
 			ct_ring_release(r, end);
 		uint64_t dropped = atomic_load(&r->dropped);
 		if (live && dropped != r->dropped_reported)
-			ct_put_drops(r->tid, dropped - r->dropped_reported);
+			ct_put_drops(r->tid, dropped - r->dropped_reported, 0);
 		r->dropped_reported = dropped;
 		if (dead && atomic_load(&r->head) == end)
 			atomic_store(&r->state, CT_RING_FREE);
 	}
 	uint64_t lost = atomic_load(&ct_lost);
 	if (live && lost != ct_lost_reported)
-		ct_put_drops(0, lost - ct_lost_reported);
+		ct_put_drops(0, lost - ct_lost_reported, 0);
 	ct_lost_reported = lost;
+	lost = atomic_load(&ct_lost_signal);
+	if (live && lost != ct_lost_signal_reported)
+		ct_put_drops(0, lost - ct_lost_signal_reported, CT_DROPS_F_SIGNAL);
+	ct_lost_signal_reported = lost;
 	ct_wbuf_flush();
 	ct_in_signal = 0;
 }
@@ -456,6 +462,11 @@ void ct_writer_kick(void)
 void ct_count_lost(void)
 {
 	atomic_fetch_add_explicit(&ct_lost, 1, memory_order_relaxed);
+}
+
+void ct_count_lost_signal(void)
+{
+	atomic_fetch_add_explicit(&ct_lost_signal, 1, memory_order_relaxed);
 }
 
 /* ---- rings per thread ------------------------------------------------------------ */
@@ -837,14 +848,30 @@ static int ct_writer_spawn(void)
 	return rc;
 }
 
+/*
+ * The thread that is starting tracing. Another thread waits for it; the
+ * starting thread itself, re-entered (a handler the shim does not wrap calls
+ * cumtrace_mark), never does: it would wait for ever.
+ */
+static _Atomic uint32_t ct_starting_tid;
+
 int ct_ensure_started(void)
 {
+	struct ct_thread *t = &ct_tls;
+	if (ct_in_handler(t)) /* start-up takes locks: not from a handler (record.c) */
+		return atomic_load(&ct_state);
 	int expect = CT_STATE_UNINIT;
 	if (!atomic_compare_exchange_strong(&ct_state, &expect, CT_STATE_STARTING)) {
+		if (expect == CT_STATE_STARTING && atomic_load(&ct_starting_tid) == ct_current_tid())
+			return expect;
 		while ((expect = atomic_load(&ct_state)) == CT_STATE_STARTING)
 			sched_yield();
 		return expect;
 	}
+	atomic_store(&ct_starting_tid, ct_current_tid());
+	/* Busy: a handler that interrupts start-up has its calls counted, not recorded. */
+	uint8_t saved_hook = t->in_hook;
+	t->in_hook = CT_HOOK_BUSY;
 	int saved_errno = errno;
 	ct_options_init();
 	int final = CT_STATE_DISABLED;
@@ -877,7 +904,9 @@ int ct_ensure_started(void)
 done:
 	if (final == CT_STATE_DISABLED)
 		ct_dump_close();
+	atomic_store(&ct_starting_tid, 0);
 	atomic_store(&ct_state, final);
+	t->in_hook = saved_hook;
 	errno = saved_errno;
 	return final;
 }
@@ -943,7 +972,8 @@ void ct_shutdown(void)
 	/* ct_round skips nothing in FINISHED state: it checks only DISABLED. */
 	ct_round();
 	pthread_mutex_unlock(&ct_round_lock);
-	uint64_t dropped = atomic_load(&ct_lost), events = atomic_load(&ct_events_recorded);
+	uint64_t dropped = atomic_load(&ct_lost) + atomic_load(&ct_lost_signal);
+	uint64_t events = atomic_load(&ct_events_recorded);
 	for (struct ct_ring *r = atomic_load(&ct_rings); r; r = r->next) {
 		dropped += atomic_load(&r->dropped);
 		events += r->events;
@@ -1005,6 +1035,8 @@ static void ct_fork_child(void)
 	atomic_store(&ct_ring_bytes, 0);
 	atomic_store(&ct_lost, 0);
 	ct_lost_reported = 0;
+	atomic_store(&ct_lost_signal, 0);
+	ct_lost_signal_reported = 0;
 	ct_batch_seq = 0;
 	atomic_store(&ct_events_recorded, 0);
 	ct_module_count = 0;

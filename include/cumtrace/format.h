@@ -23,11 +23,15 @@
  *
  * Ordering: records from one thread appear in the order that thread made
  * them, and so do its events' timestamps (each call is stamped after the
- * thread's previous one). Records of different threads interleave in chunks:
- * the background writer copies each thread's ring in turn. Before each round
- * of copying the writer emits a CT_REC_BATCH whose snapshot time is taken
- * before any ring is read, so every event whose record was complete at that
- * instant is in this batch or an earlier one. A reader that wants global time
+ * thread's previous one), with one exception: a signal handler's calls made
+ * while the thread was inside a traced call are recorded before that call's
+ * event and stamped within its duration, so that call's event (a free,
+ * stamped at entry) may carry an earlier timestamp than the records before
+ * it. Records of different threads interleave in chunks: the background
+ * writer copies each thread's ring in turn. Before each round of copying the
+ * writer emits a CT_REC_BATCH whose snapshot time is taken before any ring is
+ * read, so every event whose record was complete at that instant is in this
+ * batch or an earlier one. A reader that wants global time
  * order keeps the events of the current batch in a heap and, on the next
  * CT_REC_BATCH, releases those with ts_ns <= the previous batch's snapshot
  * time. Records inside a CT_REC_ZSTD count as standing where it stands.
@@ -99,7 +103,7 @@ struct ct_rec {
 	X(EVENT, 2, event, ct_rec_event, 80, 1)	       /* one intercepted call */                   \
 	X(STACK, 3, stack, ct_rec_stack, 16, 0)	       /* an interned native stack */               \
 	X(MODULE, 4, module, ct_rec_module, 48, 0)     /* a loaded ELF object */                    \
-	X(DROPS, 5, drops, ct_rec_drops, 32, 0)	       /* events lost in drop mode */               \
+	X(DROPS, 5, drops, ct_rec_drops, 32, 0)	       /* calls made but not recorded */          \
 	X(BATCH, 6, batch, ct_rec_batch, 24, 0)	       /* start of a writer round */                \
 	X(END, 7, end, ct_rec_end, 40, 0)	       /* clean shutdown */                         \
 	X(MARK, 8, mark, ct_rec_mark, 32, 1)	       /* user marker or NVTX range */              \
@@ -362,6 +366,14 @@ struct ct_rec_event {
  * interpreter (holding the GIL or not).
  */
 #define CT_EVENT_F_PYSTACK 0x0001u
+/*
+ * The call was made inside a signal handler: no native or Python stack was
+ * taken (unwinding there can deadlock on the loader's or malloc's lock held
+ * by the code the handler interrupted). Set on events that would otherwise
+ * have wanted a stack (allocations and the like); other events made in
+ * handlers are not marked.
+ */
+#define CT_EVENT_F_SIGNAL 0x0002u
 
 struct ct_rec_event_py {
 	uint32_t pystack_id; /* CT_REC_PYSTACK id, >= 1 */
@@ -434,14 +446,24 @@ struct ct_rec_module {
 	/* uint8_t build_id[build_id_len]; char path[path_len]; */
 };
 
-/* CT_REC_DROPS: count events a thread dropped because its ring was full. */
+/*
+ * CT_REC_DROPS: count traced calls that were made but not recorded: events a
+ * thread dropped because its ring was full (drop mode), or, with
+ * CT_DROPS_F_SIGNAL in rec.flags, calls made inside signal handlers that the
+ * shim could not record (the handler interrupted the shim's own work on its
+ * thread, or tracing's start-up, or the call would have had to wait for the
+ * writer); those records have tid 0 and count for the whole process. A
+ * reader that does not know the flag counts them as dropped events, which
+ * they are.
+ */
 struct ct_rec_drops {
 	struct ct_rec rec;
 	uint64_t ts_ns;
-	uint64_t count; /* dropped since this thread's previous CT_REC_DROPS */
-	uint32_t tid;
+	uint64_t count; /* dropped since the previous record for the same tid and flags */
+	uint32_t tid;	/* 0: not one thread's */
 	uint32_t reserved;
 };
+#define CT_DROPS_F_SIGNAL 0x0001u
 
 /* CT_REC_BATCH: see "Ordering" above. */
 struct ct_rec_batch {
@@ -459,7 +481,7 @@ struct ct_rec_end {
 	struct ct_rec rec;
 	uint64_t ts_ns;
 	uint64_t events;  /* events recorded in this process */
-	uint64_t dropped; /* events dropped in this process */
+	uint64_t dropped; /* events dropped in this process (every CT_REC_DROPS count) */
 	uint64_t stacks;  /* distinct stacks interned */
 };
 

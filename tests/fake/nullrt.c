@@ -7,6 +7,11 @@
  * untraced difference measures the mutex; against this one, the difference
  * is the tracer's own cost per event at every thread count.
  * Only what tests/e2e/progs/bench_alloc.c calls is here.
+ *
+ * The per-thread range is initial-exec TLS: no __tls_get_addr, whose slow
+ * path after a dlopen or dlclose may call free(). So a signal handler may
+ * call cudaMalloc here whatever it interrupted (tests/e2e/t_hostile_sig_*.sh);
+ * one that interrupts cudaMalloc itself may be handed the same address.
  */
 #include <stdatomic.h>
 #include <stdint.h>
@@ -14,7 +19,8 @@
 #include <cuda_runtime_api.h>
 
 static atomic_uintptr_t next_range = 0x7f0000000000u;
-static __thread uintptr_t cur, end;
+static __thread uintptr_t cur __attribute__((tls_model("initial-exec")));
+static __thread uintptr_t end __attribute__((tls_model("initial-exec")));
 
 cudaError_t CUDARTAPI cudaMalloc(void **devPtr, size_t size)
 {

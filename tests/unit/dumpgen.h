@@ -255,6 +255,18 @@ static inline void dg_drops(struct dg *g, uint64_t ts, uint64_t count, uint32_t 
 	dg_record(g, &d, sizeof d, NULL, 0, 0);
 }
 
+/* Calls lost inside signal handlers (CT_DROPS_F_SIGNAL), as the shim counts them. */
+static inline void dg_drops_signal(struct dg *g, uint64_t ts, uint64_t count)
+{
+	struct ct_rec_drops d;
+	memset(&d, 0, sizeof d);
+	d.rec.type = CT_REC_DROPS;
+	d.rec.flags = CT_DROPS_F_SIGNAL;
+	d.ts_ns = ts;
+	d.count = count;
+	dg_record(g, &d, sizeof d, NULL, 0, 0);
+}
+
 static inline void dg_end(struct dg *g, uint64_t ts)
 {
 	struct ct_rec_end e;

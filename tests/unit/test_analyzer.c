@@ -1208,6 +1208,52 @@ START_TEST(reports_of_truncated_and_empty)
 END_TEST
 
 
+/* Drops counted in signal handlers are dropped events, reported as what they are. */
+START_TEST(drops_in_signal_handlers)
+{
+	for (int signal_only = 0; signal_only <= 1; signal_only++) {
+		struct dg g;
+		dg_init(&g);
+		dg_header(&g);
+		dg_process(&g, 77, 1, 1000, (const char *[]){"argv=p", NULL});
+		dg_batch(&g, 1000, 0);
+		dg_alloc(&g, 2000, 0x1000, 64, 1);
+		if (!signal_only)
+			dg_drops(&g, 2100, 3, 9);
+		dg_drops_signal(&g, 2200, signal_only ? 1 : 2);
+		if (!signal_only)
+			dg_drops_signal(&g, 2300, 3);
+		dg_end(&g, 5000);
+		struct ct_model *m = load(&g);
+		m->path = strdup("signal.bin");
+		ck_assert_uint_eq(m->dropped, signal_only ? 1 : 8);
+		ck_assert_uint_eq(m->dropped_signal, signal_only ? 1 : 5);
+		char *text = render(m, CT_CMD_SUMMARY, CT_FMT_TEXT, 20);
+		char *json = render(m, CT_CMD_SUMMARY, CT_FMT_JSON, 20);
+		if (signal_only) {
+			ck_assert_ptr_null(strstr(text, "ring buffers full"));
+			ck_assert_ptr_nonnull(strstr(text, "WARNING: 1 call made inside a signal handler "
+							   "was not recorded: THE DATA IS INCOMPLETE"));
+			ck_assert_ptr_nonnull(strstr(json, "\"dropped_events\": 1,\n      "
+							   "\"dropped_in_signal_handlers\": 1,"));
+		} else {
+			ck_assert_ptr_nonnull(strstr(text, "WARNING: 3 events were dropped (ring buffers "
+							   "full): THE DATA IS INCOMPLETE"));
+			ck_assert_ptr_nonnull(strstr(text, "WARNING: 5 calls made inside signal handlers "
+							   "were not recorded: THE DATA IS INCOMPLETE"));
+			ck_assert_ptr_nonnull(strstr(json, "\"dropped_events\": 8,\n      "
+							   "\"dropped_in_signal_handlers\": 5,"));
+			ck_assert_ptr_nonnull(strstr(json, "\n  \"dropped_events\": 8,\n  "
+							   "\"dropped_in_signal_handlers\": 5,"));
+		}
+		free(text);
+		free(json);
+		unload(m);
+		dg_release(&g);
+	}
+}
+END_TEST
+
 static struct ct_model *small_model(uint32_t pid, uint64_t leak_size)
 {
 	struct dg g;
@@ -2382,6 +2428,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, golden_dump_facts);
 	tcase_add_test(tc, reports_of_truncated_and_empty);
 	tcase_add_test(tc, multi_dump_totals);
+	tcase_add_test(tc, drops_in_signal_handlers);
 	tcase_add_test(tc, peak_per_device_and_phases);
 	tcase_add_test(tc, oom_failures);
 	tcase_add_test(tc, frag_holes_pools_vmm);
