@@ -177,12 +177,12 @@ static CT_ALWAYS_INLINE inline void ct_call_end_full(struct ct_call *call, uint6
 	uint64_t hash = 0;
 	int depth = 0;
 	long want = ct_option(CT_OPT_STACK_DEPTH);
-	if (want > 0 && ct_op_wants_stack(call->op))
+	if (want > 0 && ct_call_wants_stack(call))
 		depth = call->layer == CT_LAYER_CUPTI
 				? ct_cupti_stack_capture(ips, (int)want)
 				: ct_stack_capture_at(ips, (int)want, call->frame, &hash);
 	uint32_t py_id = 0;
-	if (want > 0 && ct_op_wants_stack(call->op) && call->layer != CT_LAYER_CUPTI)
+	if (want > 0 && ct_call_wants_stack(call) && call->layer != CT_LAYER_CUPTI)
 		py_id = ct_py_capture(ct_py_emit, t);
 
 	if (CT_UNLIKELY(atomic_load_explicit(&ct_state, memory_order_acquire) ==
