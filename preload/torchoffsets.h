@@ -24,7 +24,7 @@
  * vtable counted in the running process has exactly vt_slots functions and
  * name() returns "native" (torch.c).
  *
- * Sources (docs: /work/notes/torch-tracker.md, sections 2 and 3):
+ * Sources (issue 16's research notes, torch-tracker.md, sections 2 and 3):
  *   2.11  measured on the GPU machine (torch 2.11.0+cu130, git 70d99e99):
  *         offsetof and member-pointer slots against its installed headers,
  *         g++ -fdump-lang-class, a vtable scan and live events
