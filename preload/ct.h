@@ -444,16 +444,33 @@ CT_HIDDEN void ct_py_reset(void);
 
 /*
  * 1 while the shim still looks for PyTorch's allocator: the exports of the
- * calls that create memory then hand their return address to
- * ct_torch_check_caller (one relaxed load otherwise).
+ * calls that create memory then show their return address to
+ * ct_torch_note_caller (one relaxed load otherwise).
  */
 extern _Atomic int ct_torch_watch CT_HIDDEN;
+/* A code range known not to be libc10_cuda.so; set once, then only read. */
+struct ct_torch_span {
+	_Atomic uintptr_t lo, hi;
+};
+/* The range the last caller was found in (an empty one before any). */
+extern struct ct_torch_span *_Atomic ct_torch_last CT_HIDDEN;
 /*
  * A traced call that creates memory was made from ret (its return address),
  * not nested in another: when ret lies in libc10_cuda.so, attach the tracker
  * to PyTorch's caching allocator (once; CUMTRACE_TORCH, torchoffsets.h).
  */
 CT_HIDDEN void ct_torch_check_caller(const void *ret);
+
+/* ct_torch_check_caller, unless ret is where the last caller was: a few loads in the common case. */
+static inline void ct_torch_note_caller(const void *ret)
+{
+	if (CT_LIKELY(!atomic_load_explicit(&ct_torch_watch, memory_order_relaxed)))
+		return;
+	const struct ct_torch_span *s = atomic_load_explicit(&ct_torch_last, memory_order_acquire);
+	uintptr_t lo = atomic_load_explicit(&s->lo, memory_order_relaxed);
+	if ((uintptr_t)ret - lo >= atomic_load_explicit(&s->hi, memory_order_relaxed) - lo)
+		ct_torch_check_caller(ret);
+}
 
 /* ---- the writer (writer.c) --------------------------------------------------- */
 

@@ -79,7 +79,7 @@ CT_HIDDEN void ct_meminfo_after_failure(const struct ct_call *c);
  * call through an interposed export) is a TLS load and a tail call to the real
  * function; a call to record is a tail call to ct_traced_NAME. A call that
  * creates memory, while the framework layer still looks for PyTorch, first
- * shows its caller to ct_torch_check_caller (torch.c).
+ * shows its caller to ct_torch_note_caller (torch.c).
  */
 #define CT_WRAP(ret_t, ok, missing, layer_, name, op_, kind_, params, args, in, out)            \
 	static void *_Atomic ct_real_##name;                                                  \
@@ -114,9 +114,8 @@ CT_HIDDEN void ct_meminfo_after_failure(const struct ct_call *c);
 			return missing;                                                       \
 		if (ct_tls.in_hook)                                                           \
 			return fn args;                                                       \
-		if (ct_op_wants_stack(CT_OP_##op_) &&                                         \
-		    CT_UNLIKELY(atomic_load_explicit(&ct_torch_watch, memory_order_relaxed)))  \
-			ct_torch_check_caller(__builtin_return_address(0));                   \
+		if (ct_op_wants_stack(CT_OP_##op_))                                           \
+			ct_torch_note_caller(__builtin_return_address(0));                    \
 		return ct_traced_##name args;                                                 \
 	}
 

@@ -14,12 +14,14 @@
  *   1. notices PyTorch: the exports of the calls that create memory (cudaMalloc
  *      in the default mode, cuMemAddressReserve / cuMemCreate / cuMemMap with
  *      expandable segments) show their return address here while
- *      ct_torch_watch is set; an address inside libc10_cuda.so means the
- *      caching allocator is asking for memory, so it exists and is
- *      initialised (init precedes any malloc). Addresses of other objects are
- *      remembered by their object's address range (a small lock-free table),
- *      so a program that never loads torch pays one dl_iterate_phdr per
- *      object that allocates, and later a scan of that table per call;
+ *      ct_torch_watch is set (ct_torch_note_caller); an address inside
+ *      libc10_cuda.so means the caching allocator is asking for memory, so it
+ *      exists and is initialised (init precedes any malloc). Addresses of
+ *      other objects are remembered by their object's address range (a small
+ *      lock-free table), so a program that never loads torch pays one
+ *      dl_iterate_phdr per object that allocates, and later a few loads per
+ *      call (the range of the previous caller) or, from another object, a
+ *      scan of that table;
  *   2. reads the version from torch/version.py beside the library (open and
  *      read into a stack buffer: no allocation) and takes its row of
  *      torchoffsets.h; no row (or a pre-release), and it warns once and stays
@@ -93,20 +95,24 @@ static _Atomic int ct_torch_warned;
 /* ---- callers that are not libc10_cuda -------------------------------------------- */
 
 #define CT_TORCH_OTHERS 128
-static struct {
-	_Atomic uintptr_t lo, hi; /* hi published last: 0 = not ready */
-} ct_torch_others[CT_TORCH_OTHERS];
+static struct ct_torch_span ct_torch_others[CT_TORCH_OTHERS]; /* hi published last: 0 = not ready */
 static _Atomic unsigned ct_torch_nothers;
+static struct ct_torch_span ct_torch_nowhere; /* empty: holds no address */
+struct ct_torch_span *_Atomic ct_torch_last = &ct_torch_nowhere;
 
+/* Is a in a range known not to be libc10_cuda? That range becomes ct_torch_last. */
 static int ct_torch_is_other(uintptr_t a)
 {
 	unsigned n = atomic_load_explicit(&ct_torch_nothers, memory_order_acquire);
 	if (n > CT_TORCH_OTHERS)
 		n = CT_TORCH_OTHERS;
 	for (unsigned i = 0; i < n; i++) {
-		uintptr_t hi = atomic_load_explicit(&ct_torch_others[i].hi, memory_order_acquire);
-		if (a < hi && a >= atomic_load_explicit(&ct_torch_others[i].lo, memory_order_relaxed))
+		struct ct_torch_span *s = &ct_torch_others[i];
+		uintptr_t hi = atomic_load_explicit(&s->hi, memory_order_acquire);
+		if (a < hi && a >= atomic_load_explicit(&s->lo, memory_order_relaxed)) {
+			atomic_store_explicit(&ct_torch_last, s, memory_order_release);
 			return 1;
+		}
 	}
 	return 0;
 }
@@ -117,8 +123,10 @@ static void ct_torch_add_other(uintptr_t lo, uintptr_t hi)
 	unsigned i = atomic_fetch_add_explicit(&ct_torch_nothers, 1, memory_order_relaxed);
 	if (i >= CT_TORCH_OTHERS)
 		return;
-	atomic_store_explicit(&ct_torch_others[i].lo, lo, memory_order_relaxed);
-	atomic_store_explicit(&ct_torch_others[i].hi, hi, memory_order_release);
+	struct ct_torch_span *s = &ct_torch_others[i];
+	atomic_store_explicit(&s->lo, lo, memory_order_relaxed);
+	atomic_store_explicit(&s->hi, hi, memory_order_release);
+	atomic_store_explicit(&ct_torch_last, s, memory_order_release);
 }
 
 /* The loaded object holding addr: its address range and path. */
