@@ -180,7 +180,7 @@ void ct_rec_finish(struct ct_rec *rec)
 static int ct_cpu_has_flags(const char *const *want, int nwant)
 {
 	static char buf[16384];
-	if (ct_read_file("/proc/cpuinfo", buf, sizeof buf) < 0)
+	if (ct_read_small_file("/proc/cpuinfo", buf, sizeof buf) < 0)
 		return 0;
 	const char *line = strstr(buf, "\nflags");
 	if (!line)

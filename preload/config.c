@@ -146,7 +146,7 @@ int ct_expand_template(const char *tmpl, char *out, size_t cap)
 	return 0;
 }
 
-long ct_read_file(const char *path, char *buf, size_t cap)
+long ct_read_small_file(const char *path, char *buf, size_t cap)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)

@@ -66,7 +66,7 @@ CT_HIDDEN int ct_expand_template(const char *tmpl, char *out, size_t cap);
  * cap - 1 bytes, NUL-terminated, no allocation. Returns the bytes read, or -1
  * when it cannot be opened.
  */
-CT_HIDDEN long ct_read_file(const char *path, char *buf, size_t cap);
+CT_HIDDEN long ct_read_small_file(const char *path, char *buf, size_t cap);
 
 /* Print "cumtrace: <msg>" on stderr, at most once per key. */
 CT_HIDDEN void ct_warn_once(_Atomic int *key, const char *fmt, ...)

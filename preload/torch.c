@@ -180,7 +180,7 @@ static int ct_torch_read_version(const char *lib_path, char *out, size_t cap)
 	if (n < 0 || (size_t)n >= sizeof path)
 		return -1;
 	char buf[4096];
-	if (ct_read_file(path, buf, sizeof buf) < 0)
+	if (ct_read_small_file(path, buf, sizeof buf) < 0)
 		return -1;
 	/* a line "__version__ = '2.11.0+cu130'" (an annotation before '=' allowed) */
 	for (char *line = buf, *next; line; line = next) {
