@@ -231,6 +231,18 @@ $(CTTLS): tests/e2e/libs/cttls.c
 # hostile_signal exports its gethostname, which the shim calls during start-up.
 $(BUILD)/tests/progs/hostile_signal: PROG_CFLAGS += -rdynamic
 
+# ---- a stand-in for PyTorch's libc10_cuda.so (tests only; tests/fake/c10_cuda.cc):
+# C++, checked against the version table it includes when it loads. Its own
+# folder: nothing finds it through LD_LIBRARY_PATH (the tests copy it into a
+# torch/lib/ beside a torch/version.py, as in a wheel).
+FAKE_C10 := $(BUILD)/tests/torch/libc10_cuda.so
+
+$(FAKE_C10): tests/fake/c10_cuda.cc preload/torchoffsets.h $(FAKE_CUDART) $(FAKE_CUDA)
+	@mkdir -p $(@D)
+	@echo "  CXX     $@"
+	$(Q)$(CXX) -std=c++17 -O2 -g -fPIC -shared -fvisibility=hidden -Wall -Wextra -Ipreload -I$(CUDA_INC) $(SAN_FLAGS) \
+		-Wl,-soname,libc10_cuda.so -o $@ $< -L$(FAKE_DIR) -l:libcudart.so.13 $(ALL_LDFLAGS)
+
 # ---- the synthetic dump generator (scripts/gendump.c, the analyzer benchmark)
 # It packs records with the shim's own compressor, preload/compress.c.
 GENDUMP := $(BUILD)/gendump
@@ -288,7 +300,7 @@ fuzz: $(FUZZ_BIN)
 # ---- targets ---------------------------------------------------------------
 all: $(SHIM) $(REPORT)
 
-tests: all $(FAKE_CUDART) $(FAKE_CUDA) $(FAKE_CUPTI) $(NULLRT) $(TLIBS) $(CTTLS) $(TWIN_LIB) $(TWIN_LIB12) $(PROGS) $(UNITS) $(GENDUMP)
+tests: all $(FAKE_CUDART) $(FAKE_CUDA) $(FAKE_CUPTI) $(NULLRT) $(TLIBS) $(CTTLS) $(TWIN_LIB) $(TWIN_LIB12) $(FAKE_C10) $(PROGS) $(UNITS) $(GENDUMP)
 
 check: tests
 	$(Q)BUILD=$(BUILD) SANITIZE=$(SANITIZE) sh tests/run.sh

@@ -1,4 +1,5 @@
 #include "model.h"
+#include "framework.h"
 #include "marks.h"
 #include "pystack.h"
 
@@ -726,6 +727,10 @@ static void apply_event(struct ct_model *m, const struct ct_rec_event *ev);
 
 void ct_model_event(struct ct_model *m, const struct ct_rec_event *ev)
 {
+	if (ct_fw_is_event(ev)) {
+		ct_fw_event(m, ev);
+		return;
+	}
 	release_marks(m, ev->ts_ns);
 	apply_event(m, ev);
 	for (size_t i = 0; i < m->nobs; i++)

@@ -201,6 +201,8 @@ struct ct_model {
 	uint64_t first_ts, last_ts;
 
 	struct ct_api_stats api[CT_API_COUNT + 1]; /* [CT_API_COUNT]: unknown ids */
+	/* framework events: counted apart, never memory (framework.h) */
+	uint64_t fw_events, fw_api[CT_API_COUNT + 1];
 	struct ct_kd_stats kind_total[CT_KIND_COUNT];
 	struct ct_kd_stats *kd;
 	size_t nkd, capkd;

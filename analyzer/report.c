@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "framework.h"
 #include "gate.h"
 #include "json.h"
 #include "marks.h"
@@ -291,6 +292,7 @@ static void text_summary(FILE *f, const struct ct_report_opts *o, struct ct_mode
 		"  events: %" PRIu64 " (allocations %" PRIu64 ", frees %" PRIu64
 		", failed calls %" PRIu64 ")\n",
 		m->events, m->allocations, m->frees, m->failed_calls);
+	ct_fw_put_summary(f, &m, 1);
 	if (m->unmatched_frees || m->double_allocs)
 		fprintf(f,
 			"  inconsistencies: %" PRIu64 " frees of unknown pointers, %" PRIu64
@@ -377,6 +379,7 @@ static void text_summary_merged(FILE *f, const struct ct_report_opts *o, struct 
 		"  events: %" PRIu64 " (allocations %" PRIu64 ", frees %" PRIu64
 		", failed calls %" PRIu64 ")\n",
 		events, allocs, frees, failed);
+	ct_fw_put_summary(f, ms, nm);
 	if (unmatched || doubles)
 		fprintf(f,
 			"  inconsistencies: %" PRIu64 " frees of unknown pointers, %" PRIu64
@@ -500,6 +503,7 @@ static void json_summary(struct ct_json *j, const struct ct_report_opts *o,
 	}
 	ct_json_obj_end(j);
 	ct_json_kv_u64(j, "duration_ns", tmin == UINT64_MAX ? 0 : tmax - tmin);
+	ct_fw_json(j, ms, nm);
 	ct_json_obj_end(j);
 
 }

@@ -10,6 +10,10 @@ decompressed with libzstd.so.1 through ctypes or, failing that, the `zstd`
 command; with neither, a compressed record is printed as such with a note, and
 `records()` raises ZstdUnavailable.
 
+Framework events (layer 5: PyTorch's caching allocator, format.h "Framework
+events") are printed with their action and pool id; framework_events() returns
+them decoded, Python stacks resolved, for scripts and tests.
+
 usage: ctdump.py [--stats] DUMP
 """
 import ctypes
@@ -45,10 +49,14 @@ def _record_types(header):
     return {int(num): (name, int(size)) for _NAME, num, name, _struct, size, _ticks in rows}
 
 
-REC_TYPES = _record_types(_format_h())
+FORMAT_H = _format_h()
+REC_TYPES = _record_types(FORMAT_H)
 REC_NAMES = {num: name for num, (name, _size) in REC_TYPES.items()}
 REC_NUM = {name: num for num, name in REC_NAMES.items()}
 EVENT = struct.Struct("<6Q2IiIHBBhBB")
+LAYER_FRAMEWORK = 5
+FW_F_POOL = 0x1
+EVENT_F_PYSTACK = 0x1
 REC_ZSTD = REC_NUM["zstd"]
 ZSTD_RAW_MAX = 4 << 20
 
@@ -139,6 +147,62 @@ def records(data, expand=True):
             yield "%d+%d" % (off, ioff), itype, iflags, ibody
 
 
+_api_names = None
+
+
+def api_names():
+    """The API names of format.h's CT_API_LIST by id; none (api<N> placeholders) when
+    the list cannot be read."""
+    global _api_names
+    if _api_names is None:
+        try:
+            text = open(FORMAT_H).read()
+            body = text.split("#define CT_API_LIST(X)")[1].split("enum ct_api")[0]
+            _api_names = re.findall(r"X\((\w+), \w+\)", body)
+        except (OSError, IndexError):
+            _api_names = []
+    return _api_names
+
+
+def api_name(api):
+    names = api_names()
+    return names[api] if api < len(names) else "api%d" % api
+
+
+def framework_events(data):
+    """The framework events of a dump in file order, each a dict: action ("alloc",
+    "free_requested", ..., "oom": the API name without "torch_"), ts, ptr, size,
+    stream, device, tid, pool ((a, b), or None without one), stack (native stack id,
+    0 = none), ips (its frames), py (Python frames, innermost first, as (file,
+    function, line)). Stacks are resolved after the whole dump is read."""
+    events, stacks, pystacks, pystrings = [], {}, {}, {}
+    for _off, rtype, flags, body in records(data):
+        if rtype == 2:
+            f = EVENT.unpack_from(body)
+            if f[14] != LAYER_FRAMEWORK:
+                continue
+            py = struct.unpack_from("<I", body, EVENT.size)[0] if flags & EVENT_F_PYSTACK else 0
+            events.append(dict(action=api_name(f[10]).replace("torch_", "", 1), ts=f[0],
+                               ptr=f[2], size=f[3], stream=f[4], device=f[13], tid=f[6],
+                               pool=((f[5] >> 32, f[5] & 0xffffffff) if f[9] & FW_F_POOL
+                                     else None),
+                               stack=f[7], pystack=py, kind=f[12]))
+        elif rtype == 3:
+            sid, depth = struct.unpack_from("<IH", body)
+            stacks[sid] = list(struct.unpack_from("<%dQ" % depth, body, 8))
+        elif rtype == 11:
+            pid, depth = struct.unpack_from("<IH", body)
+            pystacks[pid] = [struct.unpack_from("<IIi", body, 8 + 12 * i) for i in range(depth)]
+        elif rtype == 12:
+            sid, n = struct.unpack_from("<II", body)
+            pystrings[sid] = body[8:8 + n].split(b"\0")[0].decode(errors="replace")
+    for e in events:
+        e["ips"] = stacks.get(e["stack"], [])
+        e["py"] = [(pystrings.get(fi), pystrings.get(fn), line)
+                   for fi, fn, line in pystacks.get(e.pop("pystack"), [])]
+    return events
+
+
 def main():
     args = sys.argv[1:]
     stats = "--stats" in args
@@ -168,6 +232,11 @@ def show(off, rtype, flags, body):
     if rtype == REC_NUM["event"]:
         (ts, dur, ptr, size, stream, aux, tid, stack, result, _api_flags, api, op_kind, kind_,
          dev, layer, _r) = EVENT.unpack_from(body)
+        if layer == LAYER_FRAMEWORK:
+            pool = f"({aux >> 32},{aux & 0xffffffff})" if _api_flags & FW_F_POOL else "none"
+            print(f"{off} framework ts={ts} {api_name(api)} ptr={ptr:#x} size={size} "
+                  f"stream={stream:#x} dev={dev} pool={pool} tid={tid} stack={stack}")
+            return
         print(f"{off} event ts={ts} dur={dur} api={api} op={op_kind} kind={kind_} "
               f"ptr={ptr:#x} size={size} stream={stream:#x} tid={tid} stack={stack} "
               f"result={result} dev={dev}" + (" signal" if flags & 0x0002 else ""))

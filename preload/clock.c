@@ -183,18 +183,8 @@ void ct_rec_finish(struct ct_rec *rec)
 static int ct_cpu_has_flags(const char *const *want, int nwant)
 {
 	static char buf[16384];
-	int fd = open("/proc/cpuinfo", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (ct_read_small_file("/proc/cpuinfo", buf, sizeof buf) < 0)
 		return 0;
-	size_t len = 0;
-	for (;;) {
-		ssize_t k = read(fd, buf + len, sizeof buf - 1 - len);
-		if (k <= 0)
-			break;
-		len += (size_t)k;
-	}
-	close(fd);
-	buf[len] = 0;
 	const char *line = strstr(buf, "\nflags");
 	if (!line)
 		return 0;

@@ -4,6 +4,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +35,7 @@ static struct ct_option_desc ct_options[CT_OPT_COUNT] = {
 	[CT_OPT_COMPRESS] = {"CUMTRACE_COMPRESS", 1, 0, 1, 0, NULL},
 	[CT_OPT_CLOCK] = {"CUMTRACE_CLOCK", 0, 0, 0, 1, NULL},
 	[CT_OPT_STACK_CACHE] = {"CUMTRACE_STACK_CACHE", 1, 0, 1, 0, NULL},
+	[CT_OPT_TORCH] = {"CUMTRACE_TORCH", 1, 0, 2, 0, NULL},
 };
 
 static _Atomic int ct_options_done;
@@ -142,6 +144,23 @@ int ct_expand_template(const char *tmpl, char *out, size_t cap)
 			return -1;
 	}
 	return 0;
+}
+
+long ct_read_small_file(const char *path, char *buf, size_t cap)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	size_t len = 0;
+	for (;;) {
+		ssize_t k = read(fd, buf + len, cap - 1 - len);
+		if (k <= 0)
+			break;
+		len += (size_t)k;
+	}
+	close(fd);
+	buf[len] = 0;
+	return (long)len;
 }
 
 void ct_warn_once(_Atomic int *key, const char *fmt, ...)

@@ -37,6 +37,7 @@ enum ct_option {
 	CT_OPT_COMPRESS,    /* CUMTRACE_COMPRESS: 1 = zstd-compress writer rounds (default) */
 	CT_OPT_CLOCK,	    /* CUMTRACE_CLOCK: "monotonic" = never read the CPU's counter */
 	CT_OPT_STACK_CACHE, /* CUMTRACE_STACK_CACHE: 0 = unwind every stack afresh */
+	CT_OPT_TORCH,	    /* CUMTRACE_TORCH: 0 = no framework layer; 2 = also unmeasured versions */
 	CT_OPT_COUNT
 };
 
@@ -59,6 +60,13 @@ CT_HIDDEN const char *ct_option_env(enum ct_option opt);
  * the result does not fit.
  */
 CT_HIDDEN int ct_expand_template(const char *tmpl, char *out, size_t cap);
+
+/*
+ * Read the start of a small file (procfs, a version file) into buf: at most
+ * cap - 1 bytes, NUL-terminated, no allocation. Returns the bytes read, or -1
+ * when it cannot be opened.
+ */
+CT_HIDDEN long ct_read_small_file(const char *path, char *buf, size_t cap);
 
 /* Print "cumtrace: <msg>" on stderr, at most once per key. */
 CT_HIDDEN void ct_warn_once(_Atomic int *key, const char *fmt, ...)
@@ -414,6 +422,23 @@ struct ct_call {
 	const void *frame;
 };
 
+/*
+ * Framework events (layer CT_LAYER_FRAMEWORK) that carry stacks: those that
+ * hand out memory, and the out-of-memory one (format.h, "Framework events").
+ */
+static inline int ct_fw_wants_stack(unsigned api)
+{
+	return api == CT_API_torch_alloc || api == CT_API_torch_segment_alloc ||
+	       api == CT_API_torch_segment_map || api == CT_API_torch_oom;
+}
+
+/* Does this call's event carry stacks (native and Python)? */
+static inline int ct_call_wants_stack(const struct ct_call *call)
+{
+	return ct_op_wants_stack(call->op) ||
+	       (call->layer == CT_LAYER_FRAMEWORK && ct_fw_wants_stack(call->api));
+}
+
 /* ct_call_begin's slow half: tracing not running yet, off, or recorded by CUPTI. */
 CT_HIDDEN int ct_call_begin_slow(struct ct_call *call);
 
@@ -457,6 +482,38 @@ typedef int (*ct_py_emit_fn)(void *ctx, const void *rec, uint32_t len);
 CT_HIDDEN uint32_t ct_py_capture(ct_py_emit_fn emit, void *ctx);
 /* Forget every interned Python string and stack (fork child). */
 CT_HIDDEN void ct_py_reset(void);
+
+/* ---- the framework layer (torch.c) -------------------------------------------- */
+
+/*
+ * 1 while the shim still looks for PyTorch's allocator: the exports of the
+ * calls that create memory then show their return address to
+ * ct_torch_note_caller (one relaxed load otherwise).
+ */
+extern _Atomic int ct_torch_watch CT_HIDDEN;
+/* A code range known not to be libc10_cuda.so; set once, then only read. */
+struct ct_torch_span {
+	_Atomic uintptr_t lo, hi;
+};
+/* The range the last caller was found in (an empty one before any). */
+extern struct ct_torch_span *_Atomic ct_torch_last CT_HIDDEN;
+/*
+ * A traced call that creates memory was made from ret (its return address),
+ * not nested in another: when ret lies in libc10_cuda.so, attach the tracker
+ * to PyTorch's caching allocator (once; CUMTRACE_TORCH, torchoffsets.h).
+ */
+CT_HIDDEN void ct_torch_check_caller(const void *ret);
+
+/* ct_torch_check_caller, unless ret is where the last caller was: a few loads in the common case. */
+static inline void ct_torch_note_caller(const void *ret)
+{
+	if (CT_LIKELY(!atomic_load_explicit(&ct_torch_watch, memory_order_relaxed)))
+		return;
+	const struct ct_torch_span *s = atomic_load_explicit(&ct_torch_last, memory_order_acquire);
+	uintptr_t lo = atomic_load_explicit(&s->lo, memory_order_relaxed);
+	if ((uintptr_t)ret - lo >= atomic_load_explicit(&s->hi, memory_order_relaxed) - lo)
+		ct_torch_check_caller(ret);
+}
 
 /* ---- the writer (writer.c) --------------------------------------------------- */
 

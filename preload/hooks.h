@@ -125,6 +125,8 @@ CT_HIDDEN void ct_meminfo_after_failure(const struct ct_call *c);
  * which is handed the real function (it depends on the caller while routes
  * are in use); a call made in a signal handler that cannot be recorded goes
  * through ct_untraced_NAME, which counts it.
+ * A call that creates memory, while the framework layer still looks for
+ * PyTorch, first shows its caller to ct_torch_note_caller (torch.c).
  */
 #define CT_WRAP(ret_t, ok, missing, layer_, name, op_, kind_, params, args, in, out)            \
 	static struct ct_real ct_real_##name;                                                 \
@@ -177,6 +179,8 @@ CT_HIDDEN void ct_meminfo_after_failure(const struct ct_call *c);
 				return fn args;                                               \
 			return ct_untraced_##name CT_ARGS_AFTER(fn, args);                    \
 		}                                                                             \
+		if (ct_op_wants_stack(CT_OP_##op_))                                           \
+			ct_torch_note_caller(__builtin_return_address(0));                    \
 		return ct_traced_##name CT_ARGS_AFTER(fn, args);                              \
 	}
 

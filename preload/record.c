@@ -194,7 +194,7 @@ static CT_ALWAYS_INLINE inline void ct_call_end_full(struct ct_call *call, uint6
 	int depth = 0;
 	int in_signal = ct_in_handler(t);
 	long want = ct_option(CT_OPT_STACK_DEPTH);
-	int stacks = want > 0 && ct_op_wants_stack(call->op);
+	int stacks = want > 0 && ct_call_wants_stack(call);
 	uint16_t rec_flags = 0;
 	if (stacks && in_signal && t->sig_nostack) {
 		stacks = 0;

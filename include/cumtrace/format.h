@@ -204,6 +204,7 @@ enum ct_layer {
 	CT_LAYER_DRIVER = 2,  /* cu* (libcuda) */
 	CT_LAYER_CUPTI = 3,   /* seen through a CUPTI callback */
 	CT_LAYER_USER = 4,    /* cumtrace_mark and NVTX */
+	CT_LAYER_FRAMEWORK = 5, /* a framework's allocator (PyTorch): see "Framework events" */
 };
 
 /* What an event does to memory or streams. */
@@ -254,7 +255,11 @@ enum ct_kind {
 	CT_KIND_VMM_PHYSICAL = 5,    /* cuMemCreate physical allocation */
 	CT_KIND_VMM_RESERVED = 6,    /* cuMemAddressReserve range */
 	CT_KIND_VMM_MAPPED = 7,	     /* cuMemMap mapping */
-	CT_KIND_COUNT
+	CT_KIND_COUNT,
+	/* Framework kinds: only on framework events (CT_LAYER_FRAMEWORK), never
+	 * memory of the CUDA layer; CT_KIND_COUNT counts the kinds above only. */
+	CT_KIND_TORCH_BLOCK = 16,   /* a block of PyTorch's caching allocator (a tensor's memory) */
+	CT_KIND_TORCH_SEGMENT = 17, /* a segment it got from CUDA (cudaMalloc, or a VMM mapping) */
 };
 
 /*
@@ -321,7 +326,15 @@ enum ct_kind {
 	X(cuMemAllocFromPoolAsync_ptsz, DRIVER)                                \
 	X(cuMemFreeAsync_ptsz, DRIVER)                                         \
 	X(cuStreamSynchronize_ptsz, DRIVER)                                    \
-	X(cuStreamCreateWithPriority, DRIVER)
+	X(cuStreamCreateWithPriority, DRIVER)                                  \
+	X(torch_alloc, FRAMEWORK)                                              \
+	X(torch_free_requested, FRAMEWORK)                                     \
+	X(torch_free_completed, FRAMEWORK)                                     \
+	X(torch_segment_alloc, FRAMEWORK)                                      \
+	X(torch_segment_free, FRAMEWORK)                                       \
+	X(torch_segment_map, FRAMEWORK)                                        \
+	X(torch_segment_unmap, FRAMEWORK)                                      \
+	X(torch_oom, FRAMEWORK)
 
 enum ct_api {
 #define CT_API_ENUM_(name, layer) CT_API_##name,
@@ -379,6 +392,50 @@ struct ct_rec_event_py {
 	uint32_t pystack_id; /* CT_REC_PYSTACK id, >= 1 */
 	uint32_t reserved;   /* 0 */
 };
+
+/*
+ * Framework events: a CT_REC_EVENT with layer CT_LAYER_FRAMEWORK is not a CUDA
+ * call but one event of a framework's allocator, as the framework reported it
+ * to the shim (preload/torch.c: PyTorch's caching allocator, through its trace
+ * tracker hook). They were added without a version change: a reader that does
+ * not know the layer sees events of unknown APIs whose op is CT_OP_NONE, so it
+ * never counts them as memory (a block lies inside a segment that the CUDA
+ * layer recorded already: counting both would count the memory twice).
+ *
+ *   ts_ns     when the framework reported the event (the shim's clock, on the
+ *             reporting thread); dur_ns 0
+ *   api       the action: torch_alloc (a tensor's block handed out),
+ *             torch_free_requested (the block given back), torch_free_completed
+ *             (the block reusable: later than the request when the block was
+ *             still in use on another stream, and then possibly on another
+ *             thread), torch_segment_alloc / torch_segment_free (a segment got
+ *             from or given back to CUDA with cudaMalloc / cudaFree),
+ *             torch_segment_map / torch_segment_unmap (expandable segments:
+ *             a range of a segment mapped or unmapped with cuMemMap /
+ *             cuMemUnmap), torch_oom (the allocator is about to raise an
+ *             out-of-memory error)
+ *   op        CT_OP_NONE
+ *   kind      CT_KIND_TORCH_BLOCK (alloc, free_requested, free_completed,
+ *             oom) or CT_KIND_TORCH_SEGMENT (the segment events)
+ *   ptr       the block's or segment's (range's) address; for torch_oom the
+ *             device's free bytes as the allocator read them
+ *   size      bytes: the size requested for a block (not rounded), the
+ *             segment's or range's size; for torch_oom the size asked for
+ *   stream    the stream the block or segment belongs to (0 = legacy default)
+ *   device    the framework's device index
+ *   aux       the memory pool id when flags has CT_FW_F_POOL: PyTorch's
+ *             MempoolId_t (a, b) as a << 32 | b ((0, 0): the default pools; a
+ *             CUDA graph's or a torch.cuda.MemPool's otherwise); 0 without the
+ *             flag (a version without pool ids, or a half of 2^32 or more)
+ *   flags     CT_FW_F_POOL or 0
+ *   tid       the reporting thread
+ *   stack_id  and the Python trailer (CT_EVENT_F_PYSTACK): the reporting
+ *             thread's native and Python stacks, captured as for a CUDA
+ *             allocation, on torch_alloc, torch_segment_alloc,
+ *             torch_segment_map and torch_oom; none on the others
+ *   result    0
+ */
+#define CT_FW_F_POOL 0x1u /* aux holds the event's memory pool id */
 
 /*
  * CT_REC_PYSTRING: an interned string of Python frames (a file name or a
@@ -681,6 +738,10 @@ static inline const char *ct_kind_name(unsigned kind)
 					    "host_pinned",	"host_registered",
 					    "managed",		"vmm_physical",
 					    "vmm_reserved",	"vmm_mapped"};
+	if (kind == CT_KIND_TORCH_BLOCK)
+		return "torch_block";
+	if (kind == CT_KIND_TORCH_SEGMENT)
+		return "torch_segment";
 	return kind < CT_KIND_COUNT ? names[kind] : "unknown";
 }
 
