@@ -390,7 +390,7 @@ fi
 
 # ---- behaviour: the hostile programs, untraced and traced (issue 14) ----
 if suite behaviour; then
-	run_step behaviour 300 bash "$ROOT/tests/gpu/behaviour.sh" "$KIT" "$KIT/src/e2e" "$WORK/behaviour"
+	run_step behaviour 300 bash "$ROOT/tests/gpu/behaviour.sh" "$KIT" "$KIT/src/e2e" "$RAW/behaviour"
 	grep -E "^(PASS|FAIL|SKIP) |^behaviour:" "$RAW/behaviour.out" | tee -a "$LOG"
 fi
 
