@@ -58,16 +58,19 @@ int ct_fd_move_high(int fd)
 
 static __thread int ct_unwinding __attribute__((tls_model("initial-exec")));
 static pthread_once_t ct_unwinder_once = PTHREAD_ONCE_INIT;
+static _Atomic int ct_unwinder_ready; /* set once ct_unwinder_init has run: no call after that */
 
 static void ct_unwinder_init(void)
 {
 	unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+	atomic_store_explicit(&ct_unwinder_ready, 1, memory_order_release);
 }
 
 void ct_unwinder_enter(void)
 {
 	ct_unwinding++;
-	pthread_once(&ct_unwinder_once, ct_unwinder_init);
+	if (CT_UNLIKELY(!atomic_load_explicit(&ct_unwinder_ready, memory_order_acquire)))
+		pthread_once(&ct_unwinder_once, ct_unwinder_init);
 }
 
 void ct_unwinder_leave(void)

@@ -798,7 +798,8 @@ static int ct_room_to_start(void)
 	return 0;
 }
 
-/* Map the write buffer and the module table (once); on failure warn and return -1. */
+/* When there is room for tracing (ct_room_to_start), map the write buffer and the
+ * module table (once); on failure warn and return -1. */
 static int ct_wbuf_map(void)
 {
 	if (!ct_room_to_start())
