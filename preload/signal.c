@@ -82,11 +82,10 @@ static int ct_sig_nmodules;
 static uintptr_t ct_sig_sites[CT_SIG_SITES_MAX]; /* where a thread's own signal interrupts it */
 static int ct_sig_nsites;
 
-int ct_in_handler(struct ct_thread *t)
+/* ct_in_handler, where sig_frame is set. */
+int ct_in_handler_slow(struct ct_thread *t)
 {
 	uintptr_t frame = t->sig_frame;
-	if (CT_LIKELY(!frame))
-		return 0;
 	char here;
 	uintptr_t sp = (uintptr_t)&here;
 	if (sp < frame && frame - sp < CT_SIG_REACH)
