@@ -54,8 +54,9 @@ $(SHIM): $(PRELOAD_OBJ) preload/exports.map
 
 # dlsym's slow path runs inside the sanitizer runtime's own start-up (it looks
 # up the functions it intercepts through dlsym), before sanitizer shadow
-# memory exists: that file is never instrumented.
-$(BUILD)/obj/preload/entry.o: ALL_CFLAGS := $(filter-out -fsanitize=% -fno-sanitize-recover=%,$(ALL_CFLAGS))
+# memory exists, and so does sigaction (the runtime installs its handlers
+# through it): those files are never instrumented.
+$(BUILD)/obj/preload/entry.o $(BUILD)/obj/preload/signal.o: ALL_CFLAGS := $(filter-out -fsanitize=% -fno-sanitize-recover=%,$(ALL_CFLAGS))
 
 # ---- the analyzer ----------------------------------------------------------
 ANALYZER_SRC := $(filter-out analyzer/main.c,$(wildcard analyzer/*.c))

@@ -604,7 +604,11 @@ CT_HIDDEN int ct_cupti_stack_capture(uint64_t *ips, int max);
  * A handler left by siglongjmp is noticed here (the stack is back above the
  * wrapper's frame) and forgotten. Async-signal-safe.
  */
-CT_HIDDEN int ct_in_handler(struct ct_thread *t);
+CT_HIDDEN int ct_in_handler_slow(struct ct_thread *t);
+static inline int ct_in_handler(struct ct_thread *t)
+{
+	return CT_UNLIKELY(t->sig_frame != 0) && ct_in_handler_slow(t);
+}
 
 /*
  * A traced call made inside a signal handler that cannot be recorded (the

@@ -82,11 +82,10 @@ static int ct_sig_nmodules;
 static uintptr_t ct_sig_sites[CT_SIG_SITES_MAX]; /* where a thread's own signal interrupts it */
 static int ct_sig_nsites;
 
-int ct_in_handler(struct ct_thread *t)
+/* ct_in_handler, where sig_frame is set. */
+int ct_in_handler_slow(struct ct_thread *t)
 {
 	uintptr_t frame = t->sig_frame;
-	if (CT_LIKELY(!frame))
-		return 0;
 	char here;
 	uintptr_t sp = (uintptr_t)&here;
 	if (sp < frame && frame - sp < CT_SIG_REACH)
@@ -218,11 +217,26 @@ static void ct_sig_enter(int sig, siginfo_t *info, void *uc)
 	t->sig_frame = frame;
 }
 
+/*
+ * The C library's sigaction. Found with dlsym alone, never pinned with dlopen
+ * (ct_real_symbol): a sanitizer's runtime installs its handlers from the
+ * loader's first round of initializers, where a dlopen would run the C
+ * library's initializer early, with no environment.
+ */
+static ct_sigaction_fn ct_sigaction_real(void)
+{
+	void *fn = atomic_load_explicit(&ct_real_sigaction, memory_order_acquire);
+	if (CT_UNLIKELY(!fn)) {
+		fn = ct_dlsym_next("sigaction");
+		atomic_store_explicit(&ct_real_sigaction, fn, memory_order_release);
+	}
+	return (ct_sigaction_fn)fn;
+}
+
 /* sigaction, with ct_sig_enter in the kernel in place of the program's handler. */
 static int ct_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
-	ct_sigaction_fn real =
-		(ct_sigaction_fn)ct_real_symbol(&ct_real_sigaction, "sigaction");
+	ct_sigaction_fn real = ct_sigaction_real();
 	if (!real) {
 		errno = ENOSYS;
 		return -1;
@@ -358,8 +372,7 @@ static void ct_sig_find_sites(ct_sigaction_fn real)
 __attribute__((constructor)) static void ct_signal_init(void)
 {
 	int saved_errno = errno;
-	ct_sigaction_fn real =
-		(ct_sigaction_fn)ct_real_symbol(&ct_real_sigaction, "sigaction");
+	ct_sigaction_fn real = ct_sigaction_real();
 	/* The C library (libpthread and libdl too, where glibc still splits
 	 * them), the allocator, libunwind; the loader is found by its base. */
 	uintptr_t probes[] = {(uintptr_t)real,		     (uintptr_t)&pthread_mutex_lock,

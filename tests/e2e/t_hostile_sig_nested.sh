@@ -8,6 +8,7 @@
 . tests/e2e/lib.sh
 . tests/e2e/sig_lib.sh
 sig_run nested 120 nested 200000
+sig_unwrapped_under_tsan
 sig_counts nested
 "$REPORT" summary "$(dump_of nested)" >"$T/nested.txt" || fail "summary exited $?"
 if [ "$(jget "$T/nested.json" 'j["dumps"][0]["dropped_in_signal_handlers"]')" != 0 ]; then

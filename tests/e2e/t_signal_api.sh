@@ -9,6 +9,7 @@
 # any handler again: its next allocation has its stack (4096).
 . tests/e2e/lib.sh
 . tests/e2e/sig_lib.sh
+sig_unwrapped_under_tsan # (and what the program sees of sigaction is ThreadSanitizer's)
 LD_LIBRARY_PATH=$NULLRT timeout -s KILL 20 "$PROGS/hostile_signal" api >"$T/untraced.out" ||
 	fail "untraced: $(cat "$T/untraced.out")"
 grep -q "^api: ok$" "$T/untraced.out" || fail "untraced: $(cat "$T/untraced.out")"
