@@ -113,7 +113,7 @@ if python3 -c 'import ctypes' 2>/dev/null; then
 	! grep -q '&lt;module&gt;' "$T/pyn.html" || fail "--native still shows Python frames"
 fi
 
-# The golden pages (tests/golden/html-*.html, from tests/unit/test_analyzer.c) pass too.
+# The golden pages (tests/golden/html-*.html, of the golden cases html-*) pass too.
 for g in "$ROOT"/tests/golden/html-*.html; do
 	python3 "$CHECK" "$g" "$T/g.sum" || fail "check_html.py rejected $g"
 done
