@@ -31,7 +31,8 @@ if [ "${1:-}" = --one ]; then
 		echo "SKIP $name: $(tail -n 1 "$log_dir/$name.log")"
 	else
 		echo fail >"$res_dir/$key"
-		echo "FAIL $name (log: $log_dir/$name.log)"
+		[ $rc -eq 124 ] && echo "timed out after ${secs}s" >>"$log_dir/$name.log"
+		echo "FAIL $name (${secs}s, exit $rc; log: $log_dir/$name.log)"
 	fi
 	exit 0
 fi
