@@ -43,7 +43,7 @@ sig_counts() {
 	sc_name=$1
 	sc_dump=$(dump_of "$sc_name")
 	report "$T/$sc_name.json" summary "$sc_dump"
-	python3 - "$ROOT/scripts" "$sc_dump" "$T/$sc_name" <<'PY' || fail "$sc_name: counts differ (above)"
+	python3 - "$ROOT/bin" "$sc_dump" "$T/$sc_name" <<'PY' || fail "$sc_name: counts differ (above)"
 import json, struct, sys
 sys.path.insert(0, sys.argv[1])
 import ctdump

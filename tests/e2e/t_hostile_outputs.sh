@@ -46,7 +46,7 @@ wrap() {
 	(
 		cd "$T"
 		LD_LIBRARY_PATH=$FAKE CUMTRACE_LIB=$SHIM CUMTRACE_REPORT=$REPORT \
-			sh "$ROOT/scripts/cumtrace" run -o "$1" -- "$PROGS/basic" >"$T/w.out" 2>"$T/w.err"
+			sh "$ROOT/bin/cumtrace" run -o "$1" -- "$PROGS/basic" >"$T/w.out" 2>"$T/w.err"
 	) || fail "wrapper -o '$1': exit $?"
 	cmp -s "$T/plain.txt" "$T/w.out" || fail "wrapper -o '$1': output differs"
 }
