@@ -17,7 +17,7 @@ sig_run api 20 api
 grep -q "^api: ok$" "$T/api.out" || fail "traced: $(cat "$T/api.out")"
 sig_counts api
 dump=$(dump_of api)
-python3 - "$ROOT/scripts" "$dump" <<'PY' || fail "stacks of the allocations differ from the expected"
+python3 - "$ROOT/bin" "$dump" <<'PY' || fail "stacks of the allocations differ from the expected"
 import struct, sys
 sys.path.insert(0, sys.argv[1])
 import ctdump
