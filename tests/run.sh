@@ -18,6 +18,11 @@ if [ "${1:-}" = --one ]; then
 	shift 2
 	key=$(echo "$name" | tr / _)
 	mkdir -p "$(dirname "$log_dir/$name.log")"
+	if [ "$1" = skip-tsan ]; then
+		echo skip >"$res_dir/$key"
+		echo "SKIP $name: not run under ThreadSanitizer: one thread after the reading (tests/run.sh, tsan_skip)"
+		exit 0
+	fi
 	start=$(date +%s)
 	timeout 300 "$@" >"$log_dir/$name.log" 2>&1
 	rc=$?
@@ -43,8 +48,27 @@ mkdir -p "$log_dir"
 rm -rf "$res_dir"
 mkdir -p "$res_dir"
 
+# The longest tests first (seconds under ASan on the 2-core VM), so that JOBS > 1
+# does not end with one of them running alone.
+slow_first="e2e/t_fuzz_regress e2e/t_html e2e/t_python_versions e2e/t_python e2e/t_torch_tracker
+e2e/t_ranks e2e/t_hostile_dumpfd e2e/t_python_offsets e2e/t_growth e2e/t_export_flame unit/test_reader
+e2e/t_bomb e2e/t_export_perfetto e2e/t_suppress e2e/t_hostile_dlopen e2e/t_html_chromium"
+
+# Under ThreadSanitizer (SANITIZE=thread) only the tests where threads meet run:
+# every traced program with threads, fork, exec, signals or the writer's error
+# paths, the reader's read-ahead thread (unit/test_reader, t_bomb, t_fuzz_regress).
+# These are left out there: they check what a report or export says, after the
+# reading, on one thread, of programs with one thread; the ASan+UBSan pass and the
+# plain pass run them. Each prints SKIP with this reason.
+tsan_skip="unit/test_analyzer unit/test_golden unit/test_leaks unit/test_ranks e2e/t_export_flame
+e2e/t_export_golden e2e/t_export_memviz e2e/t_export_perfetto e2e/t_html e2e/t_html_chromium
+e2e/t_ci_formats e2e/t_gate e2e/t_suppress e2e/t_diff e2e/t_frag e2e/t_peaks e2e/t_leak_classes
+e2e/t_oom e2e/t_symbols e2e/t_symbols_cxx e2e/t_symbols_embed e2e/t_ctdump e2e/t_hostile_totals
+e2e/t_hostile_memory e2e/t_hostile_output e2e/t_python_offsets e2e/t_python_gpucheck
+e2e/t_python_versions e2e/t_growth e2e/t_streams"
+
 # One line per test: NAME and the command that runs it (words without spaces).
-list_tests() {
+all_tests() {
 	for unit in "$BUILD"/tests/unit/test_*; do
 		[ -x "$unit" ] || continue
 		# CK_FORK=yes: each Check test case runs in its own process.
@@ -54,8 +78,28 @@ list_tests() {
 		echo "e2e/$(basename "$t" .sh) sh $t"
 	done
 }
+list_tests() {
+	all_tests >"$res_dir/all"
+	for name in $slow_first; do
+		grep "^$name " "$res_dir/all" || true
+	done
+	while read -r name cmd; do
+		case " $(echo $slow_first) " in *" $name "*) ;; *) echo "$name $cmd" ;; esac
+	done <"$res_dir/all"
+	rm -f "$res_dir/all"
+}
 
-list_tests | while read -r name cmd; do
+# Under TSan a test of tsan_skip runs as "NAME skip-tsan": --one says why it is left out.
+tsan_filter() {
+	while read -r name cmd; do
+		case "${SANITIZE:-}: $(echo $tsan_skip) " in
+		thread:*" $name "*) echo "$name skip-tsan" ;;
+		*) echo "$name $cmd" ;;
+		esac
+	done
+}
+
+list_tests | tsan_filter | while read -r name cmd; do
 	case $name in *"$pattern"*) echo "$name $cmd" ;; esac
 done | xargs -P "$jobs" -L 1 sh tests/run.sh --one
 
