@@ -299,7 +299,12 @@ fuzz: $(FUZZ_BIN)
 .PHONY: fuzz fuzz-build
 
 # ---- targets ---------------------------------------------------------------
-all: $(SHIM) $(REPORT)
+all: $(SHIM) $(REPORT) $(BUILD)/cumtrace
+
+# The wrapper, pointed at this build folder (make install writes its own copy).
+$(BUILD)/cumtrace: bin/cumtrace Makefile
+	@mkdir -p $(@D)
+	$(Q)sed 's|@LIBDIR@|$(abspath $(BUILD))|; s|@BINDIR@|$(abspath $(BUILD))|; s|@VERSION@|$(VERSION)|' $< > $@.tmp && chmod 755 $@.tmp && mv $@.tmp $@
 
 tests: all $(FAKE_CUDART) $(FAKE_CUDA) $(FAKE_CUPTI) $(NULLRT) $(TLIBS) $(CTTLS) $(TWIN_LIB) $(TWIN_LIB12) $(FAKE_C10) $(PROGS) $(UNITS) $(GENDUMP)
 
@@ -316,15 +321,22 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include/cumtrace
 	install -m 755 $(SHIM) $(DESTDIR)$(PREFIX)/lib/libcumtrace.so
 	install -m 755 $(REPORT) $(DESTDIR)$(PREFIX)/bin/cumtrace-report
-	sed 's|@LIBDIR@|$(PREFIX)/lib|; s|@BINDIR@|$(PREFIX)/bin|' bin/cumtrace > $(DESTDIR)$(PREFIX)/bin/cumtrace
+	sed 's|@LIBDIR@|$(PREFIX)/lib|; s|@BINDIR@|$(PREFIX)/bin|; s|@VERSION@|$(VERSION)|' bin/cumtrace > $(DESTDIR)$(PREFIX)/bin/cumtrace
 	chmod 755 $(DESTDIR)$(PREFIX)/bin/cumtrace
 	install -m 755 bin/ctdump.py $(DESTDIR)$(PREFIX)/bin/ctdump.py
 	install -m 644 include/cumtrace/*.h $(DESTDIR)$(PREFIX)/include/cumtrace/
 
+# What install wrote, and nothing else; folders only when left empty.
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/lib/libcumtrace.so $(DESTDIR)$(PREFIX)/bin/cumtrace-report \
+		$(DESTDIR)$(PREFIX)/bin/cumtrace $(DESTDIR)$(PREFIX)/bin/ctdump.py \
+		$(DESTDIR)$(PREFIX)/include/cumtrace/cumtrace.h $(DESTDIR)$(PREFIX)/include/cumtrace/format.h
+	-rmdir $(DESTDIR)$(PREFIX)/include/cumtrace 2>/dev/null
+
 clean:
 	rm -rf build build-*
 
-.PHONY: all tests check bench demo install clean
+.PHONY: all tests check bench demo install uninstall clean
 .DEFAULT_GOAL := all
 .SECONDARY:
 

@@ -18,3 +18,54 @@ expect_eq passthrough_exit "$?" 5
 sh "$ROOT/bin/cumtrace" bogus >/dev/null 2>&1
 expect_eq usage_exit "$?" 2
 set -e
+
+# The wrapper is the gate (issue 18): build/cumtrace, made by `make`, finds the
+# build's shim and report by itself.
+W=$ROOT/$BUILD/cumtrace
+[ -x "$W" ] || fail "make did not build $W"
+wrap() { # CUMTRACE ARGS...: exit status in $wrc, stderr in $T/w.err
+	set +e
+	LD_LIBRARY_PATH=$FAKE "$W" "$@" >"$T/w.out" 2>"$T/w.err"
+	wrc=$?
+	set -e
+}
+wrap --version
+grep -qx "cumtrace [0-9][0-9.]*" "$T/w.out" || fail "--version: $(cat "$T/w.out" "$T/w.err")"
+wrap run -- "$PROGS/basic"
+expect_eq "build/cumtrace run: exit" "$wrc" 0
+grep -q "^cumtrace: tracing $PROGS/basic; dumps: $T/cumtrace.%p.dump" "$T/w.err" || fail "where the dumps go: $(head -n 1 "$T/w.err")"
+grep -q "^cumtrace: next: cumtrace-report leaks '$T/cumtrace\.[0-9]*\.dump'" "$T/w.err" || fail "no next command: $(tail -n 1 "$T/w.err")"
+rm -f "$T"/cumtrace.*.dump
+# basic leaks 10954752 bytes in 7 sites: the gate fails with 1, or --error-exitcode's 23
+wrap run --fail-on-leak --no-summary -- "$PROGS/basic"
+expect_eq "gate: leaks fail" "$wrc" 1
+grep -q "gate failed: 7 leak sites fail" "$T/w.err" || fail "gate line: $(cat "$T/w.err")"
+wrap run -q --fail-on-leak --error-exitcode 23 --no-summary -- "$PROGS/basic"
+expect_eq "gate: --error-exitcode" "$wrc" 23
+! grep -q "^cumtrace: tracing\|^cumtrace: next" "$T/w.err" || fail "-q: $(cat "$T/w.err")"
+wrap run --max-leak-bytes 11M --no-summary -- "$PROGS/basic"
+expect_eq "gate: under --max-leak-bytes" "$wrc" 0
+wrap run --max-peak-bytes 1M --no-summary -- "$PROGS/basic"
+expect_eq "gate: --max-peak-bytes" "$wrc" 1
+# the command's failure wins over the gate's
+wrap run --fail-on-leak --no-summary -- sh -c "\"$PROGS/basic\" >/dev/null; exit 5"
+expect_eq "the command's status first" "$wrc" 5
+rm -f "$T"/cumtrace.*.dump
+# honest errors: no such command (127), unknown command or option (2, one line),
+# a folder that cannot take the dumps (said before the run; the gate fails closed)
+wrap run -- "$T/no such program"
+expect_eq "command not found: exit" "$wrc" 127
+expect_eq "command not found: message" "$(cat "$T/w.err")" "cumtrace: $T/no such program: command not found"
+wrap leakz
+expect_eq "unknown command: exit" "$wrc" 2
+grep -q "^cumtrace: unknown command 'leakz'" "$T/w.err" || fail "unknown command: $(cat "$T/w.err")"
+expect_eq "unknown command: lines" "$(wc -l <"$T/w.err" | tr -d ' ')" 1
+wrap run --max-leak-bytes -- "$PROGS/basic"
+expect_eq "option without a value: exit" "$wrc" 2
+wrap run --fail-on-leak -o "$T/none/x.%p.dump" -- "$PROGS/basic"
+expect_eq "unwritable folder, gate: exit" "$wrc" 2
+grep -q "^cumtrace: cannot write dumps into $T/none" "$T/w.err" || fail "unwritable: $(cat "$T/w.err")"
+grep -q "^cumtrace: no dump written: $T/none is not a writable folder" "$T/w.err" || fail "unwritable: $(cat "$T/w.err")"
+wrap run -- true
+grep -q "no process of the command called CUDA" "$T/w.err" || fail "no CUDA: $(cat "$T/w.err")"
+echo "ok: build/cumtrace: --version, where, next, gate 1/23/0, command status first, 127, 2"
