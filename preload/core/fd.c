@@ -27,7 +27,7 @@
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
 
-#include "hooks.h"
+#include "../hooks/hooks.h"
 
 /* The shim's numbers: the top CT_FD_SPAN below min(limit, CT_FD_CEIL). */
 #define CT_FD_SPAN 16

@@ -30,7 +30,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "ct.h"
+#include "../core/ct.h"
 
 _Atomic int ct_state;
 

@@ -5,7 +5,7 @@
 #ifndef CT_HOOKS_H
 #define CT_HOOKS_H
 
-#include "ct.h"
+#include "../core/ct.h"
 
 /*
  * The real function behind one hooked export. fn is the one every caller
