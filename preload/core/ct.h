@@ -515,7 +515,7 @@ static inline void ct_torch_note_caller(const void *ret)
 		ct_torch_check_caller(ret);
 }
 
-/* ---- the writer (writer.c) --------------------------------------------------- */
+/* ---- the session and its writer (output/session.c, output/writer.c) ---------- */
 
 enum ct_state {
 	CT_STATE_UNINIT = 0,
