@@ -33,7 +33,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../preload/core/ct.h"
+#include "../preload/output/compress.h"
 
 #define ROUND_NS 50000000ull	    /* simulated writer interval */
 #define MOD_BASE 0x555500000000ull /* the fake program's text */

@@ -2,7 +2,7 @@
  * The output stage's own interface (session.c, writer.c, dumpfile.c): the
  * tracing session of this process as one object, and what its files call of
  * one another. Nothing outside preload/output/ includes this file; the rest
- * of the shim sees the session through core/sink.h.
+ * of the shim sees the session through core/seam.h.
  *
  * The session lives from tracing's start (the first traced call) to exit.
  * A fork child re-initialises it (ct_session_forked) and starts a dump of its
@@ -19,6 +19,8 @@
 #include <sys/types.h>
 
 #include "../core/ct.h"
+#include "../hooks/cupti.h"
+#include "compress.h"
 
 struct ct_session {
 	/* The process: set when the shim loads, and again in a fork child. */
@@ -84,6 +86,13 @@ struct ct_output_warnings {
 	_Atomic int open, write, thread, reopen, ring;
 };
 extern struct ct_output_warnings ct_warned CT_HIDDEN;
+
+/* ---- the session's ways out (session.c), for process.c ------------------------------------- */
+
+/* Flush every ring to the file and wait until it is written (exec, exit). */
+CT_HIDDEN void ct_flush_sync(void);
+/* Stop the writer, write CT_REC_END (process exit). */
+CT_HIDDEN void ct_shutdown(void);
 
 /* ---- the dump file (dumpfile.c) ------------------------------------------------------------ */
 
