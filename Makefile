@@ -41,8 +41,9 @@ ALL_LDFLAGS := $(SAN_FLAGS) $(LDFLAGS)
 CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lm -lrt -lpthread)
 
-# ---- the shim --------------------------------------------------------------
-PRELOAD_SRC := $(wildcard preload/*.c)
+# ---- the shim: preload/core (recording), preload/hooks (the ways in), preload/output (the session,
+# the writer, the dump file); docs/style.md says which file goes where
+PRELOAD_SRC := $(wildcard preload/*/*.c)
 PRELOAD_OBJ := $(PRELOAD_SRC:%.c=$(BUILD)/obj/%.o)
 PRELOAD_LIBS := -lunwind -ldl -lpthread
 SHIM := $(BUILD)/libcumtrace.so
@@ -56,7 +57,7 @@ $(SHIM): $(PRELOAD_OBJ) preload/exports.map
 # up the functions it intercepts through dlsym), before sanitizer shadow
 # memory exists, and so does sigaction (the runtime installs its handlers
 # through it): those files are never instrumented.
-$(BUILD)/obj/preload/entry.o $(BUILD)/obj/preload/signal.o: ALL_CFLAGS := $(filter-out -fsanitize=% -fno-sanitize-recover=%,$(ALL_CFLAGS))
+$(BUILD)/obj/preload/hooks/entry.o $(BUILD)/obj/preload/core/signal.o: ALL_CFLAGS := $(filter-out -fsanitize=% -fno-sanitize-recover=%,$(ALL_CFLAGS))
 
 # ---- the analyzer ----------------------------------------------------------
 ANALYZER_SRC := $(filter-out analyzer/main.c,$(wildcard analyzer/*.c))
@@ -97,7 +98,7 @@ $(FAKE_CUDA): $(BUILD)/obj/tests/fake/cuda.o tests/fake/cuda.map
 FAKE_CUPTI := $(FAKE_DIR)/libcupti.so.13
 # CUPTI headers: $(CUDA_HOME)/include in some layouts, extras/CUPTI/include in the toolkit's.
 CUPTI_INC := $(CUDA_HOME)/extras/CUPTI/include
-$(BUILD)/obj/preload/cupti.o $(BUILD)/obj/tests/fake/cupti.o: ALL_CFLAGS += -I$(CUPTI_INC)
+$(BUILD)/obj/preload/hooks/cupti.o $(BUILD)/obj/tests/fake/cupti.o: ALL_CFLAGS += -I$(CUPTI_INC)
 $(BUILD)/tests/progs/cupti_%: PROG_CFLAGS += -I$(CUPTI_INC)
 
 $(FAKE_CUPTI): $(BUILD)/obj/tests/fake/cupti.o tests/fake/cupti.map
@@ -238,34 +239,35 @@ $(BUILD)/tests/progs/hostile_signal: PROG_CFLAGS += -rdynamic
 # torch/lib/ beside a torch/version.py, as in a wheel).
 FAKE_C10 := $(BUILD)/tests/torch/libc10_cuda.so
 
-$(FAKE_C10): tests/fake/c10_cuda.cc preload/torchoffsets.h $(FAKE_CUDART) $(FAKE_CUDA)
+$(FAKE_C10): tests/fake/c10_cuda.cc preload/hooks/torchoffsets.h $(FAKE_CUDART) $(FAKE_CUDA)
 	@mkdir -p $(@D)
 	@echo "  CXX     $@"
-	$(Q)$(CXX) -std=c++17 -O2 -g -fPIC -shared -fvisibility=hidden -Wall -Wextra -Ipreload -I$(CUDA_INC) $(SAN_FLAGS) \
+	$(Q)$(CXX) -std=c++17 -O2 -g -fPIC -shared -fvisibility=hidden -Wall -Wextra -Ipreload/hooks -I$(CUDA_INC) $(SAN_FLAGS) \
 		-Wl,-soname,libc10_cuda.so -o $@ $< -L$(FAKE_DIR) -l:libcudart.so.13 $(ALL_LDFLAGS)
 
 # ---- the synthetic dump generator (scripts/gendump.c, the analyzer benchmark)
-# It packs records with the shim's own compressor, preload/compress.c.
+# It packs records with the shim's own compressor, preload/output/compress.c.
 GENDUMP := $(BUILD)/gendump
 
-$(GENDUMP): scripts/gendump.c preload/compress.c preload/ct.h include/cumtrace/format.h
-	@mkdir -p $(@D)
-	@echo "  CC      $@"
-	$(Q)$(CC) $(ALL_CFLAGS) -o $@ scripts/gendump.c preload/compress.c $(ALL_LDFLAGS) -ldl
+# Linked from objects, each with its own dependency file: a source that moves
+# leaves only the stale file of an object nothing asks for.
+$(GENDUMP): $(BUILD)/obj/scripts/gendump.o $(BUILD)/obj/preload/output/compress.o
+	@echo "  LD      $@"
+	$(Q)$(CC) -o $@ $^ $(ALL_LDFLAGS) -ldl
 
 # ---- unit tests: each tests/unit/test_NAME.c becomes build/tests/unit/test_NAME
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNITS := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/unit/%)
-PRELOAD_CORE := $(BUILD)/libctpreload.a
+PRELOAD_ARCHIVE := $(BUILD)/libctpreload.a
 
-$(PRELOAD_CORE): $(PRELOAD_OBJ)
+$(PRELOAD_ARCHIVE): $(PRELOAD_OBJ)
 	@echo "  AR      $@"
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(BUILD)/tests/unit/%: tests/unit/%.c $(ANALYZER_LIB) $(PRELOAD_CORE)
+$(BUILD)/tests/unit/%: tests/unit/%.c $(ANALYZER_LIB) $(PRELOAD_ARCHIVE)
 	@mkdir -p $(@D)
 	@echo "  CC      $@"
-	$(Q)$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) -o $@ $< $(ANALYZER_LIB) $(PRELOAD_CORE) \
+	$(Q)$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) -o $@ $< $(ANALYZER_LIB) $(PRELOAD_ARCHIVE) \
 		$(ALL_LDFLAGS) $(CHECK_LIBS) $(ANALYZER_LIBS) $(PRELOAD_LIBS)
 
 # ---- fuzzing (clang + libFuzzer, ASan, UBSan) --------------------------------
@@ -340,4 +342,6 @@ clean:
 .DEFAULT_GOAL := all
 .SECONDARY:
 
--include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+# $(BUILD)/gendump.d is left by trees built when gendump was compiled in one
+# step from its sources: it names them where they were (preload/compress.c).
+-include $(filter-out $(GENDUMP).d,$(shell find $(BUILD) -name '*.d' 2>/dev/null))

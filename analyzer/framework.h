@@ -1,6 +1,6 @@
 /*
  * The framework layer's events (format.h, "Framework events": PyTorch's
- * caching allocator, recorded by preload/torch.c). For now they are counted
+ * caching allocator, recorded by preload/hooks/torch.c). For now they are counted
  * apart, per API, and never applied to the model's memory: a tensor's block
  * lies inside a segment that the CUDA layer recorded already, so reading it
  * as an allocation would count the memory twice. Dumps without them render

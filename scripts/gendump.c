@@ -3,7 +3,7 @@
  * shim writes (include/cumtrace/format.h): file header, PROCESS, MODULE
  * records, then writer rounds (a BATCH, then each thread's records in turn)
  * packed into CT_REC_ZSTD records by the shim's own compressor
- * (preload/compress.c) exactly as the writer packs its buffer, then END.
+ * (preload/output/compress.c) exactly as the writer packs its buffer, then END.
  * For the analyzer benchmark (scripts/bench.sh) and for tests.
  *
  * The workload: THREADS threads each keep LIVE/THREADS device blocks live.
@@ -33,7 +33,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../preload/ct.h"
+#include "../preload/output/compress.h"
 
 #define ROUND_NS 50000000ull	    /* simulated writer interval */
 #define MOD_BASE 0x555500000000ull /* the fake program's text */

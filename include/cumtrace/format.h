@@ -396,7 +396,7 @@ struct ct_rec_event_py {
 /*
  * Framework events: a CT_REC_EVENT with layer CT_LAYER_FRAMEWORK is not a CUDA
  * call but one event of a framework's allocator, as the framework reported it
- * to the shim (preload/torch.c: PyTorch's caching allocator, through its trace
+ * to the shim (preload/hooks/torch.c: PyTorch's caching allocator, through its trace
  * tracker hook). They were added without a version change: a reader that does
  * not know the layer sees events of unknown APIs whose op is CT_OP_NONE, so it
  * never counts them as memory (a block lies inside a segment that the CUDA

@@ -1,7 +1,7 @@
 /*
  * Compiled by tests/e2e/t_python_offsets.sh against one CPython's own headers
  * (python3.X-config --includes, Py_BUILD_CORE for the internal ones): compares
- * every value of preload/pyoffsets.h for that version with offsetof() and
+ * every value of preload/core/pyoffsets.h for that version with offsetof() and
  * the like. Prints each field and exits 1 on the first version mismatch, 0
  * when all agree. Built with -DCT_PROBE_SELFTEST it checks a table whose
  * thread_id offset is off by 8, and must then fail.

@@ -1,4 +1,4 @@
-# Timestamps: the shim may read the CPU's counter and convert (preload/clock.c);
+# Timestamps: the shim may read the CPU's counter and convert (preload/core/clock.c);
 # every event's ts_ns must still be the program's CLOCK_MONOTONIC at the call:
 # between the clock the program read just before and just after it. Exact with
 # CUMTRACE_CLOCK=monotonic; with the counter, within 20 us (the conversion goes

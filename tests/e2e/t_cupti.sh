@@ -1,4 +1,4 @@
-# The CUPTI backend (preload/cupti.c) against the fake libcupti.so.13, which
+# The CUPTI backend (preload/hooks/cupti.c) against the fake libcupti.so.13, which
 # the program cupti_emit drives with the callbacks the real CUPTI would make:
 # events, nesting, the callback ids enabled, InitializeInjection, and the
 # fallback to interposition when CUPTI is taken.

@@ -1,4 +1,4 @@
-# preload/pyoffsets.h against the headers of every CPython 3.8..3.13 found
+# preload/core/pyoffsets.h against the headers of every CPython 3.8..3.13 found
 # here: tests/e2e/py_offsets_probe.c, compiled with that version's
 # python3.X-config --includes and Py_BUILD_CORE, compares each value with
 # offsetof(). A version whose headers (or internal headers) are not installed
@@ -30,14 +30,14 @@ print("debug" if v("Py_DEBUG") else "free-threaded" if v("Py_GIL_DISABLED") else
 		continue
 	fi
 	# shellcheck disable=SC2046
-	$cc -std=gnu11 -Wall -Wextra -Werror $("$config" --includes) -I"$ROOT/preload" \
+	$cc -std=gnu11 -Wall -Wextra -Werror $("$config" --includes) -I"$ROOT/preload/core" \
 		-o "$T/probe$m" "$probe" || fail "probe for $ver does not compile"
 	"$T/probe$m" >"$T/probe$m.txt" || { cat "$T/probe$m.txt"; fail "pyoffsets.h disagrees with the headers of $ver ($p)"; }
 	tail -n 1 "$T/probe$m.txt"
 	checked="$checked $ver"
 	# The probe can fail: a table with one offset moved must be refused.
 	if [ ! -f "$T/selftest" ]; then
-		$cc -std=gnu11 -DCT_PROBE_SELFTEST $("$config" --includes) -I"$ROOT/preload" \
+		$cc -std=gnu11 -DCT_PROBE_SELFTEST $("$config" --includes) -I"$ROOT/preload/core" \
 			-o "$T/probe_selftest" "$probe" || fail "self-test probe does not compile"
 		if "$T/probe_selftest" >"$T/selftest.txt"; then
 			fail "the probe accepted a wrong thread_id offset for $ver"

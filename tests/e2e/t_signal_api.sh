@@ -1,5 +1,5 @@
 # sigaction and signal, which the shim interposes to run the program's
-# handlers through its own (preload/signal.c), behave for the program as the
+# handlers through its own (preload/core/signal.c), behave for the program as the
 # C library's do: handlers, flags and masks reported back, SA_SIGINFO
 # arguments, SA_RESETHAND, SA_NODEFER nesting, SIG_IGN, errors
 # (tests/e2e/progs/hostile_signal.c, mode api), untraced and traced alike.

@@ -1,4 +1,4 @@
-# The per-thread stack cache (preload/stackcache.c, x86-64): every allocation
+# The per-thread stack cache (preload/core/stackcache.c, x86-64): every allocation
 # of tests/e2e/progs/stackcache.c — one allocating function reached from
 # different parents at the same stack pointer, recursion at changing depths,
 # callers padded with alloca down to one stack pointer, signal handlers on the

@@ -1,4 +1,4 @@
-# The framework layer (preload/torch.c): PyTorch's caching allocator events in
+# The framework layer (preload/hooks/torch.c): PyTorch's caching allocator events in
 # the dump, from a stand-in for libc10_cuda.so (tests/fake/c10_cuda.cc) that
 # calls its trace trackers as torch does, driven from Python through ctypes
 # (tests/e2e/torch_fake.py) and compared event by event with what it reported

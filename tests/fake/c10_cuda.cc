@@ -13,7 +13,7 @@
  *     std::function<void(const TraceEntry&)> by value, as in torch;
  *   - TraceEntry transcribes each version's members (std::string,
  *     std::shared_ptr and all), so the compiler lays it out; both are checked
- *     against preload/torchoffsets.h when the library loads (it aborts on a
+ *     against preload/hooks/torchoffsets.h when the library loads (it aborts on a
  *     difference: the row or the transcription is wrong);
  *   - init(device_count) makes one allocator per device, each with a
  *     recursive mutex held around its work, cudaMalloc and tracker calls
@@ -578,7 +578,7 @@ template <class C, class F> static size_t slot_of(F C::*member)
 static void check(bool ok, const char *what, const char *layout)
 {
 	if (!ok) {
-		fprintf(stderr, "fake torch %s: %s disagrees with preload/torchoffsets.h\n", layout, what);
+		fprintf(stderr, "fake torch %s: %s disagrees with preload/hooks/torchoffsets.h\n", layout, what);
 		abort();
 	}
 }

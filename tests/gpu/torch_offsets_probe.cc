@@ -1,5 +1,5 @@
 /*
- * preload/torchoffsets.h against the installed torch's own headers
+ * preload/hooks/torchoffsets.h against the installed torch's own headers
  * (tests/gpu/torch_tracker_check.py compiles it with g++, -I torch/include,
  * -DTORCH_MAJOR=2 -DTORCH_MINOR=11 from torch.__version__ and the wheel's
  * _GLIBCXX_USE_CXX11_ABI). One line per value: PASS or FAIL, then what the

@@ -9,7 +9,7 @@ Run it from the repository root. Every line it prints that matters starts with P
 FAIL, INFO or SKIP; everything each step printed, and its dump, stay in DIR.
 
   probe        tests/gpu/torch_offsets_probe.cc compiled against the installed torch's
-               headers: preload/torchoffsets.h's row for that version (TraceEntry offsets,
+               headers: preload/hooks/torchoffsets.h's row for that version (TraceEntry offsets,
                vtable slots, the Action numbers) must be what the compiler says
   tensors      (each mode) a loop of tensors of 512-byte multiples up to 1 MiB, some kept:
                at a mark, the dump's torch_alloc / torch_free_requested events must number
@@ -234,7 +234,7 @@ def probe(args):
                 if os.path.exists(os.path.join(d, "cuda_runtime_api.h"))]
     exe = os.path.join(args.out, "torch_offsets_probe")
     cmd = (["g++", "-std=c++17", "-O0", "-D_GLIBCXX_USE_CXX11_ABI=" + abi, "-DTORCH_MAJOR=" + major,
-            "-DTORCH_MINOR=" + minor, "-I" + os.path.join(ROOT, "preload")] + ["-I" + d for d in incs + cuda_inc[:1]] +
+            "-DTORCH_MINOR=" + minor, "-I" + os.path.join(ROOT, "preload", "hooks")] + ["-I" + d for d in incs + cuda_inc[:1]] +
            ["-o", exe, os.path.join(ROOT, "tests", "gpu", "torch_offsets_probe.cc")])
     c = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     open(os.path.join(args.out, "probe.build.txt"), "w").write(" ".join(cmd) + "\n" + c.stdout)

@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "ckmain.h"
-#include "../../preload/ct.h"
+#include "../../preload/core/ct.h"
 
 /* Append one record of len bytes holding seq in its first payload word. */
 static int put(struct ct_ring *r, uint32_t len, uint64_t seq)

@@ -1,7 +1,7 @@
 /*
  * Allocations whose stacks share what the shim's stack cache keys on (the
  * return address into the allocating function and its stack pointer,
- * preload/stackcache.c) but differ further out, and allocations made on
+ * preload/core/stackcache.c) but differ further out, and allocations made on
  * other stacks. For each allocation the program prints the return addresses
  * it expects in the dump, found by walking its own frame pointers (the test
  * programs are built with them) up to the first frame outside the program;

@@ -40,7 +40,7 @@ struct twin_way {
 	int flags;
 };
 
-/* Every name cumtrace traces (preload/hooks.def), for the lookups that must
+/* Every name cumtrace traces (preload/hooks/hooks.def), for the lookups that must
  * find nothing while no CUDA library is in the global scope. */
 static const char *const twin_traced_names[] = {
 	"cudaMalloc", "cudaFree", "cudaMallocHost", "cudaFreeHost", "cudaHostAlloc",

@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "cumtrace/cumtrace.h"
-#include "ct.h"
+#include "hooks.h"
 
 #define CT_MARK_NAME_MAX 1024
 

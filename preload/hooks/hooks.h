@@ -1,11 +1,12 @@
 /*
- * What the wrapper files share: the lookup-table entry of a hook and the
- * helpers the rows of hooks.def use.
+ * What the ways in share (preload/hooks/): the lookup-table entry of a hook,
+ * the helpers the rows of hooks.def use, and what the wrappers call of the
+ * framework layer (torch.c) and of the public API (api.c).
  */
 #ifndef CT_HOOKS_H
 #define CT_HOOKS_H
 
-#include "ct.h"
+#include "../core/ct.h"
 
 /*
  * The real function behind one hooked export. fn is the one every caller
@@ -48,17 +49,6 @@ extern const struct ct_hook ct_hooks_driver[] CT_HIDDEN;
 extern const size_t ct_hooks_driver_count CT_HIDDEN;
 
 /*
- * The real function behind a wrapper: the cached pointer, else the next
- * definition after libcumtrace (dlsym(RTLD_NEXT)). NULL if there is none.
- */
-CT_HIDDEN void *ct_real_symbol_slow(void *_Atomic *cache, const char *name);
-static inline void *ct_real_symbol(void *_Atomic *cache, const char *name)
-{
-	void *fn = atomic_load_explicit(cache, memory_order_acquire);
-	return CT_LIKELY(fn != NULL) ? fn : ct_real_symbol_slow(cache, name);
-}
-
-/*
  * The real function of a hooked export for a call whose return address is
  * caller: real->fn, else the route of the calling object, else found as the
  * caller's own lookup would have found it (entry.c). NULL if there is none.
@@ -71,12 +61,6 @@ static inline void *ct_real_fn(struct ct_real *real, const char *name, const voi
 	return CT_LIKELY(fn != NULL) ? fn : ct_real_for_caller(real, name, caller);
 }
 
-/* dlsym(RTLD_NEXT, name) through the real dlsym, errno kept. */
-CT_HIDDEN void *ct_dlsym_next(const char *name);
-
-/* Is p inside libcumtrace.so (one of our wrappers)? */
-CT_HIDDEN int ct_is_own_address(const void *p);
-
 /*
  * After a traced allocation call failed with out-of-memory: when
  * a context is current on this thread, read the device's free and total
@@ -84,6 +68,41 @@ CT_HIDDEN int ct_is_own_address(const void *p);
  * Does nothing for any other call. Keeps errno; records no event of its own.
  */
 CT_HIDDEN void ct_meminfo_after_failure(const struct ct_call *c);
+
+/* Build and append one CT_REC_MARK (name cut at 1023 bytes) from the calling thread. */
+CT_HIDDEN void ct_put_mark(enum ct_mark_kind kind, const char *name, uint64_t aux);
+
+/* ---- the framework layer (torch.c) -------------------------------------------- */
+
+/*
+ * 1 while the shim still looks for PyTorch's allocator: the exports of the
+ * calls that create memory then show their return address to
+ * ct_torch_note_caller (one relaxed load otherwise).
+ */
+extern _Atomic int ct_torch_watch CT_HIDDEN;
+/* A code range known not to be libc10_cuda.so; set once, then only read. */
+struct ct_torch_span {
+	_Atomic uintptr_t lo, hi;
+};
+/* The range the last caller was found in (an empty one before any). */
+extern struct ct_torch_span *_Atomic ct_torch_last CT_HIDDEN;
+/*
+ * A traced call that creates memory was made from ret (its return address),
+ * not nested in another: when ret lies in libc10_cuda.so, attach the tracker
+ * to PyTorch's caching allocator (once; CUMTRACE_TORCH, torchoffsets.h).
+ */
+CT_HIDDEN void ct_torch_check_caller(const void *ret);
+
+/* ct_torch_check_caller, unless ret is where the last caller was: a few loads in the common case. */
+static inline void ct_torch_note_caller(const void *ret)
+{
+	if (CT_LIKELY(!atomic_load_explicit(&ct_torch_watch, memory_order_relaxed)))
+		return;
+	const struct ct_torch_span *s = atomic_load_explicit(&ct_torch_last, memory_order_acquire);
+	uintptr_t lo = atomic_load_explicit(&s->lo, memory_order_relaxed);
+	if ((uintptr_t)ret - lo >= atomic_load_explicit(&s->hi, memory_order_relaxed) - lo)
+		ct_torch_check_caller(ret);
+}
 
 #define CT_STREAM_PER_THREAD ((uint64_t)0x2) /* cudaStreamPerThread / CU_STREAM_PER_THREAD */
 /* _ptsz variants: stream 0 means the per-thread default stream. */

@@ -26,7 +26,6 @@ typedef void *(*ct_dlsym_fn)(void *, const char *);
 /* The real dlsym, found through dlvsym so our own export is never hit. */
 void *_Atomic ct_real_dlsym CT_HIDDEN;
 
-CT_HIDDEN void *ct_resolve_real_dlsym(void);
 void *ct_resolve_real_dlsym(void)
 {
 	void *fn = atomic_load(&ct_real_dlsym);

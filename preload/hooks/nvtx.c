@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <string.h>
 
-#include "ct.h"
+#include "hooks.h"
 
 
 /* ---- NVTX ABI (NVTX v3) -------------------------------------------------------------------- */

@@ -26,8 +26,6 @@ static void *_Atomic ct_mi_ctx_get_current;
 static void *_Atomic ct_mi_ctx_get_device;
 static void *_Atomic ct_mi_mem_get_info; /* set last: the other two are valid once it is */
 
-CT_HIDDEN void *ct_resolve_real_dlsym(void);
-
 /* name in the driver: the loaded libcuda.so.1 (never loaded here), else the next definition. */
 static void *ct_driver_symbol(void *lib, const char *name)
 {

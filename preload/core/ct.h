@@ -1,6 +1,10 @@
 /*
- * Private interface of the shim. Functions return 0 (or a valid pointer) on
- * success unless their comment says otherwise.
+ * The recording core's interface (preload/core/): options, clock, rings,
+ * stacks, Python frames, the thread's hook state and the hot path. Every
+ * file of the shim includes it; the core itself includes no header of the
+ * other stages: what it calls in them is declared in seam.h. The ways in
+ * add hooks/hooks.h, the output stage output/session.h. Functions return 0
+ * (or a valid pointer) on success unless their comment says otherwise.
  *
  * Ownership: every ring, the stack table and the write buffer are mmap'ed by
  * the shim and owned by it; nothing here calls malloc, so the shim is safe to
@@ -312,6 +316,8 @@ CT_HIDDEN void ct_intern_reset(struct ct_intern_table *t);
 
 /* Record the address range of libcumtrace.so itself so its frames are cut. */
 CT_HIDDEN void ct_stack_init(void);
+/* Is p inside libcumtrace.so (one of our wrappers)? */
+CT_HIDDEN int ct_is_own_address(const void *p);
 /*
  * Capture the caller's native stack into ips (at most max frames), without
  * the shim's own frames. Returns the number of frames.
@@ -463,11 +469,11 @@ CT_HIDDEN void ct_call_end_slow(struct ct_call *call, uint64_t t1);
 /* Kernel thread id of the calling thread (cached). */
 CT_HIDDEN uint32_t ct_current_tid(void);
 
-/* Build and append one CT_REC_MARK (name cut at 1023 bytes) from the calling thread. */
-CT_HIDDEN void ct_put_mark(enum ct_mark_kind kind, const char *name, uint64_t aux);
-
 /* Append a ready-made record (e.g. a mark) from the current thread. */
 CT_HIDDEN void ct_record_raw(const void *rec, uint32_t len);
+
+/* Events written outside any ring (after exit); ring events are counted per ring. */
+extern _Atomic uint64_t ct_events_recorded CT_HIDDEN;
 
 /* ---- Python frames (python.c) ------------------------------------------------ */
 
@@ -483,115 +489,8 @@ CT_HIDDEN uint32_t ct_py_capture(ct_py_emit_fn emit, void *ctx);
 /* Forget every interned Python string and stack (fork child). */
 CT_HIDDEN void ct_py_reset(void);
 
-/* ---- the framework layer (torch.c) -------------------------------------------- */
-
-/*
- * 1 while the shim still looks for PyTorch's allocator: the exports of the
- * calls that create memory then show their return address to
- * ct_torch_note_caller (one relaxed load otherwise).
- */
-extern _Atomic int ct_torch_watch CT_HIDDEN;
-/* A code range known not to be libc10_cuda.so; set once, then only read. */
-struct ct_torch_span {
-	_Atomic uintptr_t lo, hi;
-};
-/* The range the last caller was found in (an empty one before any). */
-extern struct ct_torch_span *_Atomic ct_torch_last CT_HIDDEN;
-/*
- * A traced call that creates memory was made from ret (its return address),
- * not nested in another: when ret lies in libc10_cuda.so, attach the tracker
- * to PyTorch's caching allocator (once; CUMTRACE_TORCH, torchoffsets.h).
- */
-CT_HIDDEN void ct_torch_check_caller(const void *ret);
-
-/* ct_torch_check_caller, unless ret is where the last caller was: a few loads in the common case. */
-static inline void ct_torch_note_caller(const void *ret)
-{
-	if (CT_LIKELY(!atomic_load_explicit(&ct_torch_watch, memory_order_relaxed)))
-		return;
-	const struct ct_torch_span *s = atomic_load_explicit(&ct_torch_last, memory_order_acquire);
-	uintptr_t lo = atomic_load_explicit(&s->lo, memory_order_relaxed);
-	if ((uintptr_t)ret - lo >= atomic_load_explicit(&s->hi, memory_order_relaxed) - lo)
-		ct_torch_check_caller(ret);
-}
-
-/* ---- the writer (writer.c) --------------------------------------------------- */
-
-enum ct_state {
-	CT_STATE_UNINIT = 0,
-	CT_STATE_STARTING = 1,
-	CT_STATE_RUNNING = 2,
-	CT_STATE_DISABLED = 3, /* off: by option, or the dump could not be written */
-	CT_STATE_FINISHED = 4, /* after exit: records go straight to the file */
-};
-
-extern _Atomic int ct_state CT_HIDDEN;
-
-/* Make sure tracing is running; returns the resulting state. */
-CT_HIDDEN int ct_ensure_started(void);
-/* Give the current thread a ring (registered with the writer). NULL if none. */
-CT_HIDDEN struct ct_ring *ct_thread_ring(void);
-/* Wake the writer now (a ring is full or a flush is wanted). */
-CT_HIDDEN void ct_writer_kick(void);
-/* Write one record straight to the file (FINISHED state), under a lock; events
- * and marks are finished (ticks to ns) on the way. */
-CT_HIDDEN void ct_write_direct(const void *rec, uint32_t len);
-/* Flush every ring to the file and wait until it is written (exec, exit). */
-CT_HIDDEN void ct_flush_sync(void);
-/* Stop the writer, write CT_REC_END (process exit). */
-CT_HIDDEN void ct_shutdown(void);
-/* Count an event lost outside any ring (no ring could be had). */
-CT_HIDDEN void ct_count_lost(void);
-/*
- * Count a call made inside a signal handler that was not recorded: written
- * as a CT_REC_DROPS with CT_DROPS_F_SIGNAL. Async-signal-safe.
- */
-CT_HIDDEN void ct_count_lost_signal(void);
-
-/* Events written outside any ring (after exit); ring events are counted per ring. */
-extern _Atomic uint64_t ct_events_recorded CT_HIDDEN;
-
-/* ---- compression (compress.c) ---------------------------------------------- */
-
-/* The writer's zstd level: the fastest level that keeps the ratio (docs/capture.md). */
-#define CT_ZSTD_LEVEL 1
-
-/*
- * Load libzstd.so.1 with dlopen (the shim does not link it) and make a
- * compressor at level. Returns 0, or -1 when libzstd is absent or unusable:
- * records are then written as they are. Only the first call does anything;
- * later ones return its result.
- */
-CT_HIDDEN int ct_zstd_init(int level);
-/*
- * Pack n bytes of whole records (n <= CT_ZSTD_RAW_MAX) into one CT_REC_ZSTD
- * record at out (cap bytes). Returns the record's size, or 0 when that would
- * not be smaller than the records themselves or not fit in cap or
- * CT_REC_MAX: the caller then writes the records as they are.
- */
-CT_HIDDEN size_t ct_zstd_pack(const void *raw, size_t n, void *out, size_t cap);
-
-/* ---- the CUPTI backend (cupti.c) --------------------------------------------- */
-
-/*
- * 1 once CUPTI callbacks record the traced calls (set only after a successful
- * subscribe): ct_call_begin then records nothing, so nothing counts twice.
- */
-extern _Atomic int ct_backend_cupti CT_HIDDEN;
-/*
- * At tracing start (ct_ensure_started, before the PROCESS record): when
- * CUMTRACE_BACKEND=cupti or InitializeInjection asked for it, dlopen libcupti,
- * subscribe and enable the memory and stream callback ids. If CUPTI cannot be
- * had, warn once and leave interposition on. Only the first call does anything.
- */
-CT_HIDDEN void ct_cupti_start(void);
-/* "cupti" while the CUPTI backend records, else "interpose" (setting.backend). */
-CT_HIDDEN const char *ct_backend_name(void);
-/*
- * ct_stack_capture for an event seen through CUPTI (layer CT_LAYER_CUPTI):
- * also drops the leading frames inside libcupti, libcuda and libcudart.
- */
-CT_HIDDEN int ct_cupti_stack_capture(uint64_t *ips, int max);
+/* What the core calls in the other stages, declared by the core (seam.h). */
+#include "seam.h"
 
 /* ---- signal handlers (signal.c) ---------------------------------------------- */
 

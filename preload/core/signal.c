@@ -50,7 +50,7 @@
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
 
-#include "hooks.h"
+#include "ct.h"
 
 /*
  * How far below the wrapper's frame a handler's call may be and still count

@@ -13,7 +13,7 @@
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
 
-#include "hooks.h"
+#include "ct.h"
 
 /*
  * Under ThreadSanitizer, frames are walked with unw_step instead of

@@ -48,7 +48,7 @@
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
 
-#include "hooks.h"
+#include "ct.h"
 
 #if defined(__x86_64__)
 

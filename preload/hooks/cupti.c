@@ -38,6 +38,7 @@
  * every CUPTI function is looked up in the dlopen'ed libcupti. */
 #include <cupti.h>
 
+#include "cupti.h"
 #include "hooks.h"
 
 _Atomic int ct_backend_cupti;

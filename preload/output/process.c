@@ -14,7 +14,7 @@
 #include <errno.h>
 #include <unistd.h>
 
-#include "hooks.h"
+#include "session.h"
 
 typedef int (*ct_exec_fn)(const char *, char *const[], char *const[]);
 typedef int (*ct_execv_fn)(const char *, char *const[]);

@@ -17,7 +17,7 @@
 #define ZSTD_STATIC_LINKING_ONLY /* ZSTD_customMem, ZSTD_createCCtx_advanced */
 #include <zstd.h>
 
-#include "ct.h"
+#include "compress.h"
 
 /* Inputs below this go out as they are: a frame would not pay for itself. */
 #define CT_ZSTD_MIN_INPUT 512

@@ -75,8 +75,6 @@
 #include "hooks.h"
 #include "torchoffsets.h"
 
-CT_HIDDEN void *ct_resolve_real_dlsym(void);
-
 _Atomic int ct_torch_watch = 1;
 
 enum ct_torch_state {

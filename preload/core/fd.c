@@ -4,7 +4,7 @@
  * limit of a handful. So what the shim keeps open (the dump, libunwind's
  * pipe) lives at the top of the table, never among the lowest numbers that
  * open() hands out: a program that closes them is noticed before the next
- * write (writer.c), and one that opens or dup2's low numbers never meets
+ * write (output/dumpfile.c), and one that opens or dup2's low numbers never meets
  * them. Files the shim reads (/proc) are closed before the call returns.
  *
  * libunwind (1.6, Debian 12's libunwind.so.8) checks memory through a pipe:
@@ -27,7 +27,7 @@
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
 
-#include "hooks.h"
+#include "ct.h"
 
 /* The shim's numbers: the top CT_FD_SPAN below min(limit, CT_FD_CEIL). */
 #define CT_FD_SPAN 16

@@ -72,8 +72,6 @@
 #include "ct.h"
 #include "pyoffsets.h"
 
-CT_HIDDEN void *ct_resolve_real_dlsym(void);
-
 #define CT_PY_DEPTH 128			  /* deepest Python stack written */
 #define CT_PY_WALK_MAX (4 * CT_PY_DEPTH) /* frames looked at, skipped ones included */
 #define CT_PY_STR_MAX 1024		  /* longest string kept (bytes, NUL excluded) */
