@@ -43,11 +43,11 @@
 #include <string.h>
 
 #include "cumtrace/format.h"
-#include "gate.h"
-#include "growth.h"
-#include "model.h"
-#include "report.h"
-#include "suppress.h"
+#include "analyses/gate.h"
+#include "analyses/growth.h"
+#include "model/model.h"
+#include "commands/report.h"
+#include "analyses/suppress.h"
 
 #define CT_FUZZ_SEL 4 /* selector bytes before the dump (tests/e2e/t_fuzz_regress.sh knows it) */
 /*

@@ -7,8 +7,8 @@
 
 #include <stdlib.h>
 
-#include "../../analyzer/model.h"
-#include "../../analyzer/report.h"
+#include "../../analyzer/model/model.h"
+#include "../../analyzer/commands/report.h"
 #include "dumpgen.h"
 
 /*

@@ -1,0 +1,111 @@
+/*
+ * Read-only views of the analyses that live in their own report files, for
+ * renderers that combine several of them (exports/html.c). Each report keeps
+ * its state private and computes what it shows; these functions hand a copy
+ * of that out, so that no renderer computes it a second time.
+ *
+ * Arrays returned here belong to the caller (free them); pointers inside a
+ * view point into the model and stay valid as long as it does. A function of
+ * an analysis that was not attached to the model returns nothing (n = 0).
+ */
+#ifndef CT_ANALYZER_VIEWS_H
+#define CT_ANALYZER_VIEWS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model/model.h"
+#include "render/render.h"
+
+/* ---- peak (analyses/peak.c) ------------------------------------------------------------------ */
+
+/*
+ * The device peaks of m that saw device bytes, by device number: the
+ * CT_DEVICES_SHOWN highest (render.h), *more gets how many others there are.
+ */
+const struct ct_dev_peak **ct_view_dev_peaks(const struct ct_model *m, size_t *n, size_t *more);
+/* The device-bytes sites of d's device live at d's own peak, largest first. */
+struct ct_item *ct_view_dev_peak_items(struct ct_model *m, const struct ct_dev_peak *d, size_t *n);
+
+/* One phase row of the peak report: an NVTX range name or a span between marks. */
+struct ct_phase_view {
+	const char *name; /* "" for the span before the first mark */
+	const char *kind; /* "start" (before the first mark), "mark", "range" */
+	uint64_t count, open_at_end;
+	uint64_t peak_bytes, peak_ns; /* highest device bytes, and when (since the start) */
+	uint64_t start_bytes, growth_bytes;
+};
+/* The phases of m, highest peak first. */
+struct ct_phase_view *ct_view_phases(const struct ct_model *m, size_t *n);
+
+/* ---- oom (analyses/oom.c) -------------------------------------------------------------------- */
+
+/* One allocation that failed with out-of-memory. */
+struct ct_oom_view {
+	uint64_t time_ns; /* since the start of the trace */
+	uint64_t size, stream;
+	uint32_t tid, stack_id;
+	uint16_t api;
+	uint8_t kind;
+	int16_t device;
+	int have_info; /* free and total memory were read right after the failure */
+	int16_t info_device;
+	uint64_t free_bytes, total_bytes;
+	uint64_t live_bytes, live_count; /* device bytes of its device then */
+	size_t sites_total;		 /* sites live on its device then (the kept ones: ct_view_oom_items) */
+};
+/*
+ * The failures of m kept in detail (the first ones), in time order; count and
+ * bytes get every failure's number and requested bytes.
+ */
+struct ct_oom_view *ct_view_ooms(const struct ct_model *m, size_t *n, uint64_t *count,
+				 uint64_t *bytes);
+/* What was live on the device of failure i then, by site, largest first (the --top kept). */
+struct ct_item *ct_view_oom_items(struct ct_model *m, size_t i, size_t *n);
+
+/* ---- frag (analyses/frag.c) ------------------------------------------------------------------ */
+
+/* The memory state of one device. */
+struct ct_frag_state {
+	uint64_t blocks, bytes, span, free, holes, hole; /* address space outside pools */
+	uint64_t pool_used, pool_reserved;		 /* stream-ordered pools (reserved: estimate) */
+	uint64_t vmm_reserved, vmm_mapped, vmm_physical;
+	uint64_t device_bytes; /* device + vmm_physical (the peak's rule) */
+};
+
+struct ct_frag_view {
+	int16_t device;
+	int have_peak;
+	uint64_t peak_ns; /* since the start */
+	struct ct_frag_state at_peak, at_end;
+	const struct ct_frag_state *samples; /* the state just before each sample time */
+	size_t nsamples;
+};
+/* The devices of m, by device number. */
+struct ct_frag_view *ct_view_frag(const struct ct_model *m, size_t *n);
+/* Time of sample i (the same for every device) since the start of the trace. */
+uint64_t ct_view_frag_time(const struct ct_model *m, size_t i);
+/* 1 - largest hole / free bytes, in percent, rounded (0 when nothing is free). */
+unsigned ct_frag_percent(const struct ct_frag_state *s);
+
+/* ---- streams (analyses/streams.c) ------------------------------------------------------------ */
+
+struct ct_stream_view {
+	char name[48]; /* "legacy default", "per-thread (tid N)", "0x..." */
+	int16_t device;
+	uint64_t creates, destroys, syncs, sync_ns;
+	uint64_t allocs, alloc_bytes, live, peak, peak_ns;
+	uint64_t frees, free_bytes, cross_in, cross_in_bytes;
+	uint64_t pending, pending_bytes; /* frees still pending at the end */
+};
+
+struct ct_streams_totals {
+	uint64_t creates, destroys, syncs, sync_ns, device_syncs, device_sync_ns;
+	uint64_t cross, cross_bytes, pending, pending_bytes;
+	uint64_t untracked; /* events of streams beyond the limit */
+};
+/* The streams of m in the streams report's order (device, handle, thread); t gets the totals. */
+struct ct_stream_view *ct_view_streams(const struct ct_model *m, struct ct_streams_totals *t,
+				       size_t *n);
+
+#endif
