@@ -10,7 +10,7 @@
 
 #include "analyses/gate.h"
 #include "base/util.h"
-#include "commands/report.h"
+#include "commands/commands.h"
 #include "render/render.h"
 
 /* The leak groups of one dump with one identity, added up. */
@@ -263,19 +263,11 @@ static void json_diff(struct ct_json *j, const struct ct_report_opts *o, struct 
 
 static void render_diff(FILE *f, const struct ct_report_opts *o, struct ct_model *const *ms, size_t n)
 {
-	if (o->format == CT_FMT_JSON)
-		ct_json_report(f, o, ms, n);
-	else if (n == 2)
+	if (n == 2)
 		text_diff(f, o, ms);
 }
 
-const struct ct_command ct_cmd_diff = {
-	.name = "diff",
-	.help = "leak sites new, gone and changed between two dumps (BASE NEW)",
-	.formats = 1u << CT_FMT_TEXT | 1u << CT_FMT_JSON,
-	.min_dumps = 2,
-	.max_dumps = 2,
+const struct ct_report ct_report_diff = {
 	.render = render_diff,
-	.json_section = json_diff,
-	.baseline_first = 1,
+	.json = json_diff,
 };

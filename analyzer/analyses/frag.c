@@ -32,8 +32,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyses/analyses.h"
 #include "base/util.h"
-#include "commands/report.h"
+#include "commands/commands.h"
 #include "render/render.h"
 #include "render/views.h"
 
@@ -467,22 +468,20 @@ static void frag_destroy(void *ctx)
 	free(fr);
 }
 
-static void attach_frag(struct ct_model *m, const struct ct_report_opts *o)
+static void *frag_attach(struct ct_model *m, const struct ct_report_opts *o)
 {
-	if (m->ext[CT_EXT_FRAG])
-		return;
 	struct frag *fr = ct_xcalloc(1, sizeof *fr);
 	fr->k = o->buckets ? o->buckets : 1;
 	fr->nodes.rng = 0x9e3779b97f4a7c15ull;
-	m->ext[CT_EXT_FRAG] = fr;
-	struct ct_observer ob = {.ctx = fr,
-				 .alloc = frag_alloc,
-				 .release = frag_release,
-				 .event = frag_event,
-				 .finish = frag_finish,
-				 .destroy = frag_destroy};
-	ct_model_observe(m, &ob);
+	return fr;
 }
+
+const struct ct_analysis ct_analysis_frag = {
+	.name = "frag",
+	.attach = frag_attach,
+	.observe = {.alloc = frag_alloc, .release = frag_release, .event = frag_event,
+		    .finish = frag_finish, .destroy = frag_destroy},
+};
 
 /* ---- rendering -------------------------------------------------------------------------- */
 
@@ -538,7 +537,7 @@ static void text_frag(FILE *f, const struct ct_report_opts *o, struct ct_model *
 {
 	char b[10][32];
 	(void)o;
-	const struct frag *fr = m->ext[CT_EXT_FRAG];
+	const struct frag *fr = ct_model_state(m, &ct_analysis_frag);
 	fputs("cumtrace frag: ", f);
 	ct_put_proc(f, m);
 	fputc('\n', f);
@@ -628,7 +627,7 @@ static void csv_frag(FILE *f, const struct ct_report_opts *o, struct ct_model *c
 	      f);
 	for (size_t x = 0; x < nm; x++) {
 		const struct ct_model *m = ms[x];
-		const struct frag *fr = m->ext[CT_EXT_FRAG];
+		const struct frag *fr = ct_model_state(m, &ct_analysis_frag);
 		if (!fr)
 			continue;
 		const struct frag_dev **dv = sorted_devs(fr);
@@ -676,7 +675,7 @@ static void json_frag(struct ct_json *j, const struct ct_report_opts *o,
 	ct_json_arr(j);
 	for (size_t x = 0; x < nm; x++) {
 		const struct ct_model *m = ms[x];
-		const struct frag *fr = m->ext[CT_EXT_FRAG];
+		const struct frag *fr = ct_model_state(m, &ct_analysis_frag);
 		if (!fr)
 			continue;
 		const struct frag_dev **dv = sorted_devs(fr);
@@ -716,7 +715,7 @@ static void json_frag(struct ct_json *j, const struct ct_report_opts *o,
 	ct_json_key(j, "pools");
 	ct_json_arr(j);
 	for (size_t x = 0; x < nm; x++) {
-		const struct frag *fr = ms[x]->ext[CT_EXT_FRAG];
+		const struct frag *fr = ct_model_state(ms[x], &ct_analysis_frag);
 		for (size_t i = 0; fr && i < fr->npools; i++) {
 			const struct frag_pool *p = &fr->pools[i];
 			ct_json_obj(j);
@@ -737,27 +736,18 @@ static void json_frag(struct ct_json *j, const struct ct_report_opts *o,
 	ct_json_obj_end(j);
 }
 
-static void render_frag(FILE *f, const struct ct_report_opts *o, struct ct_model *const *ms,
-			size_t n)
-{
-	ct_render_per_format(f, o, ms, n, text_frag, csv_frag);
-}
-
-const struct ct_command ct_cmd_frag = {
-	.name = "frag",
-	.help = "fragmentation per device at its peak and over time: address-space holes, pools, VMM",
-	.formats = 1u << CT_FMT_TEXT | 1u << CT_FMT_JSON | 1u << CT_FMT_CSV,
-	.min_dumps = 1,
-	.attach = attach_frag,
-	.render = render_frag,
-	.json_section = json_frag,
+const struct ct_report ct_report_frag = {
+	.uses = CT_USES(&ct_analysis_frag),
+	.text = text_frag,
+	.csv = csv_frag,
+	.json = json_frag,
 };
 
 /* ---- the view for other renderers (views.h) ------------------------------------------------- */
 
 struct ct_frag_view *ct_view_frag(const struct ct_model *m, size_t *n)
 {
-	const struct frag *fr = m->ext[CT_EXT_FRAG];
+	const struct frag *fr = ct_model_state(m, &ct_analysis_frag);
 	*n = 0;
 	if (!fr)
 		return NULL;
@@ -780,6 +770,6 @@ struct ct_frag_view *ct_view_frag(const struct ct_model *m, size_t *n)
 
 uint64_t ct_view_frag_time(const struct ct_model *m, size_t i)
 {
-	const struct frag *fr = m->ext[CT_EXT_FRAG];
+	const struct frag *fr = ct_model_state(m, &ct_analysis_frag);
 	return fr ? sample_time(m, fr, i) : 0;
 }

@@ -225,8 +225,7 @@ int ct_gate_check(const struct ct_report_opts *o, struct ct_model *const *ms, si
 	if (!ct_gate_enabled(o))
 		return 0;
 	struct ct_model *base = NULL;
-	const struct ct_command *c = ct_command_get(o->cmd);
-	if (c && c->baseline_first && n >= 2) {
+	if ((ct_cmd_flags(o->cmd) & CT_CMD_BASELINE_FIRST) && n >= 2) {
 		base = ms[0];
 		ms++;
 		n--;

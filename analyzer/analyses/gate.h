@@ -16,7 +16,7 @@
 #include <stdint.h>
 
 #include "analyses/growth.h"
-#include "commands/report.h"
+#include "commands/options.h"
 #include "model/classify.h"
 #include "render/render.h"
 

@@ -4,8 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyses/analyses.h"
 #include "base/util.h"
-#include "commands/report.h"
+#include "commands/options.h"
 #include "model/marks.h"
 #include "model/model.h"
 
@@ -506,25 +507,28 @@ static void on_destroy(void *ctx)
 	free(g);
 }
 
-void ct_growth_attach(struct ct_model *m, const struct ct_report_opts *o)
+static void *growth_attach(struct ct_model *m, const struct ct_report_opts *o)
 {
-	if (m->ext[CT_EXT_GROWTH])
-		return;
 	struct growth *g = ct_xcalloc(1, sizeof *g);
 	ct_growth_params(o, &g->min_grew, &g->window);
 	g->steps = o->growth_steps ? ct_xstrdup(o->growth_steps) : NULL;
-	m->ext[CT_EXT_GROWTH] = g;
-	struct ct_observer ob = {.ctx = g,
-				 .alloc = on_alloc,
-				 .release = on_release,
-				 .mark = on_mark,
-				 .finish = on_finish,
-				 .destroy = on_destroy};
-	ct_model_observe(m, &ob);
+	return g;
+}
+
+const struct ct_analysis ct_analysis_growth = {
+	.name = "growth",
+	.attach = growth_attach,
+	.observe = {.alloc = on_alloc, .release = on_release, .mark = on_mark, .finish = on_finish,
+		    .destroy = on_destroy},
+};
+
+void ct_growth_attach(struct ct_model *m, const struct ct_report_opts *o)
+{
+	ct_model_attach(m, &ct_analysis_growth, o);
 }
 
 const struct ct_growth_result *ct_growth_get(const struct ct_model *m)
 {
-	const struct growth *g = m->ext[CT_EXT_GROWTH];
+	const struct growth *g = ct_model_state(m, &ct_analysis_growth);
 	return g && m->finished ? &g->result : NULL;
 }

@@ -9,12 +9,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyses/analyses.h"
 #include "analyses/gate.h"
 #include "analyses/growth.h"
 #include "analyses/ranks.h"
 #include "analyses/suppress.h"
 #include "base/util.h"
-#include "commands/report.h"
+#include "commands/commands.h"
 #include "exports/ci.h"
 #include "render/render.h"
 
@@ -622,19 +623,8 @@ static void render_leaks(FILE *f, const struct ct_report_opts *o, struct ct_mode
 	}
 }
 
-static void attach_leaks(struct ct_model *m, const struct ct_report_opts *o)
-{
-	ct_growth_attach(m, o);
-}
-
-const struct ct_command ct_cmd_leaks = {
-	.name = "leaks",
-	.help = "allocations never freed, grouped by call stack and class; sites growing step by step",
-	.formats = 1u << CT_FMT_TEXT | 1u << CT_FMT_JSON | 1u << CT_FMT_CSV | 1u << CT_FMT_JUNIT |
-		   1u << CT_FMT_SARIF,
-	.min_dumps = 1,
-	.attach = attach_leaks,
+const struct ct_report ct_report_leaks = {
+	.uses = CT_USES(&ct_analysis_growth),
 	.render = render_leaks,
-	.json_section = json_leaks,
-	.json_always = 1,
+	.json = json_leaks,
 };

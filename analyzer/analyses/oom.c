@@ -9,8 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyses/analyses.h"
 #include "base/util.h"
-#include "commands/report.h"
+#include "commands/commands.h"
 #include "render/render.h"
 #include "render/views.h"
 
@@ -145,17 +146,18 @@ static void oom_destroy(void *ctx)
 	free(o);
 }
 
-static void attach_oom(struct ct_model *m, const struct ct_report_opts *opts)
+static void *oom_attach(struct ct_model *m, const struct ct_report_opts *opts)
 {
-	if (m->ext[CT_EXT_OOM])
-		return;
 	struct oom *o = ct_xcalloc(1, sizeof *o);
 	o->top = opts->top;
-	m->ext[CT_EXT_OOM] = o;
-	struct ct_observer ob = {
-		.ctx = o, .event = oom_event, .meminfo = oom_meminfo, .destroy = oom_destroy};
-	ct_model_observe(m, &ob);
+	return o;
 }
+
+const struct ct_analysis ct_analysis_oom = {
+	.name = "oom",
+	.attach = oom_attach,
+	.observe = {.event = oom_event, .meminfo = oom_meminfo, .destroy = oom_destroy},
+};
 
 /* The live set of a failure as items (caller frees). */
 static struct ct_item *fail_items(struct ct_model *m, const struct oom_fail *f)
@@ -170,7 +172,7 @@ static struct ct_item *fail_items(struct ct_model *m, const struct oom_fail *f)
 static void text_oom(FILE *f, const struct ct_report_opts *opts, struct ct_model *m)
 {
 	char b1[32], b2[32];
-	const struct oom *o = m->ext[CT_EXT_OOM];
+	const struct oom *o = ct_model_state(m, &ct_analysis_oom);
 	fputs("cumtrace oom: ", f);
 	if (!o || !o->count) {
 		fputs("no allocation failed with out-of-memory in ", f);
@@ -231,7 +233,7 @@ static void csv_oom(FILE *f, const struct ct_report_opts *opts, struct ct_model 
 	      "stack\n",
 	      f);
 	for (size_t d = 0; d < nm; d++) {
-		const struct oom *o = ms[d]->ext[CT_EXT_OOM];
+		const struct oom *o = ct_model_state(ms[d], &ct_analysis_oom);
 		for (size_t i = 0; o && i < o->n; i++) {
 			const struct oom_fail *x = &o->v[i];
 			fprintf(f, "%" PRIu32 ",%" PRIu64 ",%s,%s,%" PRIu64 ",%d,0x%" PRIx64 ",%" PRIu32 ",",
@@ -264,7 +266,7 @@ static void json_oom(struct ct_json *j, const struct ct_report_opts *opts,
 	(void)opts;
 	uint64_t count = 0, bytes = 0, kept = 0;
 	for (size_t d = 0; d < nm; d++) {
-		const struct oom *o = ms[d]->ext[CT_EXT_OOM];
+		const struct oom *o = ct_model_state(ms[d], &ct_analysis_oom);
 		if (o) {
 			count += o->count;
 			bytes = ct_sat_add(bytes, o->bytes);
@@ -280,7 +282,7 @@ static void json_oom(struct ct_json *j, const struct ct_report_opts *opts,
 	ct_json_arr(j);
 	for (size_t d = 0; d < nm; d++) {
 		struct ct_model *m = ms[d];
-		const struct oom *o = m->ext[CT_EXT_OOM];
+		const struct oom *o = ct_model_state(m, &ct_analysis_oom);
 		for (size_t i = 0; o && i < o->n; i++) {
 			const struct oom_fail *x = &o->v[i];
 			ct_json_obj(j);
@@ -321,21 +323,11 @@ static void json_oom(struct ct_json *j, const struct ct_report_opts *opts,
 	ct_json_obj_end(j);
 }
 
-static void render_oom(FILE *f, const struct ct_report_opts *o, struct ct_model *const *ms,
-		       size_t n)
-{
-	ct_render_per_format(f, o, ms, n, text_oom, csv_oom);
-}
-
-const struct ct_command ct_cmd_oom = {
-	.name = "oom",
-	.help = "allocations that failed with out-of-memory: request, stack, live set by site, "
-		"free/total",
-	.formats = 1u << CT_FMT_TEXT | 1u << CT_FMT_JSON | 1u << CT_FMT_CSV,
-	.min_dumps = 1,
-	.attach = attach_oom,
-	.render = render_oom,
-	.json_section = json_oom,
+const struct ct_report ct_report_oom = {
+	.uses = CT_USES(&ct_analysis_oom),
+	.text = text_oom,
+	.csv = csv_oom,
+	.json = json_oom,
 };
 
 /* ---- the view for other renderers (views.h) ------------------------------------------------- */
@@ -343,7 +335,7 @@ const struct ct_command ct_cmd_oom = {
 struct ct_oom_view *ct_view_ooms(const struct ct_model *m, size_t *n, uint64_t *count,
 				 uint64_t *bytes)
 {
-	const struct oom *o = m->ext[CT_EXT_OOM];
+	const struct oom *o = ct_model_state(m, &ct_analysis_oom);
 	*n = 0;
 	*count = *bytes = 0;
 	if (!o)
@@ -375,7 +367,7 @@ struct ct_oom_view *ct_view_ooms(const struct ct_model *m, size_t *n, uint64_t *
 
 struct ct_item *ct_view_oom_items(struct ct_model *m, size_t i, size_t *n)
 {
-	const struct oom *o = m->ext[CT_EXT_OOM];
+	const struct oom *o = ct_model_state(m, &ct_analysis_oom);
 	*n = 0;
 	if (!o || i >= o->n)
 		return NULL;

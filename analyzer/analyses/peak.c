@@ -8,9 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyses/analyses.h"
 #include "analyses/ranks.h"
 #include "base/util.h"
-#include "commands/report.h"
+#include "commands/commands.h"
 #include "model/marks.h"
 #include "render/render.h"
 #include "render/views.h"
@@ -263,22 +264,21 @@ static void phases_destroy(void *ctx)
 	free(p);
 }
 
-static void attach_peak(struct ct_model *m, const struct ct_report_opts *o)
+static void *phases_attach(struct ct_model *m, const struct ct_report_opts *o)
 {
 	(void)o;
-	if (m->ext[CT_EXT_PHASES])
-		return;
 	struct phases *p = ct_xcalloc(1, sizeof *p);
 	/* the span before the first mark; named only if a mark comes */
 	phase_open(p, PHASE_ROW_NONE, PHASE_BY_MARK, 0, 0, 0);
-	m->ext[CT_EXT_PHASES] = p;
-	struct ct_observer ob = {.ctx = p,
-				 .event = phases_event,
-				 .mark = phases_mark,
-				 .finish = phases_finish,
-				 .destroy = phases_destroy};
-	ct_model_observe(m, &ob);
+	return p;
 }
+
+const struct ct_analysis ct_analysis_phases = {
+	.name = "phases",
+	.attach = phases_attach,
+	.observe = {.event = phases_event, .mark = phases_mark, .finish = phases_finish,
+		    .destroy = phases_destroy},
+};
 
 static int cmp_row(const void *a, const void *b)
 {
@@ -296,7 +296,7 @@ static int cmp_row(const void *a, const void *b)
 /* The rows of a model's phases, highest peak first (caller frees); NULL when not tracked. */
 static const struct phase_row **phase_rows(const struct ct_model *m, size_t *n)
 {
-	const struct phases *p = m->ext[CT_EXT_PHASES];
+	const struct phases *p = ct_model_state(m, &ct_analysis_phases);
 	*n = 0;
 	if (!p)
 		return NULL;
@@ -367,7 +367,7 @@ static void text_phases(FILE *f, const struct ct_report_opts *o, struct ct_model
 	char b1[32], b2[32], b3[32];
 	size_t n;
 	const struct phase_row **v = phase_rows(m, &n);
-	const struct phases *p = m->ext[CT_EXT_PHASES];
+	const struct phases *p = ct_model_state(m, &ct_analysis_phases);
 	if (!n) {
 		free(v);
 		return;
@@ -580,7 +580,7 @@ static void json_phases(struct ct_json *j, const struct ct_report_opts *o,
 {
 	int tracked = 0;
 	for (size_t x = 0; x < nm; x++)
-		tracked |= ms[x]->ext[CT_EXT_PHASES] != NULL;
+		tracked |= ct_model_state(ms[x], &ct_analysis_phases) != NULL;
 	if (!tracked)
 		return;
 	ct_json_key(j, "phases");
@@ -674,16 +674,10 @@ static void render_peak(FILE *f, const struct ct_report_opts *o, struct ct_model
 		ct_render_per_format(f, o, ms, n, text_peak, csv_peak);
 }
 
-const struct ct_command ct_cmd_peak = {
-	.name = "peak",
-	.help = "the highest device memory use and what was live then: all devices, each device, "
-		"each NVTX range / mark phase",
-	.formats = 1u << CT_FMT_TEXT | 1u << CT_FMT_JSON | 1u << CT_FMT_CSV,
-	.min_dumps = 1,
-	.attach = attach_peak,
+const struct ct_report ct_report_peak = {
+	.uses = CT_USES(&ct_analysis_phases),
 	.render = render_peak,
-	.json_section = json_peak,
-	.json_always = 1,
+	.json = json_peak,
 };
 
 /* ---- the view for other renderers (views.h) ------------------------------------------------- */

@@ -14,8 +14,7 @@ static struct ct_frame frames[CT_ANALYSIS_FRAMES];
 int ct_ranks_merged(const struct ct_report_opts *o, size_t n)
 {
 	/* diff's dumps are a baseline and a new run, not ranks of one job */
-	const struct ct_command *c = ct_command_get(o->cmd);
-	return n > 1 && !o->per_dump && !(c && c->baseline_first);
+	return n > 1 && !o->per_dump && !(ct_cmd_flags(o->cmd) & CT_CMD_BASELINE_FIRST);
 }
 
 long ct_launch_long(const struct ct_model *m, int which)

@@ -22,7 +22,7 @@
 #include <stdio.h>
 
 #include "analyses/gate.h"
-#include "commands/report.h"
+#include "commands/options.h"
 #include "model/model.h"
 #include "render/json.h"
 #include "render/render.h"

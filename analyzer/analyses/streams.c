@@ -24,8 +24,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyses/analyses.h"
 #include "base/util.h"
-#include "commands/report.h"
+#include "commands/commands.h"
 #include "render/render.h"
 #include "render/views.h"
 
@@ -300,20 +301,18 @@ static void streams_destroy(void *ctx)
 	free(st);
 }
 
-static void attach_streams(struct ct_model *m, const struct ct_report_opts *o)
+static void *streams_attach(struct ct_model *m, const struct ct_report_opts *o)
 {
 	(void)o;
-	if (m->ext[CT_EXT_STREAMS])
-		return;
-	struct streams *st = ct_xcalloc(1, sizeof *st);
-	m->ext[CT_EXT_STREAMS] = st;
-	struct ct_observer ob = {.ctx = st,
-				 .alloc = streams_alloc,
-				 .release = streams_release,
-				 .event = streams_event,
-				 .destroy = streams_destroy};
-	ct_model_observe(m, &ob);
+	return ct_xcalloc(1, sizeof(struct streams));
 }
+
+const struct ct_analysis ct_analysis_streams = {
+	.name = "streams",
+	.attach = streams_attach,
+	.observe = {.alloc = streams_alloc, .release = streams_release, .event = streams_event,
+		    .destroy = streams_destroy},
+};
 
 /* ---- what the renderers read ----------------------------------------------------------- */
 
@@ -418,7 +417,7 @@ static void totals_of(const struct streams *st, struct ct_streams_totals *t)
 static void text_streams(FILE *f, const struct ct_report_opts *o, struct ct_model *m)
 {
 	char b[8][32], name[48];
-	const struct streams *st = m->ext[CT_EXT_STREAMS];
+	const struct streams *st = ct_model_state(m, &ct_analysis_streams);
 	fputs("cumtrace streams: ", f);
 	ct_put_proc(f, m);
 	fputc('\n', f);
@@ -507,7 +506,7 @@ static void csv_streams(FILE *f, const struct ct_report_opts *o, struct ct_model
 	      "cross_stream_free_bytes,pending_frees,pending_free_bytes\n",
 	      f);
 	for (size_t x = 0; x < nm; x++) {
-		const struct streams *st = ms[x]->ext[CT_EXT_STREAMS];
+		const struct streams *st = ct_model_state(ms[x], &ct_analysis_streams);
 		if (!st)
 			continue;
 		const struct stream **v = sorted_streams(st);
@@ -549,7 +548,7 @@ static struct ct_item *all_items(struct ct_model *const *ms, size_t nm, int pend
 	*n = 0;
 	*count = *bytes = 0;
 	for (size_t x = 0; x < nm; x++) {
-		struct streams *st = ms[x]->ext[CT_EXT_STREAMS];
+		struct streams *st = ct_model_state(ms[x], &ct_analysis_streams);
 		if (!st)
 			continue;
 		size_t k;
@@ -584,7 +583,7 @@ static void json_streams(struct ct_json *j, const struct ct_report_opts *o,
 	ct_json_key(j, "streams");
 	ct_json_arr(j);
 	for (size_t x = 0; x < nm; x++) {
-		const struct streams *st = ms[x]->ext[CT_EXT_STREAMS];
+		const struct streams *st = ct_model_state(ms[x], &ct_analysis_streams);
 		if (!st)
 			continue;
 		const struct stream **v = sorted_streams(st);
@@ -623,7 +622,7 @@ static void json_streams(struct ct_json *j, const struct ct_report_opts *o,
 	ct_json_key(j, "device_syncs");
 	ct_json_arr(j);
 	for (size_t x = 0; x < nm; x++) {
-		const struct streams *st = ms[x]->ext[CT_EXT_STREAMS];
+		const struct streams *st = ct_model_state(ms[x], &ct_analysis_streams);
 		for (size_t i = 0; st && i < st->ndev; i++) {
 			ct_json_obj(j);
 			ct_json_kv_u64(j, "pid", ms[x]->pid);
@@ -645,20 +644,11 @@ static void json_streams(struct ct_json *j, const struct ct_report_opts *o,
 	ct_json_obj_end(j);
 }
 
-static void render_streams(FILE *f, const struct ct_report_opts *o, struct ct_model *const *ms,
-			   size_t n)
-{
-	ct_render_per_format(f, o, ms, n, text_streams, csv_streams);
-}
-
-const struct ct_command ct_cmd_streams = {
-	.name = "streams",
-	.help = "per stream: live bytes and peak, synchronizations, cross-stream and pending frees",
-	.formats = 1u << CT_FMT_TEXT | 1u << CT_FMT_JSON | 1u << CT_FMT_CSV,
-	.min_dumps = 1,
-	.attach = attach_streams,
-	.render = render_streams,
-	.json_section = json_streams,
+const struct ct_report ct_report_streams = {
+	.uses = CT_USES(&ct_analysis_streams),
+	.text = text_streams,
+	.csv = csv_streams,
+	.json = json_streams,
 };
 
 /* ---- the view for other renderers (views.h) ------------------------------------------------- */
@@ -666,7 +656,7 @@ const struct ct_command ct_cmd_streams = {
 struct ct_stream_view *ct_view_streams(const struct ct_model *m, struct ct_streams_totals *t,
 				       size_t *n)
 {
-	const struct streams *st = m->ext[CT_EXT_STREAMS];
+	const struct streams *st = ct_model_state(m, &ct_analysis_streams);
 	memset(t, 0, sizeof *t);
 	*n = 0;
 	if (!st)

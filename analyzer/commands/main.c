@@ -1,7 +1,7 @@
 /*
  * cumtrace-report: offline analyzer of cumtrace dumps.
  *
- *   cumtrace-report [COMMAND] [options] DUMP...   (commands: the table in report.c)
+ *   cumtrace-report [COMMAND] [options] DUMP...   (commands: commands.def)
  *   cumtrace-report symbolize DUMP [-o OUT]
  *
  * See docs/report.md for the options, exit codes and the JSON schema.
@@ -17,7 +17,7 @@
 #include "analyses/growth.h"
 #include "analyses/suppress.h"
 #include "base/util.h"
-#include "commands/report.h"
+#include "commands/commands.h"
 #include "commands/symbolize.h"
 #include "model/classify.h"
 #include "model/model.h"
@@ -40,10 +40,7 @@ static void usage(FILE *f)
 	      "\n"
 	      "commands:\n",
 	      f);
-	for (int c = 0; c < CT_CMD_COUNT; c++) {
-		const struct ct_command *cmd = ct_command_get(c);
-		fprintf(f, "  %-18s %s\n", cmd->name, cmd->help);
-	}
+	ct_commands_help(f);
 	fputs("\n"
 	      "options:\n"
 	      "  --format FMT       text (default), json, csv, junit, sarif, folded, speedscope,\n"
@@ -322,7 +319,7 @@ int main(int argc, char **argv)
 		usage_error("-o: empty file name");
 	if (o.gen_suppressions && o.format != CT_FMT_TEXT && o.format != CT_FMT_JSON)
 		usage_error("--gen-suppressions: only with --format text or json");
-	if (baseline && cmd->baseline_first)
+	if (baseline && (cmd->flags & CT_CMD_BASELINE_FIRST))
 		usage_error("--baseline: %s takes its baseline from its first dump", cmd->name);
 	o.supp = supp;
 	ct_mem_set_limit(max_memory);

@@ -15,7 +15,7 @@
 #include <stdio.h>
 
 #include "analyses/gate.h"
-#include "commands/report.h"
+#include "commands/options.h"
 
 void ct_junit_write(FILE *f, const struct ct_report_opts *o, struct ct_model *const *ms, size_t n);
 void ct_sarif_write(FILE *f, const struct ct_report_opts *o, struct ct_model *const *ms, size_t n);

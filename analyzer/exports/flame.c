@@ -25,7 +25,7 @@
 #include <string.h>
 
 #include "base/util.h"
-#include "commands/report.h"
+#include "commands/commands.h"
 #include "model/pystack.h"
 #include "render/render.h"
 
@@ -348,11 +348,6 @@ static void render_flamegraph(FILE *f, const struct ct_report_opts *o, struct ct
 	free(v);
 }
 
-const struct ct_command ct_cmd_flamegraph = {
-	.name = "flamegraph",
-	.help = "bytes by call stack (--of leaks|peak|allocs) for flamegraph.pl or speedscope",
-	.formats = 1u << CT_FMT_FOLDED | 1u << CT_FMT_SPEEDSCOPE,
-	.default_format = CT_FMT_FOLDED,
-	.min_dumps = 1,
+const struct ct_report ct_report_flamegraph = {
 	.render = render_flamegraph,
 };

@@ -27,10 +27,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "analyses/analyses.h"
 #include "analyses/gate.h"
 #include "analyses/growth.h"
 #include "base/util.h"
-#include "commands/report.h"
+#include "commands/commands.h"
 #include "model/classify.h"
 #include "model/marks.h"
 #include "model/pystack.h"
@@ -1306,23 +1307,9 @@ static void render_html(FILE *f, const struct ct_report_opts *o, struct ct_model
 	      f);
 }
 
-/* Everything the page shows is another command's analysis: attach those. */
-static void attach_html(struct ct_model *m, const struct ct_report_opts *o)
-{
-	static const int uses[] = {CT_CMD_LEAKS, CT_CMD_PEAK, CT_CMD_OOM, CT_CMD_FRAG, CT_CMD_STREAMS};
-	for (size_t i = 0; i < sizeof uses / sizeof uses[0]; i++) {
-		const struct ct_command *c = ct_command_get(uses[i]);
-		if (c && c->attach)
-			c->attach(m, o);
-	}
-}
-
-const struct ct_command ct_cmd_html = {
-	.name = "html",
-	.help = "a self-contained HTML page: timeline, peak, leaks, OOMs, fragmentation, streams",
-	.formats = 1u << CT_FMT_HTML,
-	.default_format = CT_FMT_HTML,
-	.min_dumps = 1,
-	.attach = attach_html,
+/* Everything the page shows is another report's analysis. */
+const struct ct_report ct_report_html = {
+	.uses = CT_USES(&ct_analysis_growth, &ct_analysis_phases, &ct_analysis_oom, &ct_analysis_frag,
+			&ct_analysis_streams),
 	.render = render_html,
 };

@@ -41,8 +41,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyses/analyses.h"
 #include "base/util.h"
-#include "commands/report.h"
+#include "commands/commands.h"
 #include "model/pystack.h"
 #include "render/render.h"
 
@@ -309,20 +310,18 @@ static void ob_destroy(void *ctx)
 	free(st);
 }
 
-static void attach_memviz(struct ct_model *m, const struct ct_report_opts *o)
+static void *memviz_attach(struct ct_model *m, const struct ct_report_opts *o)
 {
-	if (m->ext[CT_EXT_MEMVIZ])
-		return;
 	struct mv_state *st = ct_xcalloc(1, sizeof *st);
 	st->cap = o->max_entries ? o->max_entries : CT_MEMVIZ_ENTRIES;
-	m->ext[CT_EXT_MEMVIZ] = st;
-	struct ct_observer ob = {.ctx = st,
-				 .alloc = ob_alloc,
-				 .release = ob_release,
-				 .event = ob_event,
-				 .destroy = ob_destroy};
-	ct_model_observe(m, &ob);
+	return st;
 }
+
+const struct ct_analysis ct_analysis_memviz = {
+	.name = "memviz",
+	.attach = memviz_attach,
+	.observe = {.alloc = ob_alloc, .release = ob_release, .event = ob_event, .destroy = ob_destroy},
+};
 
 /* ---- rendering --------------------------------------------------------------------------- */
 
@@ -525,7 +524,7 @@ static void render_memviz(FILE *f, const struct ct_report_opts *o, struct ct_mod
 	static const struct mv_state none;
 	struct mv_out out = {.pk = {.f = f}, .m = n ? ms[0] : NULL};
 	struct pk *p = &out.pk;
-	const struct mv_state *st = out.m && out.m->ext[CT_EXT_MEMVIZ] ? out.m->ext[CT_EXT_MEMVIZ]
+	const struct mv_state *st = out.m && ct_model_state(out.m, &ct_analysis_memviz) ? ct_model_state(out.m, &ct_analysis_memviz)
 									 : &none;
 	struct seg_list segs = {0};
 	if (out.m)
@@ -610,13 +609,7 @@ static void render_memviz(FILE *f, const struct ct_report_opts *o, struct ct_mod
 	ct_imap_free(&out.fmap);
 }
 
-const struct ct_command ct_cmd_memviz = {
-	.name = "memviz",
-	.help = "a torch.cuda.memory._snapshot() pickle for pytorch.org/memory_viz",
-	.formats = 1u << CT_FMT_PICKLE,
-	.default_format = CT_FMT_PICKLE,
-	.min_dumps = 1,
-	.max_dumps = 1,
-	.attach = attach_memviz,
+const struct ct_report ct_report_memviz = {
+	.uses = CT_USES(&ct_analysis_memviz),
 	.render = render_memviz,
 };

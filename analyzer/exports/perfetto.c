@@ -41,8 +41,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "analyses/analyses.h"
 #include "base/util.h"
-#include "commands/report.h"
+#include "commands/commands.h"
 #include "model/marks.h"
 #include "model/pystack.h"
 #include "render/render.h"
@@ -561,23 +562,20 @@ static void ob_destroy(void *ctx)
 	free(st);
 }
 
-static void attach_perfetto(struct ct_model *m, const struct ct_report_opts *o)
+static void *perfetto_attach(struct ct_model *m, const struct ct_report_opts *o)
 {
-	if (m->ext[CT_EXT_PERFETTO])
-		return;
 	struct pf_state *st = ct_xcalloc(1, sizeof *st);
 	st->width_ns = o->counter_us ? o->counter_us * 1000 : 1;
 	st->cap = o->max_slices ? o->max_slices : CT_PERFETTO_SLICES;
-	m->ext[CT_EXT_PERFETTO] = st;
-	struct ct_observer ob = {.ctx = st,
-				 .alloc = ob_alloc,
-				 .release = ob_release,
-				 .event = ob_event,
-				 .mark = ob_mark,
-				 .finish = ob_finish,
-				 .destroy = ob_destroy};
-	ct_model_observe(m, &ob);
+	return st;
 }
+
+const struct ct_analysis ct_analysis_perfetto = {
+	.name = "perfetto",
+	.attach = perfetto_attach,
+	.observe = {.alloc = ob_alloc, .release = ob_release, .event = ob_event, .mark = ob_mark,
+		    .finish = ob_finish, .destroy = ob_destroy},
+};
 
 /* ---- rendering ------------------------------------------------------------------------- */
 
@@ -910,7 +908,7 @@ static void render_perfetto(FILE *f, const struct ct_report_opts *o, struct ct_m
 	fputs("{\"traceEvents\":[", f);
 	for (size_t d = 0; d < n; d++) {
 		struct ct_model *m = ms[d];
-		struct pf_state *st = m->ext[CT_EXT_PERFETTO];
+		struct pf_state *st = ct_model_state(m, &ct_analysis_perfetto);
 		w.dump = d;
 		w.pid = m->pid;
 		for (size_t e = 0; e < d; e++)
@@ -948,12 +946,7 @@ static void render_perfetto(FILE *f, const struct ct_report_opts *o, struct ct_m
 	fputs("}}\n", f);
 }
 
-const struct ct_command ct_cmd_perfetto = {
-	.name = "perfetto",
-	.help = "a Chrome JSON trace for ui.perfetto.dev: live bytes, lifetimes, NVTX, OOMs",
-	.formats = 1u << CT_FMT_JSON,
-	.default_format = CT_FMT_JSON,
-	.min_dumps = 1,
-	.attach = attach_perfetto,
+const struct ct_report ct_report_perfetto = {
+	.uses = CT_USES(&ct_analysis_perfetto),
 	.render = render_perfetto,
 };

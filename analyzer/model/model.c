@@ -986,7 +986,28 @@ void ct_model_observe(struct ct_model *m, const struct ct_observer *o)
 		fputs("cumtrace-report: internal error: too many analyses on one dump\n", stderr);
 		exit(2);
 	}
+	m->analysis[m->nobs] = NULL;
 	m->obs[m->nobs++] = *o;
+}
+
+void *ct_model_state(const struct ct_model *m, const struct ct_analysis *a)
+{
+	for (size_t i = 0; i < m->nobs; i++)
+		if (m->analysis[i] == a)
+			return m->obs[i].ctx;
+	return NULL;
+}
+
+void *ct_model_attach(struct ct_model *m, const struct ct_analysis *a, const struct ct_report_opts *o)
+{
+	void *st = ct_model_state(m, a);
+	if (st)
+		return st;
+	struct ct_observer ob = a->observe;
+	ob.ctx = st = a->attach(m, o);
+	ct_model_observe(m, &ob);
+	m->analysis[m->nobs - 1] = a;
+	return st;
 }
 
 void ct_model_foreach_live(const struct ct_model *m,

@@ -158,19 +158,23 @@ struct ct_observer {
 
 #define CT_MODEL_MAX_OBSERVERS 16
 
+struct ct_report_opts;
+
 /*
- * Slots for the state of analyses that live in other files; each file owns
- * one slot and reads it back when it renders. Add a name to add a slot.
+ * An analysis: state of its own that rides on the model's one pass (peak
+ * phases, OOM, fragmentation, streams, growth, exports). Defined once, in its
+ * own file, as a const struct ct_analysis; a command names the analyses it
+ * reads (commands/commands.h), the model keeps each one's state under the
+ * analysis's address and hands it back to whoever asks with it
+ * (ct_model_state): the model never names its analyses. What an analysis
+ * shows other renderers is its views (render/views.h), computed from that state.
  */
-enum ct_ext {
-	CT_EXT_PHASES,	/* analyses/peak.c: device bytes per NVTX range / mark phase */
-	CT_EXT_OOM,	/* analyses/oom.c */
-	CT_EXT_FRAG,	/* analyses/frag.c */
-	CT_EXT_STREAMS, /* analyses/streams.c */
-	CT_EXT_PERFETTO, /* exports/perfetto.c */
-	CT_EXT_MEMVIZ,	 /* exports/memviz.c */
-	CT_EXT_GROWTH, /* growth.c */
-	CT_EXT_COUNT
+struct ct_analysis {
+	const char *name;
+	/* a new state for m, before its dump is read; o: the command's options */
+	void *(*attach)(struct ct_model *m, const struct ct_report_opts *o);
+	/* the callbacks of the one pass, finish and destroy among them (ctx: the state) */
+	struct ct_observer observe;
 };
 
 struct ct_retired;
@@ -242,7 +246,8 @@ struct ct_model {
 
 	struct ct_observer obs[CT_MODEL_MAX_OBSERVERS];
 	size_t nobs;
-	void *ext[CT_EXT_COUNT + 1]; /* enum ct_ext */
+	/* the analysis each observer serves (NULL: added with ct_model_observe) */
+	const struct ct_analysis *analysis[CT_MODEL_MAX_OBSERVERS];
 };
 
 void ct_model_init(struct ct_model *m);
@@ -250,6 +255,13 @@ void ct_model_free(struct ct_model *m);
 
 /* Add an observer (before the dump is read). Exits (2) past CT_MODEL_MAX_OBSERVERS. */
 void ct_model_observe(struct ct_model *m, const struct ct_observer *o);
+/*
+ * Attach analysis a to m (before the dump is read), once: a second call
+ * returns the state of the first. Returns a's state.
+ */
+void *ct_model_attach(struct ct_model *m, const struct ct_analysis *a, const struct ct_report_opts *o);
+/* The state of analysis a on m, NULL when a was not attached. */
+void *ct_model_state(const struct ct_model *m, const struct ct_analysis *a);
 /* Call fn for every live block, in no particular order; fn must not change the model. */
 void ct_model_foreach_live(const struct ct_model *m,
 			   void (*fn)(void *ctx, const struct ct_model *m, const struct ct_block *b),

@@ -521,9 +521,6 @@ void ct_render_per_format(FILE *f, const struct ct_report_opts *o, struct ct_mod
 					  struct ct_model *const *, size_t))
 {
 	switch (o->format) {
-	case CT_FMT_JSON:
-		ct_json_report(f, o, ms, n);
-		break;
 	case CT_FMT_CSV:
 		csv(f, o, ms, n);
 		break;

@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "commands/report.h"
+#include "commands/options.h"
 #include "model/model.h"
 #include "render/json.h"
 
@@ -111,8 +111,9 @@ void ct_json_item(struct ct_json *j, const struct ct_item *it);
 void ct_json_item_fields(struct ct_json *j, const struct ct_item *it);
 
 /*
- * Render a command in o->format: the JSON document (ct_json_report), csv over
- * all models, or text as one block per model separated by a blank line.
+ * Render a command in o->format, JSON aside (commands.c writes the JSON
+ * document): csv over all models, or text as one block per model separated
+ * by a blank line.
  */
 void ct_render_per_format(FILE *f, const struct ct_report_opts *o, struct ct_model *const *ms,
 			  size_t n,

@@ -13,7 +13,7 @@
 #include "../../analyzer/render/json.h"
 #include "../../analyzer/model/marks.h"
 #include "../../analyzer/model/model.h"
-#include "../../analyzer/commands/report.h"
+#include "../../analyzer/commands/commands.h"
 #include "../../analyzer/model/pystack.h"
 #include "../../analyzer/commands/symbolize.h"
 #include "../../analyzer/analyses/suppress.h"

@@ -30,7 +30,7 @@
 #include "ckmain.h"
 #include "../../analyzer/model/classify.h"
 #include "../../analyzer/model/model.h"
-#include "../../analyzer/commands/report.h"
+#include "../../analyzer/commands/commands.h"
 #include "../../analyzer/analyses/suppress.h"
 #include "dumpgen.h"
 #include "golden.h"

@@ -14,7 +14,7 @@
 #include "../../analyzer/analyses/gate.h"
 #include "../../analyzer/analyses/growth.h"
 #include "../../analyzer/model/model.h"
-#include "../../analyzer/commands/report.h"
+#include "../../analyzer/commands/commands.h"
 #include "../../analyzer/analyses/suppress.h"
 #include "dumpgen.h"
 #include "modelload.h"

@@ -13,7 +13,7 @@
 #include "ckmain.h"
 #include "../../analyzer/render/progress.h"
 #include "../../analyzer/analyses/ranks.h"
-#include "../../analyzer/commands/report.h"
+#include "../../analyzer/commands/commands.h"
 #include "dumpgen.h"
 #include "golden_dumps.h"
 #include "modelload.h"
