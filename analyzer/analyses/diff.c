@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyses/analyses.h"
 #include "analyses/gate.h"
 #include "base/util.h"
-#include "commands/commands.h"
 #include "render/render.h"
 
 /* The leak groups of one dump with one identity, added up. */

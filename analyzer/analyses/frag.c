@@ -34,7 +34,6 @@
 
 #include "analyses/analyses.h"
 #include "base/util.h"
-#include "commands/commands.h"
 #include "render/render.h"
 #include "render/views.h"
 

@@ -15,7 +15,6 @@
 #include "analyses/ranks.h"
 #include "analyses/suppress.h"
 #include "base/util.h"
-#include "commands/commands.h"
 #include "exports/ci.h"
 #include "render/render.h"
 

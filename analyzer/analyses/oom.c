@@ -11,11 +11,10 @@
 
 #include "analyses/analyses.h"
 #include "base/util.h"
-#include "commands/commands.h"
 #include "render/render.h"
 #include "render/views.h"
 
-#define OOM_KEEP 256	 /* failures kept in detail; later ones are counted */
+#define OOM_KEEP CT_OOM_KEEP /* views.h */
 #define OOM_PENDING 1024 /* CT_REC_MEMINFO records waiting for their failed event */
 
 struct oom_site {
@@ -172,25 +171,28 @@ static struct ct_item *fail_items(struct ct_model *m, const struct oom_fail *f)
 static void text_oom(FILE *f, const struct ct_report_opts *opts, struct ct_model *m)
 {
 	char b1[32], b2[32];
-	const struct oom *o = ct_model_state(m, &ct_analysis_oom);
+	size_t n;
+	uint64_t count, bytes;
+	struct ct_oom_view *v = ct_view_ooms(m, &n, &count, &bytes);
 	fputs("cumtrace oom: ", f);
-	if (!o || !o->count) {
+	if (!count) {
 		fputs("no allocation failed with out-of-memory in ", f);
 		ct_put_proc(f, m);
 		fputc('\n', f);
 		ct_put_notes(f, m);
+		free(v);
 		return;
 	}
-	fprintf(f, "%" PRIu64 " allocation%s failed with out-of-memory (%s requested) in ", o->count,
-		o->count == 1 ? "" : "s", ct_fmt_bytes(o->bytes, b1, sizeof b1));
+	fprintf(f, "%" PRIu64 " allocation%s failed with out-of-memory (%s requested) in ", count,
+		count == 1 ? "" : "s", ct_fmt_bytes(bytes, b1, sizeof b1));
 	ct_put_proc(f, m);
 	fputc('\n', f);
 	ct_put_notes(f, m);
-	for (size_t i = 0; i < o->n; i++) {
-		const struct oom_fail *x = &o->v[i];
+	for (size_t i = 0; i < n; i++) {
+		const struct ct_oom_view *x = &v[i];
 		fprintf(f, "\nfailure %zu at %.3f ms: %s of %s (%" PRIu64 " bytes, kind %s) on device %d, "
 			   "stream 0x%" PRIx64 ", thread %" PRIu32 "\n",
-			i + 1, (double)ct_model_since_start(m, x->ts) / 1e6, ct_api_name(x->api),
+			i + 1, (double)x->time_ns / 1e6, ct_api_name(x->api),
 			ct_fmt_bytes(x->size, b1, sizeof b1), x->size, ct_kind_name(x->kind), x->device,
 			x->stream, x->tid);
 		ct_text_stack(f, m, x->stack_id);
@@ -208,21 +210,23 @@ static void text_oom(FILE *f, const struct ct_report_opts *opts, struct ct_model
 			   " allocation%s, by site:\n",
 			x->device, ct_fmt_bytes(x->live_bytes, b1, sizeof b1), x->live_bytes,
 			x->live_count, x->live_count == 1 ? "" : "s");
-		struct ct_item *v = fail_items(m, x);
-		ct_text_items(f, opts, m, v, x->nsites);
-		if (x->sites_total > x->nsites) {
+		size_t ni;
+		struct ct_item *items = ct_view_oom_items(m, i, &ni);
+		ct_text_items(f, opts, m, items, ni);
+		if (x->sites_total > ni) {
 			uint64_t shown = 0;
-			for (size_t k = 0; k < x->nsites; k++)
-				shown = ct_sat_add(shown, x->sites[k].bytes);
+			for (size_t k = 0; k < ni; k++)
+				shown = ct_sat_add(shown, items[k].bytes);
 			fprintf(f, "... and %zu more site%s: %s (--top 0 shows all)\n",
-				x->sites_total - x->nsites, x->sites_total - x->nsites == 1 ? "" : "s",
+				x->sites_total - ni, x->sites_total - ni == 1 ? "" : "s",
 				ct_fmt_bytes(ct_sat_sub(x->live_bytes, shown), b1, sizeof b1));
 		}
-		free(v);
+		free(items);
 	}
-	if (o->count > o->n)
+	if (count > n)
 		fprintf(f, "\n... and %" PRIu64 " more failures (the first %d are kept)\n",
-			o->count - o->n, OOM_KEEP);
+			count - n, OOM_KEEP);
+	free(v);
 }
 
 static void csv_oom(FILE *f, const struct ct_report_opts *opts, struct ct_model *const *ms,
@@ -233,11 +237,13 @@ static void csv_oom(FILE *f, const struct ct_report_opts *opts, struct ct_model 
 	      "stack\n",
 	      f);
 	for (size_t d = 0; d < nm; d++) {
-		const struct oom *o = ct_model_state(ms[d], &ct_analysis_oom);
-		for (size_t i = 0; o && i < o->n; i++) {
-			const struct oom_fail *x = &o->v[i];
+		size_t n;
+		uint64_t count, bytes;
+		struct ct_oom_view *v = ct_view_ooms(ms[d], &n, &count, &bytes);
+		for (size_t i = 0; i < n; i++) {
+			const struct ct_oom_view *x = &v[i];
 			fprintf(f, "%" PRIu32 ",%" PRIu64 ",%s,%s,%" PRIu64 ",%d,0x%" PRIx64 ",%" PRIu32 ",",
-				ms[d]->pid, ct_model_since_start(ms[d], x->ts), ct_api_name(x->api), ct_kind_name(x->kind),
+				ms[d]->pid, x->time_ns, ct_api_name(x->api), ct_kind_name(x->kind),
 				x->size, x->device, x->stream, x->tid);
 			if (x->have_info)
 				fprintf(f, "%" PRIu64 ",%" PRIu64 ",", x->free_bytes, x->total_bytes);
@@ -247,6 +253,7 @@ static void csv_oom(FILE *f, const struct ct_report_opts *opts, struct ct_model 
 			ct_csv_stack(f, ms[d], x->stack_id);
 			fputc('\n', f);
 		}
+		free(v);
 	}
 }
 
@@ -266,12 +273,12 @@ static void json_oom(struct ct_json *j, const struct ct_report_opts *opts,
 	(void)opts;
 	uint64_t count = 0, bytes = 0, kept = 0;
 	for (size_t d = 0; d < nm; d++) {
-		const struct oom *o = ct_model_state(ms[d], &ct_analysis_oom);
-		if (o) {
-			count += o->count;
-			bytes = ct_sat_add(bytes, o->bytes);
-			kept += o->n;
-		}
+		size_t n;
+		uint64_t c, b;
+		free(ct_view_ooms(ms[d], &n, &c, &b));
+		count += c;
+		bytes = ct_sat_add(bytes, b);
+		kept += n;
 	}
 	ct_json_key(j, "oom");
 	ct_json_obj(j);
@@ -282,19 +289,21 @@ static void json_oom(struct ct_json *j, const struct ct_report_opts *opts,
 	ct_json_arr(j);
 	for (size_t d = 0; d < nm; d++) {
 		struct ct_model *m = ms[d];
-		const struct oom *o = ct_model_state(m, &ct_analysis_oom);
-		for (size_t i = 0; o && i < o->n; i++) {
-			const struct oom_fail *x = &o->v[i];
+		size_t n;
+		uint64_t c, b;
+		struct ct_oom_view *v = ct_view_ooms(m, &n, &c, &b);
+		for (size_t i = 0; i < n; i++) {
+			const struct ct_oom_view *x = &v[i];
 			ct_json_obj(j);
 			ct_json_kv_u64(j, "pid", m->pid);
-			ct_json_kv_u64(j, "time_ns", ct_model_since_start(m, x->ts));
+			ct_json_kv_u64(j, "time_ns", x->time_ns);
 			ct_json_kv_str(j, "api", ct_api_name(x->api));
 			ct_json_kv_str(j, "op", ct_op_name(x->op));
 			ct_json_kv_str(j, "kind", ct_kind_name(x->kind));
 			ct_json_kv_u64(j, "size", x->size);
 			ct_json_kv_i64(j, "device", x->device);
 			ct_json_kv_u64(j, "stream", x->stream);
-			ct_json_kv_u64(j, "pool", x->aux);
+			ct_json_kv_u64(j, "pool", x->pool);
 			ct_json_kv_u64(j, "tid", x->tid);
 			ct_json_kv_u64(j, "stack_id", x->stack_id);
 			ct_json_key(j, "stack");
@@ -311,13 +320,15 @@ static void json_oom(struct ct_json *j, const struct ct_report_opts *opts,
 			ct_json_kv_u64(j, "sites_total", x->sites_total);
 			ct_json_key(j, "sites");
 			ct_json_arr(j);
-			struct ct_item *v = fail_items(m, x);
-			for (size_t k = 0; k < x->nsites; k++)
-				ct_json_item(j, &v[k]);
-			free(v);
+			size_t ni;
+			struct ct_item *items = ct_view_oom_items(m, i, &ni);
+			for (size_t k = 0; k < ni; k++)
+				ct_json_item(j, &items[k]);
+			free(items);
 			ct_json_arr_end(j);
 			ct_json_obj_end(j);
 		}
+		free(v);
 	}
 	ct_json_arr_end(j);
 	ct_json_obj_end(j);
@@ -346,10 +357,12 @@ struct ct_oom_view *ct_view_ooms(const struct ct_model *m, size_t *n, uint64_t *
 		out[i] = (struct ct_oom_view){.time_ns = ct_model_since_start(m, x->ts),
 					      .size = x->size,
 					      .stream = x->stream,
+					      .pool = x->aux,
 					      .tid = x->tid,
 					      .stack_id = x->stack_id,
 					      .api = x->api,
 					      .kind = x->kind,
+					      .op = x->op,
 					      .device = x->device,
 					      .have_info = x->have_info,
 					      .info_device = x->info_device,

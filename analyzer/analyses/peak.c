@@ -11,7 +11,6 @@
 #include "analyses/analyses.h"
 #include "analyses/ranks.h"
 #include "base/util.h"
-#include "commands/commands.h"
 #include "model/marks.h"
 #include "render/render.h"
 #include "render/views.h"

@@ -22,9 +22,9 @@
 #include <stdio.h>
 
 #include "analyses/gate.h"
+#include "base/json.h"
 #include "commands/options.h"
 #include "model/model.h"
-#include "render/json.h"
 #include "render/render.h"
 
 /* Where a dump's rank came from. */

@@ -26,11 +26,10 @@
 
 #include "analyses/analyses.h"
 #include "base/util.h"
-#include "commands/commands.h"
 #include "render/render.h"
 #include "render/views.h"
 
-#define STREAMS_MAX 4096 /* streams tracked; events of later ones are counted */
+#define STREAMS_MAX CT_STREAMS_MAX /* streams tracked (views.h) */
 #define STREAM_DEVICES_MAX 64
 #define STREAM_LEGACY ((uint64_t)0x1)
 #define STREAM_PER_THREAD ((uint64_t)0x2)
@@ -412,246 +411,7 @@ static void totals_of(const struct streams *st, struct ct_streams_totals *t)
 	t->untracked = st->untracked;
 }
 
-/* ---- text ---------------------------------------------------------------------------------- */
-
-static void text_streams(FILE *f, const struct ct_report_opts *o, struct ct_model *m)
-{
-	char b[8][32], name[48];
-	const struct streams *st = ct_model_state(m, &ct_analysis_streams);
-	fputs("cumtrace streams: ", f);
-	ct_put_proc(f, m);
-	fputc('\n', f);
-	ct_put_notes(f, m);
-	if (!st || (!st->n && !st->ndev)) {
-		fputs("  no stream activity\n", f);
-		return;
-	}
-	struct ct_streams_totals t;
-	totals_of(st, &t);
-	uint64_t pend = t.pending, pend_bytes = t.pending_bytes;
-	ct_fmt_dur(t.sync_ns, b[0], sizeof b[0]);
-	ct_fmt_dur(t.device_sync_ns, b[1], sizeof b[1]);
-	fprintf(f,
-		"  %zu stream%s: %" PRIu64 " created, %" PRIu64 " destroyed; %" PRIu64
-		" stream synchronization%s (%s), %" PRIu64 " device synchronization%s (%s)\n",
-		st->n, st->n == 1 ? "" : "s", t.creates, t.destroys, t.syncs, t.syncs == 1 ? "" : "s",
-		b[0], t.device_syncs, t.device_syncs == 1 ? "" : "s", b[1]);
-	for (size_t i = 0; i < st->ndev; i++)
-		if (st->dev[i].count) {
-			ct_fmt_dur(st->dev[i].ns, b[0], sizeof b[0]);
-			fprintf(f, "  device %d: %" PRIu64 " device synchronization%s (%s)\n",
-				st->dev[i].device, st->dev[i].count, st->dev[i].count == 1 ? "" : "s",
-				b[0]);
-		}
-	fprintf(f, "\n  %-24s %6s %7s %7s %6s %10s %7s %10s %10s %10s %10s %6s %10s %10s\n", "stream",
-		"device", "created", "destroy", "syncs", "sync time", "allocs", "allocated", "live end",
-		"peak live", "peak at", "frees", "cross in", "pending");
-	const struct stream **v = sorted_streams(st);
-	for (size_t i = 0; i < st->n; i++) {
-		const struct stream *s = v[i];
-		uint64_t pb;
-		uint64_t pc = pending_count(st, s, &pb);
-		stream_name(s, name, sizeof name);
-		ct_fmt_dur(s->sync_ns, b[0], sizeof b[0]);
-		ct_fmt_dur(ct_model_since_start(m, s->peak_ts), b[4], sizeof b[4]);
-		fprintf(f,
-			"  %-24s %6d %7" PRIu64 " %7" PRIu64 " %6" PRIu64 " %10s %7" PRIu64
-			" %10s %10s %10s %10s %6" PRIu64 " %10s %10s\n",
-			name, s->device, s->creates, s->destroys, s->syncs, b[0], s->allocs,
-			ct_fmt_bytes(s->alloc_bytes, b[1], sizeof b[1]),
-			ct_fmt_bytes(s->live, b[2], sizeof b[2]), ct_fmt_bytes(s->peak, b[3], sizeof b[3]),
-			s->peak ? b[4] : "-", s->frees, ct_fmt_bytes(s->cross_in_bytes, b[5], sizeof b[5]),
-			pc ? ct_fmt_bytes(pb, b[6], sizeof b[6]) : "-");
-	}
-	free(v);
-	size_t n;
-	if (st->cross_count) {
-		fprintf(f,
-			"\ncross-stream frees: %" PRIu64 " (%s): stream-ordered allocations freed on "
-			"another stream than their own, by allocation site:\n",
-			st->cross_count, ct_fmt_bytes(st->cross_bytes, b[0], sizeof b[0]));
-		struct ct_item *items = ct_site_items(m, weigh_cross, (void *)st, &n);
-		ct_text_items(f, o, m, items, n);
-		free(items);
-	} else {
-		fputs("\ncross-stream frees: none\n", f);
-	}
-	if (pend) {
-		fprintf(f,
-			"\nfrees pending at the end: %" PRIu64 " (%s): stream-ordered frees with no later "
-			"synchronization or destruction of their stream or synchronization of its device,"
-			" by allocation site:\n",
-			pend, ct_fmt_bytes(pend_bytes, b[0], sizeof b[0]));
-		struct site_sum *sums = pending_by_site(st, m);
-		struct ct_item *items = ct_site_items(m, weigh_sum, sums, &n);
-		ct_text_items(f, o, m, items, n);
-		free(items);
-		free(sums);
-	} else {
-		fputs("frees pending at the end: none\n", f);
-	}
-	if (st->untracked)
-		fprintf(f, "  note: %" PRIu64 " events of streams beyond %d are not counted\n",
-			st->untracked, STREAMS_MAX);
-}
-
-/* ---- CSV: one row per stream ---------------------------------------------------------------- */
-
-static void csv_streams(FILE *f, const struct ct_report_opts *o, struct ct_model *const *ms,
-			size_t nm)
-{
-	(void)o;
-	fputs("pid,stream,tid,device,creates,destroys,syncs,sync_time_ns,allocations,allocated_bytes,"
-	      "live_bytes,peak_bytes,peak_time_ns,async_frees,cross_stream_frees,"
-	      "cross_stream_free_bytes,pending_frees,pending_free_bytes\n",
-	      f);
-	for (size_t x = 0; x < nm; x++) {
-		const struct streams *st = ct_model_state(ms[x], &ct_analysis_streams);
-		if (!st)
-			continue;
-		const struct stream **v = sorted_streams(st);
-		for (size_t i = 0; i < st->n; i++) {
-			const struct stream *s = v[i];
-			uint64_t pb, pc = pending_count(st, s, &pb);
-			fprintf(f,
-				"%" PRIu32 ",0x%" PRIx64 ",%" PRIu32 ",%d,%" PRIu64 ",%" PRIu64 ",%" PRIu64
-				",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
-				",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n",
-				ms[x]->pid, s->handle, s->tid, s->device, s->creates, s->destroys, s->syncs,
-				s->sync_ns, s->allocs, s->alloc_bytes, s->live, s->peak,
-				s->peak ? ct_model_since_start(ms[x], s->peak_ts) : 0, s->frees, s->cross_in,
-				s->cross_in_bytes, pc, pb);
-		}
-		free(v);
-	}
-}
-
-/* ---- JSON ------------------------------------------------------------------------------------ */
-
-static void json_site_list(struct ct_json *j, const struct ct_report_opts *o, const char *key,
-			   uint64_t count, uint64_t bytes, struct ct_item *v, size_t n)
-{
-	ct_json_key(j, key);
-	ct_json_obj(j);
-	ct_json_kv_u64(j, "count", count);
-	ct_json_kv_u64(j, "bytes", bytes);
-	ct_json_items(j, o, v, n);
-	ct_json_obj_end(j);
-}
-
-/* Items of every model (caller frees), for the merged site lists. */
-static struct ct_item *all_items(struct ct_model *const *ms, size_t nm, int pending, size_t *n,
-				 uint64_t *count, uint64_t *bytes)
-{
-	struct ct_item *all = NULL;
-	size_t cap = 0;
-	*n = 0;
-	*count = *bytes = 0;
-	for (size_t x = 0; x < nm; x++) {
-		struct streams *st = ct_model_state(ms[x], &ct_analysis_streams);
-		if (!st)
-			continue;
-		size_t k;
-		struct ct_item *v;
-		if (pending) {
-			struct site_sum *sums = pending_by_site(st, ms[x]);
-			v = ct_site_items(ms[x], weigh_sum, sums, &k);
-			free(sums);
-		} else {
-			v = ct_site_items(ms[x], weigh_cross, st, &k);
-		}
-		all = ct_xgrow(all, &cap, *n + k + 1, sizeof *all);
-		for (size_t i = 0; i < k; i++) {
-			*count += v[i].count;
-			*bytes = ct_sat_add(*bytes, v[i].bytes);
-			all[(*n)++] = v[i];
-		}
-		free(v);
-	}
-	if (!all)
-		all = ct_xcalloc(1, sizeof *all);
-	ct_items_sort(all, *n);
-	return all;
-}
-
-/* "streams": every stream of every dump, device synchronizations, the two site lists. */
-static void json_streams(struct ct_json *j, const struct ct_report_opts *o,
-			 struct ct_model *const *ms, size_t nm)
-{
-	ct_json_key(j, "streams");
-	ct_json_obj(j);
-	ct_json_key(j, "streams");
-	ct_json_arr(j);
-	for (size_t x = 0; x < nm; x++) {
-		const struct streams *st = ct_model_state(ms[x], &ct_analysis_streams);
-		if (!st)
-			continue;
-		const struct stream **v = sorted_streams(st);
-		for (size_t i = 0; i < st->n; i++) {
-			const struct stream *s = v[i];
-			uint64_t pb, pc = pending_count(st, s, &pb);
-			ct_json_obj(j);
-			ct_json_kv_u64(j, "pid", ms[x]->pid);
-			ct_json_kv_u64(j, "stream", s->handle);
-			ct_json_kv_str(j, "default", s->handle == 0 ? "legacy"
-						     : s->handle == STREAM_PER_THREAD ? "per_thread"
-										     : NULL);
-			ct_json_kv_u64(j, "tid", s->tid);
-			ct_json_kv_i64(j, "device", s->device);
-			ct_json_kv_u64(j, "creates", s->creates);
-			ct_json_kv_u64(j, "destroys", s->destroys);
-			ct_json_kv_u64(j, "syncs", s->syncs);
-			ct_json_kv_u64(j, "sync_time_ns", s->sync_ns);
-			ct_json_kv_u64(j, "allocations", s->allocs);
-			ct_json_kv_u64(j, "allocated_bytes", s->alloc_bytes);
-			ct_json_kv_u64(j, "live_bytes", s->live);
-			ct_json_kv_u64(j, "live_count", s->live_count);
-			ct_json_kv_u64(j, "peak_bytes", s->peak);
-			ct_json_kv_u64(j, "peak_time_ns", s->peak ? ct_model_since_start(ms[x], s->peak_ts) : 0);
-			ct_json_kv_u64(j, "async_frees", s->frees);
-			ct_json_kv_u64(j, "async_free_bytes", s->free_bytes);
-			ct_json_kv_u64(j, "cross_stream_frees", s->cross_in);
-			ct_json_kv_u64(j, "cross_stream_free_bytes", s->cross_in_bytes);
-			ct_json_kv_u64(j, "pending_frees", pc);
-			ct_json_kv_u64(j, "pending_free_bytes", pb);
-			ct_json_obj_end(j);
-		}
-		free(v);
-	}
-	ct_json_arr_end(j);
-	ct_json_key(j, "device_syncs");
-	ct_json_arr(j);
-	for (size_t x = 0; x < nm; x++) {
-		const struct streams *st = ct_model_state(ms[x], &ct_analysis_streams);
-		for (size_t i = 0; st && i < st->ndev; i++) {
-			ct_json_obj(j);
-			ct_json_kv_u64(j, "pid", ms[x]->pid);
-			ct_json_kv_i64(j, "device", st->dev[i].device);
-			ct_json_kv_u64(j, "count", st->dev[i].count);
-			ct_json_kv_u64(j, "time_ns", st->dev[i].ns);
-			ct_json_obj_end(j);
-		}
-	}
-	ct_json_arr_end(j);
-	for (int pending = 0; pending < 2; pending++) {
-		size_t n;
-		uint64_t count, bytes;
-		struct ct_item *v = all_items(ms, nm, pending, &n, &count, &bytes);
-		json_site_list(j, o, pending ? "pending_frees" : "cross_stream_frees", count, bytes, v,
-			       n);
-		free(v);
-	}
-	ct_json_obj_end(j);
-}
-
-const struct ct_report ct_report_streams = {
-	.uses = CT_USES(&ct_analysis_streams),
-	.text = text_streams,
-	.csv = csv_streams,
-	.json = json_streams,
-};
-
-/* ---- the view for other renderers (views.h) ------------------------------------------------- */
+/* ---- the views (views.h): everything the formats below and the HTML page show --------------- */
 
 struct ct_stream_view *ct_view_streams(const struct ct_model *m, struct ct_streams_totals *t,
 				       size_t *n)
@@ -668,6 +428,9 @@ struct ct_stream_view *ct_view_streams(const struct ct_model *m, struct ct_strea
 		const struct stream *s = v[i];
 		struct ct_stream_view *o = &out[i];
 		stream_name(s, o->name, sizeof o->name);
+		o->handle = s->handle;
+		o->default_kind = s->handle == 0 ? "legacy" : s->handle == STREAM_PER_THREAD ? "per_thread" : NULL;
+		o->tid = s->tid;
 		o->device = s->device;
 		o->creates = s->creates;
 		o->destroys = s->destroys;
@@ -676,6 +439,7 @@ struct ct_stream_view *ct_view_streams(const struct ct_model *m, struct ct_strea
 		o->allocs = s->allocs;
 		o->alloc_bytes = s->alloc_bytes;
 		o->live = s->live;
+		o->live_count = s->live_count;
 		o->peak = s->peak;
 		o->peak_ns = s->peak ? ct_model_since_start(m, s->peak_ts) : 0;
 		o->frees = s->frees;
@@ -688,3 +452,236 @@ struct ct_stream_view *ct_view_streams(const struct ct_model *m, struct ct_strea
 	*n = st->n;
 	return out;
 }
+
+struct ct_device_sync_view *ct_view_device_syncs(const struct ct_model *m, size_t *n)
+{
+	const struct streams *st = ct_model_state(m, &ct_analysis_streams);
+	*n = st ? st->ndev : 0;
+	struct ct_device_sync_view *out = ct_xcalloc(*n + 1, sizeof *out);
+	for (size_t i = 0; i < *n; i++)
+		out[i] = (struct ct_device_sync_view){st->dev[i].device, st->dev[i].count, st->dev[i].ns};
+	return out;
+}
+
+struct ct_item *ct_view_stream_sites(struct ct_model *m, int pending, size_t *n)
+{
+	struct streams *st = ct_model_state(m, &ct_analysis_streams);
+	*n = 0;
+	if (!st)
+		return ct_xcalloc(1, sizeof(struct ct_item));
+	if (!pending)
+		return ct_site_items(m, weigh_cross, st, n);
+	struct site_sum *sums = pending_by_site(st, m);
+	struct ct_item *v = ct_site_items(m, weigh_sum, sums, n);
+	free(sums);
+	return v;
+}
+
+/* ---- text ---------------------------------------------------------------------------------- */
+
+static void text_streams(FILE *f, const struct ct_report_opts *o, struct ct_model *m)
+{
+	char b[8][32];
+	struct ct_streams_totals t;
+	size_t ns, nd, n;
+	struct ct_stream_view *v = ct_view_streams(m, &t, &ns);
+	struct ct_device_sync_view *dv = ct_view_device_syncs(m, &nd);
+	fputs("cumtrace streams: ", f);
+	ct_put_proc(f, m);
+	fputc('\n', f);
+	ct_put_notes(f, m);
+	if (!ns && !nd) {
+		fputs("  no stream activity\n", f);
+		free(v);
+		free(dv);
+		return;
+	}
+	ct_fmt_dur(t.sync_ns, b[0], sizeof b[0]);
+	ct_fmt_dur(t.device_sync_ns, b[1], sizeof b[1]);
+	fprintf(f,
+		"  %zu stream%s: %" PRIu64 " created, %" PRIu64 " destroyed; %" PRIu64
+		" stream synchronization%s (%s), %" PRIu64 " device synchronization%s (%s)\n",
+		ns, ns == 1 ? "" : "s", t.creates, t.destroys, t.syncs, t.syncs == 1 ? "" : "s",
+		b[0], t.device_syncs, t.device_syncs == 1 ? "" : "s", b[1]);
+	for (size_t i = 0; i < nd; i++)
+		if (dv[i].count) {
+			ct_fmt_dur(dv[i].ns, b[0], sizeof b[0]);
+			fprintf(f, "  device %d: %" PRIu64 " device synchronization%s (%s)\n",
+				dv[i].device, dv[i].count, dv[i].count == 1 ? "" : "s", b[0]);
+		}
+	free(dv);
+	fprintf(f, "\n  %-24s %6s %7s %7s %6s %10s %7s %10s %10s %10s %10s %6s %10s %10s\n", "stream",
+		"device", "created", "destroy", "syncs", "sync time", "allocs", "allocated", "live end",
+		"peak live", "peak at", "frees", "cross in", "pending");
+	for (size_t i = 0; i < ns; i++) {
+		const struct ct_stream_view *s = &v[i];
+		ct_fmt_dur(s->sync_ns, b[0], sizeof b[0]);
+		ct_fmt_dur(s->peak_ns, b[4], sizeof b[4]);
+		fprintf(f,
+			"  %-24s %6d %7" PRIu64 " %7" PRIu64 " %6" PRIu64 " %10s %7" PRIu64
+			" %10s %10s %10s %10s %6" PRIu64 " %10s %10s\n",
+			s->name, s->device, s->creates, s->destroys, s->syncs, b[0], s->allocs,
+			ct_fmt_bytes(s->alloc_bytes, b[1], sizeof b[1]),
+			ct_fmt_bytes(s->live, b[2], sizeof b[2]), ct_fmt_bytes(s->peak, b[3], sizeof b[3]),
+			s->peak ? b[4] : "-", s->frees, ct_fmt_bytes(s->cross_in_bytes, b[5], sizeof b[5]),
+			s->pending ? ct_fmt_bytes(s->pending_bytes, b[6], sizeof b[6]) : "-");
+	}
+	free(v);
+	if (t.cross) {
+		fprintf(f,
+			"\ncross-stream frees: %" PRIu64 " (%s): stream-ordered allocations freed on "
+			"another stream than their own, by allocation site:\n",
+			t.cross, ct_fmt_bytes(t.cross_bytes, b[0], sizeof b[0]));
+		struct ct_item *items = ct_view_stream_sites(m, 0, &n);
+		ct_text_items(f, o, m, items, n);
+		free(items);
+	} else {
+		fputs("\ncross-stream frees: none\n", f);
+	}
+	if (t.pending) {
+		fprintf(f,
+			"\nfrees pending at the end: %" PRIu64 " (%s): stream-ordered frees with no later "
+			"synchronization or destruction of their stream or synchronization of its device,"
+			" by allocation site:\n",
+			t.pending, ct_fmt_bytes(t.pending_bytes, b[0], sizeof b[0]));
+		struct ct_item *items = ct_view_stream_sites(m, 1, &n);
+		ct_text_items(f, o, m, items, n);
+		free(items);
+	} else {
+		fputs("frees pending at the end: none\n", f);
+	}
+	if (t.untracked)
+		fprintf(f, "  note: %" PRIu64 " events of streams beyond %d are not counted\n",
+			t.untracked, STREAMS_MAX);
+}
+
+/* ---- CSV: one row per stream ---------------------------------------------------------------- */
+
+static void csv_streams(FILE *f, const struct ct_report_opts *o, struct ct_model *const *ms,
+			size_t nm)
+{
+	(void)o;
+	fputs("pid,stream,tid,device,creates,destroys,syncs,sync_time_ns,allocations,allocated_bytes,"
+	      "live_bytes,peak_bytes,peak_time_ns,async_frees,cross_stream_frees,"
+	      "cross_stream_free_bytes,pending_frees,pending_free_bytes\n",
+	      f);
+	for (size_t x = 0; x < nm; x++) {
+		struct ct_streams_totals t;
+		size_t ns;
+		struct ct_stream_view *v = ct_view_streams(ms[x], &t, &ns);
+		for (size_t i = 0; i < ns; i++) {
+			const struct ct_stream_view *s = &v[i];
+			fprintf(f,
+				"%" PRIu32 ",0x%" PRIx64 ",%" PRIu32 ",%d,%" PRIu64 ",%" PRIu64 ",%" PRIu64
+				",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
+				",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n",
+				ms[x]->pid, s->handle, s->tid, s->device, s->creates, s->destroys, s->syncs,
+				s->sync_ns, s->allocs, s->alloc_bytes, s->live, s->peak, s->peak_ns, s->frees,
+				s->cross_in, s->cross_in_bytes, s->pending, s->pending_bytes);
+		}
+		free(v);
+	}
+}
+
+/* ---- JSON ------------------------------------------------------------------------------------ */
+
+/* The cross-stream (pending 0) or pending (1) sites of every model as one list, largest first. */
+static void json_site_list(struct ct_json *j, const struct ct_report_opts *o,
+			   struct ct_model *const *ms, size_t nm, int pending)
+{
+	struct ct_item *all = NULL;
+	size_t cap = 0, n = 0;
+	uint64_t count = 0, bytes = 0;
+	for (size_t x = 0; x < nm; x++) {
+		if (!ct_model_state(ms[x], &ct_analysis_streams))
+			continue;
+		size_t k;
+		struct ct_item *v = ct_view_stream_sites(ms[x], pending, &k);
+		all = ct_xgrow(all, &cap, n + k + 1, sizeof *all);
+		for (size_t i = 0; i < k; i++) {
+			count += v[i].count;
+			bytes = ct_sat_add(bytes, v[i].bytes);
+			all[n++] = v[i];
+		}
+		free(v);
+	}
+	if (!all)
+		all = ct_xcalloc(1, sizeof *all);
+	ct_items_sort(all, n);
+	ct_json_key(j, pending ? "pending_frees" : "cross_stream_frees");
+	ct_json_obj(j);
+	ct_json_kv_u64(j, "count", count);
+	ct_json_kv_u64(j, "bytes", bytes);
+	ct_json_items(j, o, all, n);
+	ct_json_obj_end(j);
+	free(all);
+}
+
+/* "streams": every stream of every dump, device synchronizations, the two site lists. */
+static void json_streams(struct ct_json *j, const struct ct_report_opts *o,
+			 struct ct_model *const *ms, size_t nm)
+{
+	ct_json_key(j, "streams");
+	ct_json_obj(j);
+	ct_json_key(j, "streams");
+	ct_json_arr(j);
+	for (size_t x = 0; x < nm; x++) {
+		struct ct_streams_totals t;
+		size_t ns;
+		struct ct_stream_view *v = ct_view_streams(ms[x], &t, &ns);
+		for (size_t i = 0; i < ns; i++) {
+			const struct ct_stream_view *s = &v[i];
+			ct_json_obj(j);
+			ct_json_kv_u64(j, "pid", ms[x]->pid);
+			ct_json_kv_u64(j, "stream", s->handle);
+			ct_json_kv_str(j, "default", s->default_kind);
+			ct_json_kv_u64(j, "tid", s->tid);
+			ct_json_kv_i64(j, "device", s->device);
+			ct_json_kv_u64(j, "creates", s->creates);
+			ct_json_kv_u64(j, "destroys", s->destroys);
+			ct_json_kv_u64(j, "syncs", s->syncs);
+			ct_json_kv_u64(j, "sync_time_ns", s->sync_ns);
+			ct_json_kv_u64(j, "allocations", s->allocs);
+			ct_json_kv_u64(j, "allocated_bytes", s->alloc_bytes);
+			ct_json_kv_u64(j, "live_bytes", s->live);
+			ct_json_kv_u64(j, "live_count", s->live_count);
+			ct_json_kv_u64(j, "peak_bytes", s->peak);
+			ct_json_kv_u64(j, "peak_time_ns", s->peak_ns);
+			ct_json_kv_u64(j, "async_frees", s->frees);
+			ct_json_kv_u64(j, "async_free_bytes", s->free_bytes);
+			ct_json_kv_u64(j, "cross_stream_frees", s->cross_in);
+			ct_json_kv_u64(j, "cross_stream_free_bytes", s->cross_in_bytes);
+			ct_json_kv_u64(j, "pending_frees", s->pending);
+			ct_json_kv_u64(j, "pending_free_bytes", s->pending_bytes);
+			ct_json_obj_end(j);
+		}
+		free(v);
+	}
+	ct_json_arr_end(j);
+	ct_json_key(j, "device_syncs");
+	ct_json_arr(j);
+	for (size_t x = 0; x < nm; x++) {
+		size_t nd;
+		struct ct_device_sync_view *dv = ct_view_device_syncs(ms[x], &nd);
+		for (size_t i = 0; i < nd; i++) {
+			ct_json_obj(j);
+			ct_json_kv_u64(j, "pid", ms[x]->pid);
+			ct_json_kv_i64(j, "device", dv[i].device);
+			ct_json_kv_u64(j, "count", dv[i].count);
+			ct_json_kv_u64(j, "time_ns", dv[i].ns);
+			ct_json_obj_end(j);
+		}
+		free(dv);
+	}
+	ct_json_arr_end(j);
+	for (int pending = 0; pending < 2; pending++)
+		json_site_list(j, o, ms, nm, pending);
+	ct_json_obj_end(j);
+}
+
+const struct ct_report ct_report_streams = {
+	.uses = CT_USES(&ct_analysis_streams),
+	.text = text_streams,
+	.csv = csv_streams,
+	.json = json_streams,
+};

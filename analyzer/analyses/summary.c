@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyses/analyses.h"
 #include "analyses/gate.h"
 #include "analyses/ranks.h"
 #include "base/util.h"
-#include "commands/commands.h"
 #include "model/framework.h"
 #include "model/marks.h"
 #include "render/render.h"

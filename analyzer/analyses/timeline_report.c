@@ -5,8 +5,8 @@
 #include <inttypes.h>
 #include <stdlib.h>
 
+#include "analyses/analyses.h"
 #include "base/util.h"
-#include "commands/commands.h"
 #include "render/render.h"
 
 static void text_timeline(FILE *f, const struct ct_report_opts *o, struct ct_model *m)

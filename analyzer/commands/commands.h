@@ -1,9 +1,7 @@
 /*
  * The commands of cumtrace-report (summary, leaks, peak, ...): one row each
- * in commands.def, which names the struct ct_report that runs it. A report
- * is defined in the file of its analysis or export; main.c knows nothing of
- * any particular command. Adding a report = its analysis (model.h), its
- * struct ct_report, one row in commands.def.
+ * in commands.def, which names the struct ct_report that runs it
+ * (analyses/analyses.h). main.c knows nothing of any particular command.
  */
 #ifndef CT_ANALYZER_COMMANDS_H
 #define CT_ANALYZER_COMMANDS_H
@@ -12,30 +10,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "analyses/analyses.h"
 #include "commands/options.h"
 #include "model/model.h"
-#include "render/json.h"
-
-/*
- * What a command runs and writes. Every callback sees the command's options;
- * any may be NULL.
- */
-struct ct_report {
-	/* the analyses it reads, attached to every model before its dump is read, in this
-	 * order (NULL-terminated; CT_USES) */
-	const struct ct_analysis *const *uses;
-	/* write the report of the n analyzed models in o->format (JSON: only when json is NULL);
-	 * NULL: text, one block per model, or csv (render.h: ct_render_per_format) */
-	void (*render)(FILE *f, const struct ct_report_opts *o, struct ct_model *const *ms, size_t n);
-	void (*text)(FILE *f, const struct ct_report_opts *o, struct ct_model *m);
-	void (*csv)(FILE *f, const struct ct_report_opts *o, struct ct_model *const *ms, size_t n);
-	/* its part of the JSON document (a key and a value); NULL: render writes its own JSON */
-	void (*json)(struct ct_json *j, const struct ct_report_opts *o, struct ct_model *const *ms,
-		     size_t n);
-};
-
-/* The analyses of a struct ct_report: CT_USES(&ct_analysis_oom, ...). */
-#define CT_USES(...) ((const struct ct_analysis *const[]){__VA_ARGS__, NULL})
 
 /* One row of commands.def. */
 struct ct_command {

@@ -24,8 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyses/analyses.h"
 #include "base/util.h"
-#include "commands/commands.h"
 #include "model/pystack.h"
 #include "render/render.h"
 

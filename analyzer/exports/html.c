@@ -31,7 +31,6 @@
 #include "analyses/gate.h"
 #include "analyses/growth.h"
 #include "base/util.h"
-#include "commands/commands.h"
 #include "model/classify.h"
 #include "model/marks.h"
 #include "model/pystack.h"

@@ -43,7 +43,6 @@
 
 #include "analyses/analyses.h"
 #include "base/util.h"
-#include "commands/commands.h"
 #include "model/marks.h"
 #include "model/pystack.h"
 #include "render/render.h"

@@ -16,9 +16,9 @@
 #include <string.h>
 
 #include "analyses/suppress.h"
+#include "base/json.h"
 #include "base/util.h"
 #include "exports/ci.h"
-#include "render/json.h"
 
 #define SARIF_SCHEMA "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 

@@ -12,8 +12,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "base/json.h"
 #include "model/model.h"
-#include "render/json.h"
 
 /* Is ev a framework event (the model hands it to ct_fw_event, and nothing else sees it)? */
 static inline int ct_fw_is_event(const struct ct_rec_event *ev)

@@ -9,9 +9,9 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "base/json.h"
 #include "commands/options.h"
 #include "model/model.h"
-#include "render/json.h"
 
 /* One section of the document: a key and its value. */
 typedef void (*ct_json_section_fn)(struct ct_json *j, const struct ct_report_opts *o,

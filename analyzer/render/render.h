@@ -11,9 +11,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "base/json.h"
 #include "commands/options.h"
 #include "model/model.h"
-#include "render/json.h"
 
 /* One line of a leak or peak list: a leak group or a site at the peak. */
 struct ct_item {

@@ -43,10 +43,10 @@ struct ct_phase_view *ct_view_phases(const struct ct_model *m, size_t *n);
 /* One allocation that failed with out-of-memory. */
 struct ct_oom_view {
 	uint64_t time_ns; /* since the start of the trace */
-	uint64_t size, stream;
+	uint64_t size, stream, pool; /* pool: the memory pool of a ...FromPoolAsync call, else 0 */
 	uint32_t tid, stack_id;
 	uint16_t api;
-	uint8_t kind;
+	uint8_t kind, op;
 	int16_t device;
 	int have_info; /* free and total memory were read right after the failure */
 	int16_t info_device;
@@ -54,6 +54,7 @@ struct ct_oom_view {
 	uint64_t live_bytes, live_count; /* device bytes of its device then */
 	size_t sites_total;		 /* sites live on its device then (the kept ones: ct_view_oom_items) */
 };
+#define CT_OOM_KEEP 256 /* failures kept in detail (the first ones); later ones are counted */
 /*
  * The failures of m kept in detail (the first ones), in time order; count and
  * bytes get every failure's number and requested bytes.
@@ -92,9 +93,12 @@ unsigned ct_frag_percent(const struct ct_frag_state *s);
 
 struct ct_stream_view {
 	char name[48]; /* "legacy default", "per-thread (tid N)", "0x..." */
+	uint64_t handle;	  /* 0: the legacy default stream of its device */
+	const char *default_kind; /* "legacy", "per_thread", NULL for a created stream */
+	uint32_t tid;		  /* the per-thread default stream's thread, else 0 */
 	int16_t device;
 	uint64_t creates, destroys, syncs, sync_ns;
-	uint64_t allocs, alloc_bytes, live, peak, peak_ns;
+	uint64_t allocs, alloc_bytes, live, live_count, peak, peak_ns;
 	uint64_t frees, free_bytes, cross_in, cross_in_bytes;
 	uint64_t pending, pending_bytes; /* frees still pending at the end */
 };
@@ -102,10 +106,26 @@ struct ct_stream_view {
 struct ct_streams_totals {
 	uint64_t creates, destroys, syncs, sync_ns, device_syncs, device_sync_ns;
 	uint64_t cross, cross_bytes, pending, pending_bytes;
-	uint64_t untracked; /* events of streams beyond the limit */
+	uint64_t untracked; /* events of streams beyond the limit (CT_STREAMS_MAX) */
 };
+#define CT_STREAMS_MAX 4096 /* streams tracked; events of later ones are counted in untracked */
+
 /* The streams of m in the streams report's order (device, handle, thread); t gets the totals. */
 struct ct_stream_view *ct_view_streams(const struct ct_model *m, struct ct_streams_totals *t,
 				       size_t *n);
+
+/* Device synchronizations of one device. */
+struct ct_device_sync_view {
+	int16_t device;
+	uint64_t count, ns;
+};
+/* The devices of m that saw a device synchronization, reset or context destruction, in order of appearance. */
+struct ct_device_sync_view *ct_view_device_syncs(const struct ct_model *m, size_t *n);
+/*
+ * By allocation site, largest first: the stream-ordered allocations freed on
+ * another stream than their own (pending 0), or whose frees were still
+ * pending at the end (pending 1).
+ */
+struct ct_item *ct_view_stream_sites(struct ct_model *m, int pending, size_t *n);
 
 #endif

@@ -10,7 +10,7 @@
 
 #include "ckmain.h"
 #include "../../analyzer/analyses/gate.h"
-#include "../../analyzer/render/json.h"
+#include "../../analyzer/base/json.h"
 #include "../../analyzer/model/marks.h"
 #include "../../analyzer/model/model.h"
 #include "../../analyzer/commands/commands.h"

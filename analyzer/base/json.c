@@ -1,4 +1,4 @@
-#include "render/json.h"
+#include "base/json.h"
 
 #include <inttypes.h>
 #include <string.h>
