@@ -37,8 +37,8 @@
 #include "render/render.h"
 #include "render/views.h"
 
-#define FRAG_MAX_DEVICES 64 /* devices tracked; events of others are counted */
-#define FRAG_MAX_POOLS 1024 /* pools tracked; allocations from others are counted */
+#define FRAG_MAX_DEVICES CT_FRAG_MAX_DEVICES /* views.h */
+#define FRAG_MAX_POOLS CT_FRAG_MAX_POOLS
 #define FRAG_NONE UINT32_MAX
 
 /* ---- an ordered set of address ranges with gap aggregates (treap) ------------------ */
@@ -536,38 +536,40 @@ static void text_frag(FILE *f, const struct ct_report_opts *o, struct ct_model *
 {
 	char b[10][32];
 	(void)o;
-	const struct frag *fr = ct_model_state(m, &ct_analysis_frag);
+	size_t nd, np;
+	struct ct_frag_view *dv = ct_view_frag(m, &nd);
 	fputs("cumtrace frag: ", f);
 	ct_put_proc(f, m);
 	fputc('\n', f);
 	ct_put_notes(f, m);
-	if (!fr || !fr->ndev) {
+	if (!nd) {
 		fputs("  no device memory was allocated\n", f);
+		free(dv);
 		return;
 	}
-	const struct frag_dev **dv = sorted_devs(fr);
-	for (size_t x = 0; x < fr->ndev; x++) {
-		const struct frag_dev *d = dv[x];
+	struct ct_frag_totals t;
+	ct_view_frag_totals(m, &t);
+	for (size_t x = 0; x < nd; x++) {
+		const struct ct_frag_view *d = &dv[x];
 		if (d->have_peak) {
 			fprintf(f, "\ndevice %d at its peak (%s at %.3f ms):\n", d->device,
 				ct_fmt_bytes(d->at_peak.device_bytes, b[0], sizeof b[0]),
-				(double)ct_model_since_start(m, d->peak_ts) / 1e6);
+				(double)d->peak_ns / 1e6);
 			text_state(f, &d->at_peak);
 		} else {
 			fprintf(f, "\ndevice %d (no device bytes, no peak):\n", d->device);
 		}
 		fprintf(f, "device %d at the end:\n", d->device);
-		struct ct_frag_state end = dev_stats(fr, d);
-		text_state(f, &end);
-		ct_fmt_dur(fr->width, b[0], sizeof b[0]);
+		text_state(f, &d->at_end);
+		ct_fmt_dur(t.sample_ns, b[0], sizeof b[0]);
 		fprintf(f, "device %d over time (the state just before each time; every %s):\n",
 			d->device, b[0]);
 		fprintf(f, "  %12s %10s %10s %10s %10s %5s %10s %10s %10s %10s %10s\n", "time", "live",
 			"span", "free", "largest", "frag", "pool used", "pool rsvd", "vmm rsvd",
 			"vmm mapped", "vmm phys");
-		for (size_t i = 0; i < fr->nsamples; i++) {
+		for (size_t i = 0; i < d->nsamples; i++) {
 			const struct ct_frag_state *s = &d->samples[i];
-			ct_fmt_dur(sample_time(m, fr, i), b[0], sizeof b[0]);
+			ct_fmt_dur(ct_view_frag_time(m, i), b[0], sizeof b[0]);
 			fprintf(f, "  %12s %10s %10s %10s %10s %4u%% %10s %10s %10s %10s %10s\n", b[0],
 				ct_fmt_bytes(s->bytes, b[1], sizeof b[1]),
 				ct_fmt_bytes(s->span, b[2], sizeof b[2]),
@@ -581,12 +583,13 @@ static void text_frag(FILE *f, const struct ct_report_opts *o, struct ct_model *
 		}
 	}
 	free(dv);
-	if (fr->npools) {
+	struct ct_frag_pool_view *pv = ct_view_frag_pools(m, &np);
+	if (np) {
 		fputs("\npools (at the end; reserved is an estimate):\n", f);
 		fprintf(f, "  %6s %-18s %8s %10s %10s %12s %6s  %s\n", "device", "pool", "allocs",
 			"used", "reserved", "highest used", "trims", "state");
-		for (size_t i = 0; i < fr->npools; i++) {
-			const struct frag_pool *p = &fr->pools[i];
+		for (size_t i = 0; i < np; i++) {
+			const struct ct_frag_pool_view *p = &pv[i];
 			char h[32];
 			if (p->handle)
 				snprintf(h, sizeof h, "0x%" PRIx64, p->handle);
@@ -601,18 +604,19 @@ static void text_frag(FILE *f, const struct ct_report_opts *o, struct ct_model *
 					     : "not seen created");
 		}
 	}
-	if (fr->untracked)
+	free(pv);
+	if (t.untracked)
 		fprintf(f, "  note: %" PRIu64 " events of devices beyond %d or pools beyond %d are not counted\n",
-			fr->untracked, FRAG_MAX_DEVICES, FRAG_MAX_POOLS);
+			t.untracked, FRAG_MAX_DEVICES, FRAG_MAX_POOLS);
 }
 
-static void csv_state(FILE *f, const struct ct_model *m, const struct frag_dev *d, const char *at,
+static void csv_state(FILE *f, const struct ct_model *m, int device, const char *at,
 		      uint64_t time_ns, const struct ct_frag_state *s)
 {
 	fprintf(f,
 		"%" PRIu32 ",%d,%s,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
 		",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n",
-		m->pid, d->device, at, time_ns, s->blocks, s->bytes, s->span, s->free, s->holes,
+		m->pid, device, at, time_ns, s->blocks, s->bytes, s->span, s->free, s->holes,
 		s->hole, s->pool_used, s->pool_reserved, s->vmm_reserved, s->vmm_mapped,
 		s->vmm_physical, s->device_bytes);
 }
@@ -626,18 +630,15 @@ static void csv_frag(FILE *f, const struct ct_report_opts *o, struct ct_model *c
 	      f);
 	for (size_t x = 0; x < nm; x++) {
 		const struct ct_model *m = ms[x];
-		const struct frag *fr = ct_model_state(m, &ct_analysis_frag);
-		if (!fr)
-			continue;
-		const struct frag_dev **dv = sorted_devs(fr);
-		for (size_t k = 0; k < fr->ndev; k++) {
-			const struct frag_dev *d = dv[k];
+		size_t nd;
+		struct ct_frag_view *dv = ct_view_frag(m, &nd);
+		for (size_t k = 0; k < nd; k++) {
+			const struct ct_frag_view *d = &dv[k];
 			if (d->have_peak)
-				csv_state(f, m, d, "peak", ct_model_since_start(m, d->peak_ts), &d->at_peak);
-			struct ct_frag_state end = dev_stats(fr, d);
-			csv_state(f, m, d, "end", ct_model_since_start(m, m->last_ts), &end);
-			for (size_t i = 0; i < fr->nsamples; i++)
-				csv_state(f, m, d, "sample", sample_time(m, fr, i), &d->samples[i]);
+				csv_state(f, m, d->device, "peak", d->peak_ns, &d->at_peak);
+			csv_state(f, m, d->device, "end", ct_model_since_start(m, m->last_ts), &d->at_end);
+			for (size_t i = 0; i < d->nsamples; i++)
+				csv_state(f, m, d->device, "sample", ct_view_frag_time(m, i), &d->samples[i]);
 		}
 		free(dv);
 	}
@@ -674,18 +675,18 @@ static void json_frag(struct ct_json *j, const struct ct_report_opts *o,
 	ct_json_arr(j);
 	for (size_t x = 0; x < nm; x++) {
 		const struct ct_model *m = ms[x];
-		const struct frag *fr = ct_model_state(m, &ct_analysis_frag);
-		if (!fr)
-			continue;
-		const struct frag_dev **dv = sorted_devs(fr);
-		for (size_t k = 0; k < fr->ndev; k++) {
-			const struct frag_dev *d = dv[k];
+		size_t nd;
+		struct ct_frag_view *dv = ct_view_frag(m, &nd);
+		struct ct_frag_totals t;
+		ct_view_frag_totals(m, &t);
+		for (size_t k = 0; k < nd; k++) {
+			const struct ct_frag_view *d = &dv[k];
 			ct_json_obj(j);
 			ct_json_kv_u64(j, "pid", m->pid);
 			ct_json_kv_i64(j, "device", d->device);
 			ct_json_key(j, "peak_time_ns");
 			if (d->have_peak)
-				ct_json_u64(j, ct_model_since_start(m, d->peak_ts));
+				ct_json_u64(j, d->peak_ns);
 			else
 				ct_json_null(j);
 			if (d->have_peak)
@@ -694,14 +695,13 @@ static void json_frag(struct ct_json *j, const struct ct_report_opts *o,
 				ct_json_key(j, "at_peak");
 				ct_json_null(j);
 			}
-			struct ct_frag_state end = dev_stats(fr, d);
-			json_state(j, "at_end", &end);
-			ct_json_kv_u64(j, "sample_ns", fr->width);
+			json_state(j, "at_end", &d->at_end);
+			ct_json_kv_u64(j, "sample_ns", t.sample_ns);
 			ct_json_key(j, "samples");
 			ct_json_arr(j);
-			for (size_t i = 0; i < fr->nsamples; i++) {
+			for (size_t i = 0; i < d->nsamples; i++) {
 				ct_json_obj(j);
-				ct_json_kv_u64(j, "time_ns", sample_time(m, fr, i));
+				ct_json_kv_u64(j, "time_ns", ct_view_frag_time(m, i));
 				json_state(j, "state", &d->samples[i]);
 				ct_json_obj_end(j);
 			}
@@ -714,9 +714,10 @@ static void json_frag(struct ct_json *j, const struct ct_report_opts *o,
 	ct_json_key(j, "pools");
 	ct_json_arr(j);
 	for (size_t x = 0; x < nm; x++) {
-		const struct frag *fr = ct_model_state(ms[x], &ct_analysis_frag);
-		for (size_t i = 0; fr && i < fr->npools; i++) {
-			const struct frag_pool *p = &fr->pools[i];
+		size_t np;
+		struct ct_frag_pool_view *pv = ct_view_frag_pools(ms[x], &np);
+		for (size_t i = 0; i < np; i++) {
+			const struct ct_frag_pool_view *p = &pv[i];
 			ct_json_obj(j);
 			ct_json_kv_u64(j, "pid", ms[x]->pid);
 			ct_json_kv_i64(j, "device", p->device);
@@ -730,6 +731,7 @@ static void json_frag(struct ct_json *j, const struct ct_report_opts *o,
 			ct_json_kv_u64(j, "peak_used_bytes", p->peak_used);
 			ct_json_obj_end(j);
 		}
+		free(pv);
 	}
 	ct_json_arr_end(j);
 	ct_json_obj_end(j);
@@ -771,4 +773,31 @@ uint64_t ct_view_frag_time(const struct ct_model *m, size_t i)
 {
 	const struct frag *fr = ct_model_state(m, &ct_analysis_frag);
 	return fr ? sample_time(m, fr, i) : 0;
+}
+
+struct ct_frag_pool_view *ct_view_frag_pools(const struct ct_model *m, size_t *n)
+{
+	const struct frag *fr = ct_model_state(m, &ct_analysis_frag);
+	*n = fr ? fr->npools : 0;
+	struct ct_frag_pool_view *out = ct_xcalloc(*n + 1, sizeof *out);
+	for (size_t i = 0; i < *n; i++) {
+		const struct frag_pool *p = &fr->pools[i];
+		out[i] = (struct ct_frag_pool_view){.handle = p->handle,
+						    .device = p->device,
+						    .created = p->created,
+						    .destroyed = p->destroyed,
+						    .allocations = p->allocations,
+						    .trims = p->trims,
+						    .used = p->used,
+						    .reserved = p->reserved,
+						    .peak_used = p->peak_used};
+	}
+	return out;
+}
+
+void ct_view_frag_totals(const struct ct_model *m, struct ct_frag_totals *t)
+{
+	const struct frag *fr = ct_model_state(m, &ct_analysis_frag);
+	t->sample_ns = fr ? fr->width : 0;
+	t->untracked = fr ? fr->untracked : 0;
 }

@@ -86,6 +86,25 @@ struct ct_frag_view {
 struct ct_frag_view *ct_view_frag(const struct ct_model *m, size_t *n);
 /* Time of sample i (the same for every device) since the start of the trace. */
 uint64_t ct_view_frag_time(const struct ct_model *m, size_t i);
+
+/* A stream-ordered memory pool at the end of the trace. */
+struct ct_frag_pool_view {
+	uint64_t handle; /* 0: the device's default pool (cudaMallocAsync) */
+	int16_t device;
+	int created, destroyed;
+	uint64_t allocations, trims;
+	uint64_t used, reserved, peak_used; /* reserved: an estimate */
+};
+/* The pools of m, in order of appearance. */
+struct ct_frag_pool_view *ct_view_frag_pools(const struct ct_model *m, size_t *n);
+
+#define CT_FRAG_MAX_DEVICES 64 /* devices tracked; events of others are counted */
+#define CT_FRAG_MAX_POOLS 1024 /* pools tracked; allocations from others are counted */
+struct ct_frag_totals {
+	uint64_t sample_ns; /* the time between samples */
+	uint64_t untracked; /* events of devices or pools beyond the limits */
+};
+void ct_view_frag_totals(const struct ct_model *m, struct ct_frag_totals *t);
 /* 1 - largest hole / free bytes, in percent, rounded (0 when nothing is free). */
 unsigned ct_frag_percent(const struct ct_frag_state *s);
 
