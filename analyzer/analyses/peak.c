@@ -31,8 +31,8 @@
  * newest segments below it into one, so each event costs O(1) amortized;
  * closing a range costs O(open ranges), at most PHASE_OPEN_MAX.
  */
-#define PHASE_OPEN_MAX 1024 /* ranges open at once; more are counted, not tracked */
-#define PHASE_ROWS_MAX 1024 /* distinct names; instances of more are counted */
+#define PHASE_OPEN_MAX CT_PHASE_OPEN_MAX /* views.h */
+#define PHASE_ROWS_MAX CT_PHASE_ROWS_MAX
 #define PHASE_ROW_NONE UINT32_MAX
 
 enum phase_kind { PHASE_START, PHASE_MARK, PHASE_RANGE };
@@ -365,8 +365,7 @@ static void text_phases(FILE *f, const struct ct_report_opts *o, struct ct_model
 {
 	char b1[32], b2[32], b3[32];
 	size_t n;
-	const struct phase_row **v = phase_rows(m, &n);
-	const struct phases *p = ct_model_state(m, &ct_analysis_phases);
+	struct ct_phase_view *v = ct_view_phases(m, &n);
 	if (!n) {
 		free(v);
 		return;
@@ -377,16 +376,16 @@ static void text_phases(FILE *f, const struct ct_report_opts *o, struct ct_model
 	fprintf(f, "  %-12s %12s %12s %7s  %s\n", "peak", "at", "growth", "count", "phase");
 	size_t k = ct_items_shown(o, n);
 	for (size_t i = 0; i < k; i++) {
-		const struct phase_row *r = v[i];
-		ct_fmt_dur(ct_model_since_start(m, r->peak_ts), b2, sizeof b2);
+		const struct ct_phase_view *r = &v[i];
+		ct_fmt_dur(r->peak_ns, b2, sizeof b2);
 		snprintf(b3, sizeof b3, "+");
-		ct_fmt_bytes(r->growth, b3 + 1, sizeof b3 - 1);
-		fprintf(f, "  %-12s %12s %12s %7" PRIu64 "  ", ct_fmt_bytes(r->peak, b1, sizeof b1),
+		ct_fmt_bytes(r->growth_bytes, b3 + 1, sizeof b3 - 1);
+		fprintf(f, "  %-12s %12s %12s %7" PRIu64 "  ", ct_fmt_bytes(r->peak_bytes, b1, sizeof b1),
 			b2, b3, r->count);
-		if (r->kind == PHASE_START) {
+		if (!strcmp(r->kind, "start")) {
 			fputs("(before the first mark)", f);
 		} else {
-			fprintf(f, "%s \"", r->kind == PHASE_MARK ? "mark" : "range");
+			fprintf(f, "%s \"", r->kind);
 			ct_put_safe(f, r->name);
 			fputc('"', f);
 		}
@@ -396,11 +395,13 @@ static void text_phases(FILE *f, const struct ct_report_opts *o, struct ct_model
 	}
 	if (k < n)
 		fprintf(f, "  ... and %zu more (--top 0 shows all)\n", n - k);
-	if (p->untracked || p->rows_dropped)
+	struct ct_phases_totals t;
+	ct_view_phases_totals(m, &t);
+	if (t.untracked || t.rows_dropped)
 		fprintf(f,
 			"  note: %" PRIu64 " ranges beyond %d open at once and %" PRIu64
 			" instances of names beyond %d are not shown\n",
-			p->untracked, PHASE_OPEN_MAX, p->rows_dropped, PHASE_ROWS_MAX);
+			t.untracked, PHASE_OPEN_MAX, t.rows_dropped, PHASE_ROWS_MAX);
 	free(v);
 }
 
@@ -463,7 +464,7 @@ static int has_details(const struct ct_model *m)
 {
 	size_t nd, np, more;
 	free(dev_peaks(m, &nd, &more));
-	free(phase_rows(m, &np));
+	free(ct_view_phases(m, &np));
 	return nd > 1 || np > 0;
 }
 
@@ -578,27 +579,31 @@ static void json_phases(struct ct_json *j, const struct ct_report_opts *o,
 			struct ct_model *const *ms, size_t nm)
 {
 	int tracked = 0;
-	for (size_t x = 0; x < nm; x++)
-		tracked |= ct_model_state(ms[x], &ct_analysis_phases) != NULL;
+	for (size_t x = 0; x < nm; x++) {
+		size_t n;
+		struct ct_phase_view *v = ct_view_phases(ms[x], &n);
+		tracked |= v != NULL;
+		free(v);
+	}
 	if (!tracked)
 		return;
 	ct_json_key(j, "phases");
 	ct_json_arr(j);
 	for (size_t x = 0; x < nm; x++) {
 		size_t n;
-		const struct phase_row **v = phase_rows(ms[x], &n);
+		struct ct_phase_view *v = ct_view_phases(ms[x], &n);
 		for (size_t i = 0; i < ct_items_shown(o, n); i++) {
-			const struct phase_row *r = v[i];
+			const struct ct_phase_view *r = &v[i];
 			ct_json_obj(j);
 			ct_json_kv_u64(j, "pid", ms[x]->pid);
-			ct_json_kv_str(j, "kind", phase_kind_names[r->kind]);
+			ct_json_kv_str(j, "kind", r->kind);
 			ct_json_kv_str(j, "name", r->name);
 			ct_json_kv_u64(j, "count", r->count);
 			ct_json_kv_u64(j, "open_at_end", r->open_at_end);
-			ct_json_kv_u64(j, "peak_bytes", r->peak);
-			ct_json_kv_u64(j, "peak_time_ns", ct_model_since_start(ms[x], r->peak_ts));
+			ct_json_kv_u64(j, "peak_bytes", r->peak_bytes);
+			ct_json_kv_u64(j, "peak_time_ns", r->peak_ns);
 			ct_json_kv_u64(j, "start_bytes", r->start_bytes);
-			ct_json_kv_u64(j, "growth_bytes", r->growth);
+			ct_json_kv_u64(j, "growth_bytes", r->growth_bytes);
 			ct_json_obj_end(j);
 		}
 		free(v);
@@ -708,4 +713,11 @@ struct ct_phase_view *ct_view_phases(const struct ct_model *m, size_t *n)
 						.growth_bytes = v[i]->growth};
 	free(v);
 	return out;
+}
+
+void ct_view_phases_totals(const struct ct_model *m, struct ct_phases_totals *t)
+{
+	const struct phases *p = ct_model_state(m, &ct_analysis_phases);
+	t->untracked = p ? p->untracked : 0;
+	t->rows_dropped = p ? p->rows_dropped : 0;
 }

@@ -35,8 +35,16 @@ struct ct_phase_view {
 	uint64_t peak_bytes, peak_ns; /* highest device bytes, and when (since the start) */
 	uint64_t start_bytes, growth_bytes;
 };
-/* The phases of m, highest peak first. */
+/* The phases of m, highest peak first; NULL when they were not tracked. */
 struct ct_phase_view *ct_view_phases(const struct ct_model *m, size_t *n);
+
+#define CT_PHASE_OPEN_MAX 1024 /* ranges open at once; more are counted, not tracked */
+#define CT_PHASE_ROWS_MAX 1024 /* distinct names; instances of more are counted */
+struct ct_phases_totals {
+	uint64_t untracked;    /* ranges beyond CT_PHASE_OPEN_MAX open at once */
+	uint64_t rows_dropped; /* instances of names beyond CT_PHASE_ROWS_MAX */
+};
+void ct_view_phases_totals(const struct ct_model *m, struct ct_phases_totals *t);
 
 /* ---- oom (analyses/oom.c) -------------------------------------------------------------------- */
 
