@@ -198,20 +198,12 @@ struct frag_dev {
 	struct ct_frag_state *samples; /* K */
 };
 
-struct frag_pool {
-	uint64_t handle; /* 0: the device's default pool (cudaMallocAsync) */
-	int16_t device;
-	int created, destroyed;
-	uint64_t allocations, trims;
-	uint64_t used, reserved, peak_used;
-};
-
 struct frag {
 	struct fnodes nodes;
 	uint32_t pool_root; /* live stream-ordered allocations: tag = pool index */
 	struct frag_dev dev[FRAG_MAX_DEVICES];
 	size_t ndev;
-	struct frag_pool *pools;
+	struct ct_frag_pool_view *pools; /* a pool's state is its view (views.h) */
 	size_t npools, cappools;
 	struct ct_imap poolmap;
 	size_t k;	      /* samples over time */
@@ -250,7 +242,7 @@ static int pool_eq(const void *ctx, uint32_t idx, const void *key)
 }
 
 /* The pool of handle (0: device's default pool; others are known by handle alone). */
-static struct frag_pool *pool_of(struct frag *fr, uint64_t handle, int16_t device)
+static struct ct_frag_pool_view *pool_of(struct frag *fr, uint64_t handle, int16_t device)
 {
 	struct pool_key k = {handle, handle ? 0 : device};
 	uint64_t h = ct_hash2(handle, (uint16_t)k.device);
@@ -336,7 +328,7 @@ static void vmm_add(struct ct_frag_state *s, unsigned kind, uint64_t size, int s
 }
 
 /* Used bytes of a pool change by +size / -size; reserved follows the estimate. */
-static void pool_use(struct frag *fr, struct frag_pool *p, uint64_t size, int sign)
+static void pool_use(struct frag *fr, struct ct_frag_pool_view *p, uint64_t size, int sign)
 {
 	struct frag_dev *d = dev_of(fr, p->device);
 	uint64_t old_reserved = p->reserved;
@@ -360,7 +352,7 @@ static void pool_use(struct frag *fr, struct frag_pool *p, uint64_t size, int si
 	}
 }
 
-static void pool_set_reserved(struct frag *fr, struct frag_pool *p, uint64_t reserved)
+static void pool_set_reserved(struct frag *fr, struct ct_frag_pool_view *p, uint64_t reserved)
 {
 	struct frag_dev *d = dev_of(fr, p->device);
 	if (d)
@@ -379,7 +371,7 @@ static void frag_alloc(void *ctx, struct ct_model *m, const struct ct_rec_event 
 	if (!d)
 		return;
 	if (s->kind == CT_KIND_DEVICE && ct_api_is_stream_ordered(s->api)) {
-		struct frag_pool *p = pool_of(fr, ev->aux, s->device);
+		struct ct_frag_pool_view *p = pool_of(fr, ev->aux, s->device);
 		if (p) {
 			tree_insert(&fr->nodes, &fr->pool_root, b->ptr, b->size,
 				    (uint32_t)(p - fr->pools));
@@ -433,7 +425,7 @@ static void frag_event(void *ctx, struct ct_model *m, const struct ct_rec_event 
 	sample_upto(fr, m, ev->ts_ns);
 	if (!ev->ptr)
 		return;
-	struct frag_pool *p = pool_of(fr, ev->ptr, ev->device);
+	struct ct_frag_pool_view *p = pool_of(fr, ev->ptr, ev->device);
 	if (!p)
 		return;
 	if (ev->op == CT_OP_POOL_CREATE) {
@@ -780,18 +772,8 @@ struct ct_frag_pool_view *ct_view_frag_pools(const struct ct_model *m, size_t *n
 	const struct frag *fr = ct_model_state(m, &ct_analysis_frag);
 	*n = fr ? fr->npools : 0;
 	struct ct_frag_pool_view *out = ct_xcalloc(*n + 1, sizeof *out);
-	for (size_t i = 0; i < *n; i++) {
-		const struct frag_pool *p = &fr->pools[i];
-		out[i] = (struct ct_frag_pool_view){.handle = p->handle,
-						    .device = p->device,
-						    .created = p->created,
-						    .destroyed = p->destroyed,
-						    .allocations = p->allocations,
-						    .trims = p->trims,
-						    .used = p->used,
-						    .reserved = p->reserved,
-						    .peak_used = p->peak_used};
-	}
+	if (*n)
+		memcpy(out, fr->pools, *n * sizeof *out);
 	return out;
 }
 
