@@ -163,11 +163,12 @@ struct ct_report_opts;
 /*
  * An analysis: state of its own that rides on the model's one pass (peak
  * phases, OOM, fragmentation, streams, growth, exports). Defined once, in its
- * own file, as a const struct ct_analysis; a command names the analyses it
- * reads (commands/commands.h), the model keeps each one's state under the
- * analysis's address and hands it back to whoever asks with it
- * (ct_model_state): the model never names its analyses. What an analysis
- * shows other renderers is its views (render/views.h), computed from that state.
+ * own file, as a const struct ct_analysis (analyses/analyses.h lists them); a
+ * report names the analyses it reads (struct ct_report). The model keeps each
+ * one's state under the analysis's address and hands it back to whoever asks
+ * with it (ct_model_state): the model never names its analyses. What an
+ * analysis shows renderers is its views (render/views.h), computed from that
+ * state.
  */
 struct ct_analysis {
 	const char *name;

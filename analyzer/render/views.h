@@ -1,8 +1,9 @@
 /*
- * Read-only views of the analyses that live in their own report files, for
- * renderers that combine several of them (exports/html.c). Each report keeps
- * its state private and computes what it shows; these functions hand a copy
- * of that out, so that no renderer computes it a second time.
+ * Read-only views of the analyses that live in their own files: what each
+ * shows, computed once from its private state. Renderers read these, never
+ * the state: the HTML page (exports/html.c), and the text, CSV and JSON of
+ * streams, oom, frag and the peak's phases. Each analysis keeps its state
+ * private; these functions hand a copy of what it shows out.
  *
  * Arrays returned here belong to the caller (free them); pointers inside a
  * view point into the model and stay valid as long as it does. A function of
