@@ -60,7 +60,10 @@ $(SHIM): $(PRELOAD_OBJ) preload/exports.map
 $(BUILD)/obj/preload/hooks/entry.o $(BUILD)/obj/preload/core/signal.o: ALL_CFLAGS := $(filter-out -fsanitize=% -fno-sanitize-recover=%,$(ALL_CFLAGS))
 
 # ---- the analyzer ----------------------------------------------------------
-ANALYZER_SRC := $(filter-out analyzer/main.c,$(wildcard analyzer/*.c))
+# One folder per stage (docs/style.md): read/, model/, analyses/, render/,
+# exports/, commands/ (main.c among them), base/. Sources include each other's
+# headers by folder ("model/model.h") from -Ianalyzer.
+ANALYZER_SRC := $(filter-out analyzer/commands/main.c,$(wildcard analyzer/*/*.c))
 ANALYZER_OBJ := $(ANALYZER_SRC:%.c=$(BUILD)/obj/%.o)
 ANALYZER_LIB := $(BUILD)/libctanalyzer.a
 ANALYZER_LIBS := -ldw -lelf -lzstd -lm -lpthread
@@ -70,7 +73,9 @@ $(ANALYZER_LIB): $(ANALYZER_OBJ)
 	@echo "  AR      $@"
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(REPORT): $(BUILD)/obj/analyzer/main.o $(ANALYZER_LIB)
+$(BUILD)/obj/analyzer/%.o: ALL_CFLAGS += -Ianalyzer
+
+$(REPORT): $(BUILD)/obj/analyzer/commands/main.o $(ANALYZER_LIB)
 	@echo "  LD      $@"
 	$(Q)$(CC) -o $@ $^ $(ALL_LDFLAGS) $(ANALYZER_LIBS)
 
@@ -267,7 +272,7 @@ $(PRELOAD_ARCHIVE): $(PRELOAD_OBJ)
 $(BUILD)/tests/unit/%: tests/unit/%.c $(ANALYZER_LIB) $(PRELOAD_ARCHIVE)
 	@mkdir -p $(@D)
 	@echo "  CC      $@"
-	$(Q)$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) -o $@ $< $(ANALYZER_LIB) $(PRELOAD_ARCHIVE) \
+	$(Q)$(CC) $(ALL_CFLAGS) -Ianalyzer $(CHECK_CFLAGS) -o $@ $< $(ANALYZER_LIB) $(PRELOAD_ARCHIVE) \
 		$(ALL_LDFLAGS) $(CHECK_LIBS) $(ANALYZER_LIBS) $(PRELOAD_LIBS)
 
 # ---- fuzzing (clang + libFuzzer, ASan, UBSan) --------------------------------

@@ -4,7 +4,7 @@
 # JAX and NCCL traced with the kit's shim, then one table:
 #   check | expected | got | match
 # and, for every mismatch, the offending sites' innermost frames (to fix the
-# rules in analyzer/classify.c). Libraries that are not installed give n/a.
+# rules in analyzer/model/classify.c). Libraries that are not installed give n/a.
 #
 # Run on the GPU machine from the repository root with gpu-kit/ beside it
 # (scripts/gpu-pack.sh makes it):

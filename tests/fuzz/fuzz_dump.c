@@ -43,11 +43,11 @@
 #include <string.h>
 
 #include "cumtrace/format.h"
-#include "gate.h"
-#include "growth.h"
-#include "model.h"
-#include "report.h"
-#include "suppress.h"
+#include "analyses/gate.h"
+#include "analyses/growth.h"
+#include "model/model.h"
+#include "commands/commands.h"
+#include "analyses/suppress.h"
 
 #define CT_FUZZ_SEL 4 /* selector bytes before the dump (tests/e2e/t_fuzz_regress.sh knows it) */
 /*
@@ -139,7 +139,7 @@ static void select_opts(const uint8_t *s, struct ct_model *m, struct ct_report_o
 		o->supp = supp;
 	if ((s[1] & 0x20) && (o->format == CT_FMT_TEXT || o->format == CT_FMT_JSON))
 		o->gen_suppressions = 1;
-	if ((s[1] & 0x40) && !c->baseline_first)
+	if ((s[1] & 0x40) && !(c->flags & CT_CMD_BASELINE_FIRST))
 		o->baseline = m;
 	*ndumps = c->min_dumps;
 	if ((s[1] & 0x80) && (!c->max_dumps || c->max_dumps >= 2) && *ndumps < 2)

@@ -225,7 +225,7 @@ def ctdump():
 
 def decode_dump(path):
     """Leaks, peak and per-kind statistics of a dump, computed the way
-    cumtrace-report's model does (analyzer/model.c), as a cross-check."""
+    cumtrace-report's model does (analyzer/model/model.c), as a cross-check."""
     data = open(path, "rb").read()
     if data[:8] != b"CUMTRACE":
         raise ValueError("not a cumtrace dump (bad magic)")

@@ -1,6 +1,6 @@
 /*
  * golden_dumps.h: the dumps that the golden cases (tests/golden/cases, run by
- * test_golden.c) are made from, by name, and that test_analyzer.c checks the
+ * test_golden.c) are made from, by name, and that test_analyses.c checks the
  * model against. Header-only; needs dumpgen.h.
  */
 #ifndef CT_TEST_GOLDEN_DUMPS_H

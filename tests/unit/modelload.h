@@ -1,14 +1,14 @@
 /*
  * modelload.h: a dump built with dumpgen.h, analyzed, for Check tests.
- * Header-only; needs check.h and the analyzer's model.h and report.h.
+ * Header-only; needs check.h and the analyzer's model.h and commands.h.
  */
 #ifndef CT_TEST_MODELLOAD_H
 #define CT_TEST_MODELLOAD_H
 
 #include <stdlib.h>
 
-#include "../../analyzer/model.h"
-#include "../../analyzer/report.h"
+#include "../../analyzer/model/model.h"
+#include "../../analyzer/commands/commands.h"
 #include "dumpgen.h"
 
 /*

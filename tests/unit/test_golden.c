@@ -28,10 +28,10 @@
 #include <string.h>
 
 #include "ckmain.h"
-#include "../../analyzer/classify.h"
-#include "../../analyzer/model.h"
-#include "../../analyzer/report.h"
-#include "../../analyzer/suppress.h"
+#include "../../analyzer/model/classify.h"
+#include "../../analyzer/model/model.h"
+#include "../../analyzer/commands/commands.h"
+#include "../../analyzer/analyses/suppress.h"
 #include "dumpgen.h"
 #include "golden.h"
 #include "golden_dumps.h"

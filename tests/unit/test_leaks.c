@@ -10,12 +10,12 @@
 #include <string.h>
 
 #include "ckmain.h"
-#include "../../analyzer/classify.h"
-#include "../../analyzer/gate.h"
-#include "../../analyzer/growth.h"
-#include "../../analyzer/model.h"
-#include "../../analyzer/report.h"
-#include "../../analyzer/suppress.h"
+#include "../../analyzer/model/classify.h"
+#include "../../analyzer/analyses/gate.h"
+#include "../../analyzer/analyses/growth.h"
+#include "../../analyzer/model/model.h"
+#include "../../analyzer/commands/commands.h"
+#include "../../analyzer/analyses/suppress.h"
 #include "dumpgen.h"
 #include "modelload.h"
 

@@ -1,8 +1,8 @@
 /*
- * Unit tests of many dumps as one job (analyzer/ranks.c): the rank of each
+ * Unit tests of many dumps as one job (analyzer/analyses/ranks.c): the rank of each
  * dump, sites merged by identity across processes loaded at different
  * addresses, the merged reports (golden cases ranks-*), and the progress
- * line (analyzer/progress.c).
+ * line (analyzer/render/progress.c).
  */
 #define _GNU_SOURCE
 #include <check.h>
@@ -11,9 +11,9 @@
 #include <string.h>
 
 #include "ckmain.h"
-#include "../../analyzer/progress.h"
-#include "../../analyzer/ranks.h"
-#include "../../analyzer/report.h"
+#include "../../analyzer/render/progress.h"
+#include "../../analyzer/analyses/ranks.h"
+#include "../../analyzer/commands/commands.h"
 #include "dumpgen.h"
 #include "golden_dumps.h"
 #include "modelload.h"

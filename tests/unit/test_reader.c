@@ -1,4 +1,4 @@
-/* Unit tests of the dump reader (analyzer/reader.c). */
+/* Unit tests of the dump reader (analyzer/read/reader.c). */
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -10,8 +10,8 @@
 #include <unistd.h>
 
 #include "ckmain.h"
-#include "../../analyzer/model.h"
-#include "../../analyzer/reader.h"
+#include "../../analyzer/model/model.h"
+#include "../../analyzer/read/reader.h"
 #include "dumpgen.h"
 
 /* ---- a recording consumer ---------------------------------------------------------------- */

@@ -1,0 +1,134 @@
+/* Marks and NVTX ranges of a dump. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/util.h"
+#include "cumtrace/format.h"
+#include "model/marks.h"
+
+struct ct_marklist *ct_marks_new(void)
+{
+	return ct_xcalloc(1, sizeof(struct ct_marklist));
+}
+
+void ct_marks_free(struct ct_marklist *l)
+{
+	if (!l)
+		return;
+	for (size_t i = 0; i < l->n; i++)
+		free(l->v[i].name);
+	free(l->v);
+	free(l);
+}
+
+void ct_marks_add(struct ct_marklist *l, uint64_t ts_ns, uint64_t aux, uint32_t tid,
+		  unsigned kind, const char *name, size_t name_len)
+{
+	if (kind == CT_MARK_PUSH || kind == CT_MARK_START)
+		l->ranges++;
+	else if (kind == CT_MARK_INSTANT)
+		l->instants++;
+	if (l->n >= CT_MARKS_KEEP)
+		return;
+	l->v = ct_xgrow(l->v, &l->cap, l->n + 1, sizeof *l->v);
+	struct ct_mark *mk = &l->v[l->n++];
+	mk->ts_ns = ts_ns;
+	mk->aux = aux;
+	mk->tid = tid;
+	mk->kind = (uint16_t)kind;
+	mk->seq = l->n - 1;
+	mk->name = ct_xstrndup(name ? name : "", name ? strnlen(name, name_len) : 0);
+}
+
+const char *ct_mark_kind_name(unsigned kind)
+{
+	static const char *const names[] = {"instant", "push", "pop", "start", "end"};
+	return kind < sizeof names / sizeof names[0] ? names[kind] : "unknown";
+}
+
+static int cmp_mark(const void *a, const void *b)
+{
+	const struct ct_mark *x = a, *y = b;
+	if (x->ts_ns != y->ts_ns)
+		return x->ts_ns < y->ts_ns ? -1 : 1;
+	return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+void ct_marks_sort(struct ct_marklist *l)
+{
+	if (l->n > 1)
+		qsort(l->v, l->n, sizeof *l->v, cmp_mark);
+}
+
+/* ---- marks in time order ------------------------------------------------------------ */
+
+struct ct_markq {
+	struct ct_mark *v;
+	size_t n, cap;
+	uint64_t seq;
+	char *last_name; /* name of the mark popped last */
+};
+
+struct ct_markq *ct_markq_new(void)
+{
+	return ct_xcalloc(1, sizeof(struct ct_markq));
+}
+
+void ct_markq_free(struct ct_markq *q)
+{
+	if (!q)
+		return;
+	for (size_t i = 0; i < q->n; i++)
+		free(q->v[i].name);
+	free(q->v);
+	free(q->last_name);
+	free(q);
+}
+
+static int markq_less(const struct ct_mark *a, const struct ct_mark *b)
+{
+	return a->ts_ns != b->ts_ns ? a->ts_ns < b->ts_ns : a->seq < b->seq;
+}
+
+void ct_markq_push(struct ct_markq *q, uint64_t ts_ns, uint64_t aux, uint32_t tid,
+		   unsigned kind, const char *name, size_t name_len)
+{
+	q->v = ct_xgrow(q->v, &q->cap, q->n + 1, sizeof *q->v);
+	struct ct_mark mk = {.ts_ns = ts_ns,
+			     .aux = aux,
+			     .tid = tid,
+			     .kind = (uint16_t)kind,
+			     .seq = q->seq++,
+			     .name = ct_xstrndup(name ? name : "", name ? strnlen(name, name_len) : 0)};
+	size_t i = q->n++;
+	while (i && markq_less(&mk, &q->v[(i - 1) / 2])) {
+		q->v[i] = q->v[(i - 1) / 2];
+		i = (i - 1) / 2;
+	}
+	q->v[i] = mk;
+}
+
+int ct_markq_pop(struct ct_markq *q, uint64_t until, struct ct_mark *out)
+{
+	if (!q->n || q->v[0].ts_ns > until)
+		return 0;
+	free(q->last_name);
+	*out = q->v[0];
+	q->last_name = out->name;
+	struct ct_mark last = q->v[--q->n];
+	size_t i = 0;
+	for (;;) {
+		size_t c = 2 * i + 1;
+		if (c >= q->n)
+			break;
+		if (c + 1 < q->n && markq_less(&q->v[c + 1], &q->v[c]))
+			c++;
+		if (!markq_less(&q->v[c], &last))
+			break;
+		q->v[i] = q->v[c];
+		i = c;
+	}
+	if (q->n)
+		q->v[i] = last;
+	return 1;
+}

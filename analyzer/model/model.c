@@ -1,0 +1,1043 @@
+#include "model/framework.h"
+#include "model/marks.h"
+#include "model/model.h"
+#include "model/pystack.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+unsigned ct_kind_ns(unsigned kind)
+{
+	switch (kind) {
+	case CT_KIND_DEVICE:
+	case CT_KIND_MANAGED:
+	case CT_KIND_HOST_PINNED:
+	case CT_KIND_VMM_MAPPED:
+		return CT_NS_UVA;
+	case CT_KIND_HOST_REGISTERED:
+		return CT_NS_REGISTERED;
+	case CT_KIND_VMM_PHYSICAL:
+		return CT_NS_PHYSICAL;
+	case CT_KIND_VMM_RESERVED:
+		return CT_NS_RESERVED;
+	default:
+		return CT_NS_NONE;
+	}
+}
+
+void ct_model_init(struct ct_model *m)
+{
+	memset(m, 0, sizeof *m);
+	ct_tl_init(&m->tl);
+	m->syms = ct_symtab_new();
+	m->py = ct_pytab_new();
+	m->marks_list = ct_marks_new();
+	for (unsigned k = 0; k < CT_KIND_COUNT; k++) {
+		m->kind_total[k].kind = (uint8_t)k;
+		m->kind_total[k].device = -1;
+	}
+}
+
+void ct_model_free(struct ct_model *m)
+{
+	for (size_t i = 0; i < m->nobs; i++)
+		if (m->obs[i].destroy)
+			m->obs[i].destroy(m->obs[i].ctx);
+	ct_markq_free(m->markq);
+	ct_pytab_free(m->py);
+	ct_marks_free(m->marks_list);
+	free(m->version);
+	free(m->host);
+	free(m->exe);
+	free(m->cwd);
+	free(m->output);
+	for (int i = 0; i < CT_LAUNCH_COUNT; i++)
+		free(m->launch[i]);
+	for (size_t i = 0; i < m->argc; i++)
+		free(m->argv[i]);
+	free(m->argv);
+	free(m->path);
+	free(m->kd);
+	ct_imap_free(&m->kdmap);
+	free(m->live);
+	free(m->retired);
+	free(m->sites);
+	ct_imap_free(&m->sitemap);
+	free(m->dpeaks);
+	ct_imap_free(&m->dpmap);
+	free(m->leaks);
+	ct_imap_free(&m->leakmap);
+	ct_tl_free(&m->tl);
+	ct_symtab_free(m->syms);
+	memset(m, 0, sizeof *m);
+}
+
+/* ---- live set: linear probing, backward-shift deletion --------------------------- */
+
+static size_t live_home(const struct ct_model *m, unsigned ns, uint64_t ptr)
+{
+	/* Fibonacci hashing: the product's top bits depend on every bit of the
+	 * address (its low ones are zero: blocks are aligned) */
+	return (size_t)(((ptr ^ (uint64_t)ns << 58) * 0x9e3779b97f4a7c15ull) >> m->live_shift);
+}
+
+static size_t live_find(const struct ct_model *m, unsigned ns, uint64_t ptr)
+{
+	if (!m->live_mask)
+		return SIZE_MAX;
+	for (size_t i = live_home(m, ns, ptr);; i = (i + 1) & m->live_mask) {
+		const struct ct_block *e = &m->live[i];
+		if (!e->ns)
+			return SIZE_MAX;
+		if (e->ns == ns && e->ptr == ptr)
+			return i;
+	}
+}
+
+static void live_place(struct ct_model *m, const struct ct_block *e)
+{
+	size_t i = live_home(m, e->ns, e->ptr);
+	while (m->live[i].ns)
+		i = (i + 1) & m->live_mask;
+	m->live[i] = *e;
+}
+
+static void live_insert(struct ct_model *m, const struct ct_block *e)
+{
+	if (m->live_count >= UINT32_MAX) {
+		fputs("cumtrace-report: more than 2^32 - 1 live blocks in one dump\n", stderr);
+		exit(2);
+	}
+	if (!m->live_mask || (m->live_count + 1) * 3 > (m->live_mask + 1) * 2) {
+		size_t ocap = m->live_mask ? m->live_mask + 1 : 0;
+		size_t ncap = ocap ? ocap * 2 : 1024;
+		struct ct_block *old = m->live;
+		m->live = ct_xcalloc(ncap, sizeof *m->live);
+		m->live_mask = ncap - 1;
+		m->live_shift = 64u - (unsigned)__builtin_ctzll(ncap);
+		for (size_t i = 0; i < ocap; i++)
+			if (old[i].ns)
+				live_place(m, &old[i]);
+		free(old);
+	}
+	live_place(m, e);
+	m->live_count++;
+}
+
+static void live_remove_at(struct ct_model *m, size_t i)
+{
+	size_t mask = m->live_mask;
+	for (;;) {
+		m->live[i].ns = 0;
+		size_t j = i;
+		for (;;) {
+			j = (j + 1) & mask;
+			if (!m->live[j].ns) {
+				m->live_count--;
+				return;
+			}
+			size_t k = live_home(m, m->live[j].ns, m->live[j].ptr);
+			/* leave j alone when its home lies cyclically in (i, j] */
+			int stay = i <= j ? (i < k && k <= j) : (i < k || k <= j);
+			if (!stay)
+				break;
+		}
+		m->live[i] = m->live[j];
+		i = j;
+	}
+}
+
+size_t ct_model_live_count(const struct ct_model *m)
+{
+	return m->live_count;
+}
+
+int ct_model_is_live(const struct ct_model *m, unsigned kind, uint64_t ptr, uint64_t *size)
+{
+	size_t i = live_find(m, ct_kind_ns(kind), ptr);
+	if (i == SIZE_MAX)
+		return 0;
+	if (size)
+		*size = m->live[i].size;
+	return 1;
+}
+
+/* ---- (kind, device) stats, sites, leaks ---------------------------------------------- */
+
+struct kdkey {
+	uint8_t kind;
+	int16_t device;
+};
+
+static int kd_eq(const void *ctx, uint32_t idx, const void *key)
+{
+	const struct ct_model *m = ctx;
+	const struct kdkey *k = key;
+	return m->kd[idx].kind == k->kind && m->kd[idx].device == k->device;
+}
+
+static uint32_t get_kd(struct ct_model *m, uint8_t kind, int16_t device)
+{
+	struct kdkey k = {kind, device};
+	uint64_t h = ct_hash2(kind, (uint16_t)device);
+	uint32_t i = ct_imap_get(&m->kdmap, h, kd_eq, m, &k);
+	if (i != CT_IMAP_NONE)
+		return i;
+	m->kd = ct_xgrow(m->kd, &m->capkd, m->nkd + 1, sizeof *m->kd);
+	i = (uint32_t)m->nkd++;
+	memset(&m->kd[i], 0, sizeof m->kd[i]);
+	m->kd[i].kind = kind;
+	m->kd[i].device = device;
+	ct_imap_put(&m->kdmap, h, i);
+	return i;
+}
+
+void ct_api_stats_add(struct ct_api_stats *dst, const struct ct_api_stats *src)
+{
+	dst->calls += src->calls;
+	dst->failures += src->failures;
+	dst->bytes = ct_sat_add(dst->bytes, src->bytes);
+	dst->time_ns = ct_sat_add(dst->time_ns, src->time_ns);
+}
+
+void ct_kd_stats_add(struct ct_kd_stats *dst, const struct ct_kd_stats *src)
+{
+	dst->allocations += src->allocations;
+	dst->frees += src->frees;
+	dst->live_count += src->live_count;
+	dst->bytes_allocated = ct_sat_add(dst->bytes_allocated, src->bytes_allocated);
+	dst->peak_bytes = ct_sat_add(dst->peak_bytes, src->peak_bytes);
+	dst->live_bytes = ct_sat_add(dst->live_bytes, src->live_bytes);
+}
+
+const struct ct_kd_stats *ct_model_kd(const struct ct_model *m, unsigned kind, int device)
+{
+	struct kdkey k = {(uint8_t)kind, (int16_t)device};
+	uint32_t i = ct_imap_get(&m->kdmap, ct_hash2(k.kind, (uint16_t)k.device), kd_eq, m, &k);
+	return i == CT_IMAP_NONE ? NULL : &m->kd[i];
+}
+
+static int dp_eq(const void *ctx, uint32_t idx, const void *key)
+{
+	const struct ct_model *m = ctx;
+	return m->dpeaks[idx].device == *(const int16_t *)key;
+}
+
+static uint32_t get_dp(struct ct_model *m, int16_t device)
+{
+	uint64_t h = ct_hash2((uint16_t)device, 0xd9);
+	uint32_t i = ct_imap_get(&m->dpmap, h, dp_eq, m, &device);
+	if (i != CT_IMAP_NONE)
+		return i;
+	m->dpeaks = ct_xgrow(m->dpeaks, &m->capdpeaks, m->ndpeaks + 1, sizeof *m->dpeaks);
+	i = (uint32_t)m->ndpeaks++;
+	memset(&m->dpeaks[i], 0, sizeof m->dpeaks[i]);
+	m->dpeaks[i].device = device;
+	ct_imap_put(&m->dpmap, h, i);
+	return i;
+}
+
+const struct ct_dev_peak *ct_model_dev_peak(const struct ct_model *m, int device)
+{
+	int16_t d = (int16_t)device;
+	if (d != device)
+		return NULL;
+	uint32_t i = ct_imap_get(&m->dpmap, ct_hash2((uint16_t)d, 0xd9), dp_eq, m, &d);
+	return i == CT_IMAP_NONE ? NULL : &m->dpeaks[i];
+}
+
+static int site_eq(const void *ctx, uint32_t idx, const void *key)
+{
+	const struct ct_model *m = ctx;
+	const struct ct_site *a = &m->sites[idx], *b = key;
+	return a->stack_id == b->stack_id && a->api == b->api && a->kind == b->kind &&
+	       a->device == b->device;
+}
+
+static uint64_t site_hash(const struct ct_site *s)
+{
+	return ct_hash2(s->stack_id, ((uint64_t)s->api << 32) | ((uint64_t)s->kind << 16) |
+					     (uint16_t)s->device);
+}
+
+static uint32_t get_site(struct ct_model *m, uint32_t stack_id, uint16_t api, uint8_t kind,
+			 int16_t device)
+{
+	struct ct_site k = {.stack_id = stack_id, .api = api, .kind = kind, .device = device};
+	uint64_t h = site_hash(&k);
+	uint32_t i = ct_imap_get(&m->sitemap, h, site_eq, m, &k);
+	if (i != CT_IMAP_NONE)
+		return i;
+	k.kd = get_kd(m, kind, device);
+	k.saved_version = UINT64_MAX;
+	k.dp = ct_kind_is_device_bytes(kind) ? get_dp(m, device) : CT_IMAP_NONE;
+	k.dsaved_version = UINT64_MAX;
+	if (m->nsites >= CT_MODEL_MAX_SITES) {
+		fputs("cumtrace-report: more than 2^29 allocation sites in one dump\n", stderr);
+		exit(2);
+	}
+	m->sites = ct_xgrow(m->sites, &m->capsites, m->nsites + 1, sizeof *m->sites);
+	i = (uint32_t)m->nsites++;
+	m->sites[i] = k;
+	ct_imap_put(&m->sitemap, h, i);
+	return i;
+}
+
+/*
+ * Before changing a site counted in the peak, keep its values at the last
+ * peak, of all devices and of its own device.
+ */
+static void site_touch(struct ct_model *m, struct ct_site *s)
+{
+	if (s->dp == CT_IMAP_NONE)
+		return;
+	if (s->saved_version != m->peak_version) {
+		s->saved_version = m->peak_version;
+		s->saved_count = s->live_count;
+		s->saved_bytes = s->live_bytes;
+	}
+	uint64_t dv = m->dpeaks[s->dp].version;
+	if (s->dsaved_version != dv) {
+		s->dsaved_version = dv;
+		s->dsaved_count = s->live_count;
+		s->dsaved_bytes = s->live_bytes;
+	}
+}
+
+void ct_site_at_peak(const struct ct_model *m, const struct ct_site *s, uint64_t *count,
+		     uint64_t *bytes)
+{
+	if (s->saved_version == m->peak_version) {
+		*count = s->saved_count;
+		*bytes = s->saved_bytes;
+	} else {
+		*count = s->live_count;
+		*bytes = s->live_bytes;
+	}
+}
+
+void ct_site_at_dev_peak(const struct ct_model *m, const struct ct_site *s, uint64_t *count,
+			 uint64_t *bytes)
+{
+	if (s->dp != CT_IMAP_NONE && s->dsaved_version == m->dpeaks[s->dp].version) {
+		*count = s->dsaved_count;
+		*bytes = s->dsaved_bytes;
+	} else {
+		*count = s->live_count;
+		*bytes = s->live_bytes;
+	}
+}
+
+static int leak_eq(const void *ctx, uint32_t idx, const void *key)
+{
+	const struct ct_model *m = ctx;
+	const struct ct_leak *a = &m->leaks[idx], *b = key;
+	return a->stack_id == b->stack_id && a->api == b->api && a->kind == b->kind &&
+	       a->device == b->device && a->reason_api == b->reason_api &&
+	       a->reason_op == b->reason_op;
+}
+
+static void add_leak(struct ct_model *m, const struct ct_site *s, const struct ct_block *e,
+		     uint8_t reason_op, uint16_t reason_api)
+{
+	struct ct_leak k = {.stack_id = s->stack_id,
+			    .api = s->api,
+			    .kind = s->kind,
+			    .device = s->device,
+			    .reason_api = reason_api,
+			    .reason_op = reason_op};
+	uint64_t h = ct_hash2(ct_hash2(s->stack_id, ((uint64_t)s->api << 32) |
+							    ((uint64_t)s->kind << 16) |
+							    (uint16_t)s->device),
+			      ((uint64_t)reason_op << 16) | reason_api);
+	uint32_t i = ct_imap_get(&m->leakmap, h, leak_eq, m, &k);
+	if (i == CT_IMAP_NONE) {
+		m->leaks = ct_xgrow(m->leaks, &m->capleaks, m->nleaks + 1, sizeof *m->leaks);
+		i = (uint32_t)m->nleaks++;
+		k.first_ts = e->ts;
+		m->leaks[i] = k;
+		ct_imap_put(&m->leakmap, h, i);
+	}
+	struct ct_leak *l = &m->leaks[i];
+	l->count++;
+	l->bytes = ct_sat_add(l->bytes, e->size);
+	if (e->ts < l->first_ts)
+		l->first_ts = e->ts;
+	m->leak_count++;
+	m->leak_bytes = ct_sat_add(m->leak_bytes, e->size);
+	if (reason_op) {
+		m->reset_leak_count++;
+		m->reset_leak_bytes = ct_sat_add(m->reset_leak_bytes, e->size);
+	}
+}
+
+const char *ct_leak_reason(const struct ct_leak *l, char *buf, size_t cap)
+{
+	if (!l->reason_op) {
+		snprintf(buf, cap, "live at exit");
+	} else if (l->reason_api && l->reason_api < CT_API_COUNT) {
+		snprintf(buf, cap, "live at %s", ct_api_name(l->reason_api));
+	} else {
+		snprintf(buf, cap, "live at %s",
+			 l->reason_op == CT_OP_CTX_DESTROY ? "context destroy" : "device reset");
+	}
+	return buf;
+}
+
+/* ---- events ------------------------------------------------------------------------ */
+
+enum rm_how { RM_FREE, RM_UNSEEN, RM_LEAK };
+
+static void kd_add(struct ct_kd_stats *k, uint64_t bytes, int add)
+{
+	if (add) {
+		k->live_count++;
+		k->live_bytes = ct_sat_add(k->live_bytes, bytes);
+		if (k->live_bytes > k->peak_bytes)
+			k->peak_bytes = k->live_bytes;
+	} else {
+		k->live_count--;
+		k->live_bytes = ct_sat_sub(k->live_bytes, bytes);
+	}
+}
+
+static void remove_live(struct ct_model *m, size_t slot, const struct ct_rec_event *ev,
+			enum rm_how how)
+{
+	struct ct_block e = m->live[slot];
+	for (size_t i = 0; i < m->nobs; i++)
+		if (m->obs[i].release)
+			m->obs[i].release(m->obs[i].ctx, m, ev, &e,
+					  how == RM_FREE     ? CT_END_FREE
+					  : how == RM_UNSEEN ? CT_END_UNSEEN
+							     : CT_END_CHECKPOINT);
+	struct ct_site *s = &m->sites[e.site];
+	site_touch(m, s);
+	s->live_count--;
+	s->live_bytes = ct_sat_sub(s->live_bytes, e.size);
+	struct ct_kd_stats *k = &m->kd[s->kd];
+	kd_add(k, e.size, 0);
+	kd_add(&m->kind_total[s->kind], e.size, 0);
+	if (s->dp != CT_IMAP_NONE) {
+		m->dev_live = ct_sat_sub(m->dev_live, e.size);
+		m->dpeaks[s->dp].live = ct_sat_sub(m->dpeaks[s->dp].live, e.size);
+	}
+	if (how == RM_FREE) {
+		k->frees++;
+		m->kind_total[s->kind].frees++;
+		m->frees++;
+		unsigned a = ev->api < CT_API_COUNT ? ev->api : CT_API_COUNT;
+		m->api[a].bytes = ct_sat_add(m->api[a].bytes, e.size);
+	} else if (how == RM_LEAK) {
+		add_leak(m, s, &e, ev->op, ev->api);
+	}
+	ct_tl_update(&m->tl, s->kind, s->device, ev->ts_ns, k->live_bytes);
+	live_remove_at(m, slot);
+}
+
+/*
+ * Blocks retired by a reallocation of their address, remembered (a bounded,
+ * overwriting table) so that their free, if its record arrives late, is
+ * counted as a free and not as an unmatched one.
+ */
+#define CT_RETIRED_SLOTS 4096
+struct ct_retired {
+	uint64_t ptr, ts; /* ts: the latest retirement */
+	uint32_t count;	  /* retirements whose free has not come yet */
+	uint8_t ns;
+};
+static struct ct_retired *retired_slot(struct ct_model *m, unsigned ns, uint64_t ptr)
+{
+	if (!m->retired)
+		m->retired = ct_xcalloc(CT_RETIRED_SLOTS, sizeof(struct ct_retired));
+	uint64_t h = (ptr >> 8) * 0x9e3779b97f4a7c15ull + ns;
+	return &((struct ct_retired *)m->retired)[h >> 52 & (CT_RETIRED_SLOTS - 1)];
+}
+
+static void retired_put(struct ct_model *m, unsigned ns, uint64_t ptr, uint64_t ts)
+{
+	struct ct_retired *r = retired_slot(m, ns, ptr);
+	if (r->ns != ns || r->ptr != ptr) {
+		r->ptr = ptr;
+		r->ns = (uint8_t)ns;
+		r->count = 0;
+	}
+	r->ts = ts;
+	r->count++;
+}
+
+/* A free at ts of (ns, ptr) that predates a retirement there: take one. */
+static int retired_take(struct ct_model *m, unsigned ns, uint64_t ptr, uint64_t ts)
+{
+	struct ct_retired *r = retired_slot(m, ns, ptr);
+	if (r->ns != ns || r->ptr != ptr || !r->count || ts >= r->ts)
+		return 0;
+	if (--r->count == 0)
+		r->ns = 0;
+	return 1;
+}
+
+static unsigned ct_ns_kind_guess(const struct ct_rec_event *ev)
+{
+	return ev->kind < CT_KIND_COUNT ? ev->kind : CT_KIND_NONE;
+}
+
+static void do_alloc(struct ct_model *m, const struct ct_rec_event *ev, uint8_t kind)
+{
+	if (!ev->ptr) {
+		m->null_allocs++;
+		return;
+	}
+	unsigned ns = ct_kind_ns(kind);
+	size_t old = live_find(m, ns, ev->ptr);
+	if (old != SIZE_MAX) {
+		/* the previous block's free was not seen (yet: it may come late) */
+		m->double_allocs++;
+		retired_put(m, ns, ev->ptr, ev->ts_ns);
+		remove_live(m, old, ev, RM_UNSEEN);
+	}
+	uint16_t api = ev->api < CT_API_COUNT ? ev->api : CT_API_COUNT;
+	uint32_t si = get_site(m, ev->stack_id, api, kind, ev->device);
+	struct ct_site *s = &m->sites[si];
+	site_touch(m, s);
+	s->live_count++;
+	s->live_bytes = ct_sat_add(s->live_bytes, ev->size);
+	s->allocs++;
+	s->bytes_allocated = ct_sat_add(s->bytes_allocated, ev->size);
+	struct ct_kd_stats *k = &m->kd[s->kd];
+	k->allocations++;
+	k->bytes_allocated = ct_sat_add(k->bytes_allocated, ev->size);
+	kd_add(k, ev->size, 1);
+	struct ct_kd_stats *kt = &m->kind_total[kind];
+	kt->allocations++;
+	kt->bytes_allocated = ct_sat_add(kt->bytes_allocated, ev->size);
+	kd_add(kt, ev->size, 1);
+	m->allocations++;
+	m->api[api].bytes = ct_sat_add(m->api[api].bytes, ev->size);
+	struct ct_block e = {.ptr = ev->ptr,
+			    .size = ev->size,
+			    .ts = ev->ts_ns,
+			    .stream = ev->stream,
+			    .tid = ev->tid,
+			    .site = si,
+			    .ns = (uint8_t)ns};
+	live_insert(m, &e);
+	if (s->dp != CT_IMAP_NONE) {
+		m->dev_live = ct_sat_add(m->dev_live, ev->size);
+		if (m->dev_live > m->peak_bytes) {
+			m->peak_bytes = m->dev_live;
+			m->peak_ts = ev->ts_ns;
+			m->peak_version++;
+			m->peak_seen = 1;
+		}
+		struct ct_dev_peak *d = &m->dpeaks[s->dp];
+		d->live = ct_sat_add(d->live, ev->size);
+		if (d->live > d->peak_bytes) {
+			d->peak_bytes = d->live;
+			d->peak_ts = ev->ts_ns;
+			d->version++;
+			d->seen = 1;
+		}
+	}
+	ct_tl_update(&m->tl, kind, ev->device, ev->ts_ns, k->live_bytes);
+	for (size_t i = 0; i < m->nobs; i++)
+		if (m->obs[i].alloc)
+			m->obs[i].alloc(m->obs[i].ctx, m, ev, &e);
+}
+
+static void do_free(struct ct_model *m, const struct ct_rec_event *ev, unsigned ns)
+{
+	if (!ev->ptr)
+		return; /* free(NULL) does nothing */
+	size_t slot = live_find(m, ns, ev->ptr);
+	if (slot == SIZE_MAX) {
+		if (retired_take(m, ns, ev->ptr, ev->ts_ns)) {
+			/* late free of a block a reallocation already retired */
+			m->kind_total[ct_ns_kind_guess(ev)].frees++;
+			m->frees++;
+			if (m->double_allocs > 0)
+				m->double_allocs--;
+			return;
+		}
+		m->unmatched_frees++;
+		return;
+	}
+	if (ev->ts_ns < m->live[slot].ts) {
+		/*
+		 * A free older than the live block: it freed the previous block at
+		 * this address, whose event arrived after the reallocation (the
+		 * freeing thread's record reached the file one batch late). The
+		 * reallocation already retired that block; count the free.
+		 */
+		struct ct_site *s = &m->sites[m->live[slot].site];
+		m->kd[s->kd].frees++;
+		m->kind_total[s->kind].frees++;
+		m->frees++;
+		if (m->double_allocs > 0)
+			m->double_allocs--;
+		return;
+	}
+	remove_live(m, slot, ev, RM_FREE);
+}
+
+/* cuMemUnmap may cover several adjacent mappings: free them all. */
+static void do_unmap(struct ct_model *m, const struct ct_rec_event *ev)
+{
+	if (!ev->ptr)
+		return;
+	uint64_t p = ev->ptr;
+	uint64_t end = ev->size && ev->ptr + ev->size > ev->ptr ? ev->ptr + ev->size : ev->ptr + 1;
+	int first = 1;
+	while (p < end) {
+		size_t slot = live_find(m, CT_NS_UVA, p);
+		if (slot == SIZE_MAX) {
+			if (first)
+				m->unmatched_frees++;
+			return;
+		}
+		uint64_t sz = m->live[slot].size;
+		remove_live(m, slot, ev, RM_FREE);
+		first = 0;
+		if (!sz || p + sz <= p)
+			return;
+		p += sz;
+	}
+}
+
+struct ckey {
+	uint64_t ts, ptr;
+	uint8_t ns;
+};
+
+static int ckey_cmp(const void *a, const void *b)
+{
+	const struct ckey *x = a, *y = b;
+	int c = (x->ts > y->ts) - (x->ts < y->ts);
+	if (!c)
+		c = (x->ns > y->ns) - (x->ns < y->ns);
+	return c ? c : (x->ptr > y->ptr) - (x->ptr < y->ptr);
+}
+
+static void checkpoint(struct ct_model *m, const struct ct_rec_event *ev)
+{
+	/* nothing live on that device: no need to scan the live set */
+	int any = 0;
+	for (size_t i = 0; i < m->nkd && !any; i++)
+		any = m->kd[i].device == ev->device && m->kd[i].live_count;
+	if (!any)
+		return;
+	size_t n = 0, cap = 0;
+	struct ckey *keys = NULL;
+	for (size_t i = 0; m->live_mask && i <= m->live_mask; i++) {
+		const struct ct_block *e = &m->live[i];
+		if (!e->ns || m->sites[e->site].device != ev->device)
+			continue;
+		keys = ct_xgrow(keys, &cap, n + 1, sizeof *keys);
+		keys[n].ns = e->ns;
+		keys[n].ptr = e->ptr;
+		keys[n].ts = e->ts;
+		n++;
+	}
+	/* in allocation order, not the hash table's: observers see the same sequence of
+	 * releases whatever the table's layout */
+	qsort(keys, n, sizeof *keys, ckey_cmp);
+	for (size_t i = 0; i < n; i++) {
+		size_t slot = live_find(m, keys[i].ns, keys[i].ptr);
+		if (slot != SIZE_MAX)
+			remove_live(m, slot, ev, RM_LEAK);
+	}
+	free(keys);
+}
+
+static uint8_t alloc_kind(const struct ct_rec_event *ev)
+{
+	if (ev->kind > CT_KIND_NONE && ev->kind < CT_KIND_COUNT)
+		return ev->kind;
+	switch (ev->api) {
+	case CT_API_cudaMallocHost:
+	case CT_API_cudaHostAlloc:
+	case CT_API_cuMemAllocHost_v2:
+	case CT_API_cuMemHostAlloc:
+		return CT_KIND_HOST_PINNED;
+	case CT_API_cudaHostRegister:
+	case CT_API_cuMemHostRegister_v2:
+		return CT_KIND_HOST_REGISTERED;
+	case CT_API_cudaMallocManaged:
+	case CT_API_cuMemAllocManaged:
+		return CT_KIND_MANAGED;
+	default:
+		return CT_KIND_DEVICE;
+	}
+}
+
+static unsigned free_ns(const struct ct_rec_event *ev)
+{
+	if (ev->kind > CT_KIND_NONE && ev->kind < CT_KIND_COUNT)
+		return ct_kind_ns(ev->kind);
+	if (ev->api == CT_API_cudaHostUnregister || ev->api == CT_API_cuMemHostUnregister)
+		return CT_NS_REGISTERED;
+	return CT_NS_UVA;
+}
+
+static void see_ts(struct ct_model *m, uint64_t ts)
+{
+	if (!m->have_ts) {
+		m->have_ts = 1;
+		m->first_ts = m->last_ts = ts;
+		return;
+	}
+	if (ts < m->first_ts)
+		m->first_ts = ts;
+	if (ts > m->last_ts)
+		m->last_ts = ts;
+}
+
+uint64_t ct_model_start_ns(const struct ct_model *m)
+{
+	if (m->have_process && m->start_monotonic_ns &&
+	    (!m->have_ts || m->start_monotonic_ns <= m->first_ts))
+		return m->start_monotonic_ns;
+	return m->have_ts ? m->first_ts : 0;
+}
+
+uint64_t ct_model_since_start(const struct ct_model *m, uint64_t ts)
+{
+	uint64_t s = ct_model_start_ns(m);
+	return ts >= s ? ts - s : 0;
+}
+
+uint64_t ct_model_duration_ns(const struct ct_model *m)
+{
+	if (!m->have_ts)
+		return 0;
+	return m->last_ts - ct_model_start_ns(m);
+}
+
+/* Hand the marks up to ts to the observers. */
+static void release_marks(struct ct_model *m, uint64_t ts)
+{
+	struct ct_mark mk;
+	while (m->markq && ct_markq_pop(m->markq, ts, &mk))
+		for (size_t i = 0; i < m->nobs; i++)
+			if (m->obs[i].mark)
+				m->obs[i].mark(m->obs[i].ctx, m, &mk);
+}
+
+static void apply_event(struct ct_model *m, const struct ct_rec_event *ev);
+
+void ct_model_event(struct ct_model *m, const struct ct_rec_event *ev)
+{
+	if (ct_fw_is_event(ev)) {
+		ct_fw_event(m, ev);
+		return;
+	}
+	release_marks(m, ev->ts_ns);
+	apply_event(m, ev);
+	for (size_t i = 0; i < m->nobs; i++)
+		if (m->obs[i].event)
+			m->obs[i].event(m->obs[i].ctx, m, ev);
+}
+
+static void apply_event(struct ct_model *m, const struct ct_rec_event *ev)
+{
+	m->events++;
+	if (!m->tl.started)
+		ct_tl_start(&m->tl, (m->have_process && m->start_monotonic_ns &&
+				     m->start_monotonic_ns <= ev->ts_ns)
+					    ? m->start_monotonic_ns
+					    : ev->ts_ns);
+	see_ts(m, ev->ts_ns);
+	ct_tl_touch(&m->tl, ev->ts_ns);
+	unsigned a = ev->api < CT_API_COUNT ? ev->api : CT_API_COUNT;
+	struct ct_api_stats *st = &m->api[a];
+	st->calls++;
+	st->time_ns = ct_sat_add(st->time_ns, ev->dur_ns);
+	if (ev->result != 0) {
+		/* a failed call never allocates or frees, whatever its op */
+		st->failures++;
+		m->failed_calls++;
+		return;
+	}
+	switch (ev->op) {
+	case CT_OP_ALLOC:
+		do_alloc(m, ev, alloc_kind(ev));
+		break;
+	case CT_OP_PHYS_CREATE:
+		do_alloc(m, ev, CT_KIND_VMM_PHYSICAL);
+		break;
+	case CT_OP_VA_RESERVE:
+		do_alloc(m, ev, CT_KIND_VMM_RESERVED);
+		break;
+	case CT_OP_MAP:
+		do_alloc(m, ev, CT_KIND_VMM_MAPPED);
+		break;
+	case CT_OP_FREE:
+		do_free(m, ev, free_ns(ev));
+		break;
+	case CT_OP_PHYS_RELEASE:
+		do_free(m, ev, CT_NS_PHYSICAL);
+		break;
+	case CT_OP_VA_FREE:
+		do_free(m, ev, CT_NS_RESERVED);
+		break;
+	case CT_OP_UNMAP:
+		do_unmap(m, ev);
+		break;
+	case CT_OP_DEVICE_RESET:
+	case CT_OP_CTX_DESTROY:
+		checkpoint(m, ev);
+		break;
+	default:
+		break;
+	}
+}
+
+void ct_model_finish(struct ct_model *m)
+{
+	if (m->finished)
+		return;
+	m->finished = 1;
+	/* the END record (read before the last events were released) ends the timeline */
+	if (m->tl.started && m->have_ts)
+		ct_tl_touch(&m->tl, m->last_ts);
+	release_marks(m, UINT64_MAX);
+	for (size_t i = 0; i < m->nobs; i++)
+		if (m->obs[i].finish)
+			m->obs[i].finish(m->obs[i].ctx, m);
+	for (size_t i = 0; m->live_mask && i <= m->live_mask; i++) {
+		const struct ct_block *e = &m->live[i];
+		if (e->ns)
+			add_leak(m, &m->sites[e->site], e, 0, 0);
+	}
+	ct_tl_sort(&m->tl);
+}
+
+/* ---- reader callbacks ------------------------------------------------------------- */
+
+static char **push_str(char **v, size_t *n, size_t *cap, const char *s, size_t len)
+{
+	v = ct_xgrow(v, cap, *n + 1, sizeof *v);
+	v[(*n)++] = ct_xstrndup(s, len);
+	return v;
+}
+
+/* Where the value of key goes when it is an "env.NAME" of a launcher, else NULL. */
+static char **launch_slot(struct ct_model *m, const char *k, size_t kl)
+{
+	size_t pl = sizeof CT_LAUNCH_KEY_PREFIX - 1;
+	if (kl <= pl || memcmp(k, CT_LAUNCH_KEY_PREFIX, pl))
+		return NULL;
+	for (unsigned i = 0; i < CT_LAUNCH_COUNT; i++) {
+		const char *name = ct_launch_env_name(i);
+		if (strlen(name) == kl - pl && !memcmp(k + pl, name, kl - pl))
+			return &m->launch[i];
+	}
+	return NULL;
+}
+
+static void on_process(void *ctx, const struct ct_rec_process *p, const char *strings, size_t len)
+{
+	struct ct_model *m = ctx;
+	if (m->have_process)
+		return; /* only the first one counts */
+	m->have_process = 1;
+	m->pid = p->pid;
+	m->ppid = p->ppid;
+	m->forked = p->forked;
+	m->start_realtime_ns = p->start_realtime_ns;
+	m->start_monotonic_ns = p->start_monotonic_ns;
+	size_t pos = 0, kl, vl;
+	const char *k, *v;
+	while (ct_process_next_kv(strings, len, &pos, &k, &kl, &v, &vl)) {
+		char **dst = NULL;
+		if (kl == 7 && !memcmp(k, "version", 7))
+			dst = &m->version;
+		else if (kl == 4 && !memcmp(k, "host", 4))
+			dst = &m->host;
+		else if (kl == 3 && !memcmp(k, "exe", 3))
+			dst = &m->exe;
+		else if (kl == 3 && !memcmp(k, "cwd", 3))
+			dst = &m->cwd;
+		else if (kl == 6 && !memcmp(k, "output", 6))
+			dst = &m->output;
+		else if (kl == 4 && !memcmp(k, "argv", 4))
+			m->argv = push_str(m->argv, &m->argc, &m->argv_cap, v, vl);
+		else
+			dst = launch_slot(m, k, kl);
+		if (dst) {
+			free(*dst);
+			*dst = ct_xstrndup(v, vl);
+		}
+	}
+	if (m->exe)
+		ct_symtab_set_exe(m->syms, m->exe);
+	if (m->cwd)
+		ct_symtab_set_cwd(m->syms, m->cwd);
+}
+
+static void on_event(void *ctx, const struct ct_rec_event *ev)
+{
+	ct_model_event(ctx, ev);
+}
+
+static void on_stack(void *ctx, uint32_t id, unsigned depth, const uint64_t *ips)
+{
+	struct ct_model *m = ctx;
+	ct_symtab_add_stack(m->syms, id, depth, ips);
+}
+
+static void on_module(void *ctx, const struct ct_rec_module *mod, const uint8_t *build_id,
+		      const char *path, size_t path_len)
+{
+	struct ct_model *m = ctx;
+	m->modules++;
+	ct_symtab_add_module(m->syms, mod->base, mod->lo, mod->hi, build_id, mod->build_id_len,
+			     path, path_len);
+}
+
+static void on_drops(void *ctx, const struct ct_rec_drops *d)
+{
+	struct ct_model *m = ctx;
+	m->dropped = ct_sat_add(m->dropped, d->count);
+	if (d->rec.flags & CT_DROPS_F_SIGNAL)
+		m->dropped_signal = ct_sat_add(m->dropped_signal, d->count);
+}
+
+static void on_end(void *ctx, const struct ct_rec_end *e)
+{
+	struct ct_model *m = ctx;
+	m->end_seen = 1;
+	m->end_ts = e->ts_ns;
+	m->end_events = e->events;
+	m->end_dropped = e->dropped;
+	m->end_stacks = e->stacks;
+	if (e->ts_ns)
+		see_ts(m, e->ts_ns);
+}
+
+static void on_mark(void *ctx, const struct ct_rec_mark *mk, const char *name, size_t len)
+{
+	struct ct_model *m = ctx;
+	m->marks++;
+	ct_marks_add(m->marks_list, mk->ts_ns, mk->aux, mk->tid, mk->kind, name, len);
+	int wanted = 0;
+	for (size_t i = 0; i < m->nobs; i++)
+		wanted |= m->obs[i].mark != NULL;
+	if (wanted) {
+		if (!m->markq)
+			m->markq = ct_markq_new();
+		ct_markq_push(m->markq, mk->ts_ns, mk->aux, mk->tid, mk->kind, name, len);
+	}
+	if (mk->ts_ns && m->have_ts)
+		see_ts(m, mk->ts_ns);
+}
+
+static void on_meminfo(void *ctx, const struct ct_rec_meminfo *mi)
+{
+	struct ct_model *m = ctx;
+	m->meminfos++;
+	for (size_t i = 0; i < m->nobs; i++)
+		if (m->obs[i].meminfo)
+			m->obs[i].meminfo(m->obs[i].ctx, m, mi);
+}
+
+static void on_pystring(void *ctx, uint32_t id, const char *s, size_t len)
+{
+	ct_pytab_add_string(((struct ct_model *)ctx)->py, id, s, len);
+}
+
+static void on_pystack(void *ctx, uint32_t id, unsigned depth, const struct ct_pyframe *f)
+{
+	ct_pytab_add_stack(((struct ct_model *)ctx)->py, id, depth, f);
+}
+
+static void on_symbols(void *ctx, const struct ct_rec_symbols *s, const struct ct_sym_addr *addrs,
+		       const struct ct_sym_frame *frames, const char *strings)
+{
+	ct_symtab_add_symbols(((struct ct_model *)ctx)->syms, s, addrs, frames, strings);
+}
+
+static uint32_t on_pycombine(void *ctx, uint32_t stack_id, uint32_t py_id)
+{
+	return ct_pytab_combine(((struct ct_model *)ctx)->py, stack_id, py_id);
+}
+
+void ct_model_callbacks(struct ct_model *m, struct ct_reader_cb *cb)
+{
+	memset(cb, 0, sizeof *cb);
+	cb->ctx = m;
+	cb->process = on_process;
+	cb->event = on_event;
+	cb->stack = on_stack;
+	cb->module = on_module;
+	cb->drops = on_drops;
+	cb->end = on_end;
+	cb->mark = on_mark;
+	cb->meminfo = on_meminfo;
+	cb->pystring = on_pystring;
+	cb->pystack = on_pystack;
+	cb->pycombine = on_pycombine;
+	cb->symbols = on_symbols;
+}
+
+void ct_model_observe(struct ct_model *m, const struct ct_observer *o)
+{
+	if (m->nobs == CT_MODEL_MAX_OBSERVERS) {
+		fputs("cumtrace-report: internal error: too many analyses on one dump\n", stderr);
+		exit(2);
+	}
+	m->analysis[m->nobs] = NULL;
+	m->obs[m->nobs++] = *o;
+}
+
+void *ct_model_state(const struct ct_model *m, const struct ct_analysis *a)
+{
+	for (size_t i = 0; i < m->nobs; i++)
+		if (m->analysis[i] == a)
+			return m->obs[i].ctx;
+	return NULL;
+}
+
+void *ct_model_attach(struct ct_model *m, const struct ct_analysis *a, const struct ct_report_opts *o)
+{
+	void *st = ct_model_state(m, a);
+	if (st)
+		return st;
+	struct ct_observer ob = a->observe;
+	ob.ctx = st = a->attach(m, o);
+	ct_model_observe(m, &ob);
+	m->analysis[m->nobs - 1] = a;
+	return st;
+}
+
+void ct_model_foreach_live(const struct ct_model *m,
+			   void (*fn)(void *ctx, const struct ct_model *m, const struct ct_block *b),
+			   void *ctx)
+{
+	for (size_t i = 0; m->live_mask && i <= m->live_mask; i++)
+		if (m->live[i].ns)
+			fn(ctx, m, &m->live[i]);
+}
+
+int ct_model_load(struct ct_model *m, const char *path, const struct ct_read_opts *opts)
+{
+	struct ct_reader_cb cb;
+	ct_model_callbacks(m, &cb);
+	free(m->path);
+	m->path = ct_xstrdup(path);
+	int st = ct_read_file(path, opts, &cb, &m->read);
+	if (st != CT_READ_ERROR)
+		ct_model_finish(m);
+	return st;
+}
+
+int ct_model_load_mem(struct ct_model *m, const void *data, size_t len,
+		      const struct ct_read_opts *opts)
+{
+	struct ct_reader_cb cb;
+	ct_model_callbacks(m, &cb);
+	int st = ct_read_mem(data, len, opts, &cb, &m->read);
+	if (st != CT_READ_ERROR)
+		ct_model_finish(m);
+	return st;
+}

@@ -1,0 +1,320 @@
+/*
+ * The analysis model of one dump: live set, sites, statistics, peak, leaks
+ * and timeline, built in one pass over the (time-ordered) events.
+ *
+ * Memory is proportional to live allocations + distinct sites/stacks, never
+ * to the number of events.
+ */
+#ifndef CT_ANALYZER_MODEL_H
+#define CT_ANALYZER_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/util.h"
+#include "cumtrace/format.h"
+#include "model/timeline.h"
+#include "read/reader.h"
+#include "read/symbols.h"
+
+/* Address namespaces of the live set. */
+enum ct_ns {
+	CT_NS_NONE = 0,
+	CT_NS_UVA = 1,	      /* device, managed, host pinned, VMM mapped */
+	CT_NS_REGISTERED = 2, /* cudaHostRegister'ed user memory */
+	CT_NS_PHYSICAL = 3,   /* cuMemCreate handles */
+	CT_NS_RESERVED = 4,   /* cuMemAddressReserve ranges */
+};
+
+/* Kinds counted as "device bytes" for the peak: device memory and VMM physical. */
+static inline int ct_kind_is_device_bytes(unsigned kind)
+{
+	return kind == CT_KIND_DEVICE || kind == CT_KIND_VMM_PHYSICAL;
+}
+
+/* Stream-ordered allocations (from a memory pool, on a stream). */
+static inline int ct_api_is_stream_ordered(unsigned api)
+{
+	switch (api) {
+	case CT_API_cudaMallocAsync:
+	case CT_API_cudaMallocAsync_ptsz:
+	case CT_API_cudaMallocFromPoolAsync:
+	case CT_API_cudaMallocFromPoolAsync_ptsz:
+	case CT_API_cuMemAllocAsync:
+	case CT_API_cuMemAllocAsync_ptsz:
+	case CT_API_cuMemAllocFromPoolAsync:
+	case CT_API_cuMemAllocFromPoolAsync_ptsz:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/*
+ * Where allocations come from: (stack, api, kind, device). 88 bytes, one per
+ * distinct stack of a dump at least: counts of live blocks are 32-bit (the
+ * live set holds fewer than 2^32 blocks, model.c).
+ */
+struct ct_site {
+	uint32_t stack_id;
+	uint32_t kd; /* index of its (kind, device) stats */
+	/* device-bytes sites: index of their device's ct_dev_peak (CT_IMAP_NONE otherwise) */
+	uint32_t dp;
+	uint16_t api;
+	int16_t device;
+	uint8_t kind;
+	uint32_t live_count;
+	/* live_count at the last peak of all devices and at the last peak of its own device */
+	uint32_t saved_count, dsaved_count;
+	uint64_t live_bytes;
+	uint64_t allocs, bytes_allocated;
+	/* versioned snapshot of the values at the last peak, and at its device's last peak
+	 * (device-bytes sites) */
+	uint64_t saved_version, saved_bytes;
+	uint64_t dsaved_version, dsaved_bytes;
+};
+
+/*
+ * Device bytes (ct_kind_is_device_bytes) of one device: live now, and the
+ * first moment they reached their maximum. version counts new peaks.
+ */
+struct ct_dev_peak {
+	int16_t device;
+	int seen;
+	uint64_t live, peak_bytes, peak_ts, version;
+};
+
+/* A leak group: allocations of one site that died unfreed for one reason. */
+struct ct_leak {
+	uint32_t stack_id;
+	uint16_t api;
+	uint8_t kind;
+	int16_t device;
+	uint16_t reason_api; /* API of the checkpoint; CT_API_none = live at exit */
+	uint8_t reason_op;   /* CT_OP_DEVICE_RESET, CT_OP_CTX_DESTROY, or 0 (exit) */
+	uint64_t count, bytes;
+	uint64_t first_ts; /* earliest allocation */
+};
+
+struct ct_api_stats {
+	uint64_t calls, failures, bytes, time_ns;
+};
+
+struct ct_kd_stats {
+	uint8_t kind;
+	int16_t device;
+	uint64_t allocations, frees, bytes_allocated;
+	uint64_t live_count, live_bytes, peak_bytes;
+};
+
+/*
+ * A live block. ts: when it became live; site: index into ct_model.sites;
+ * ns: enum ct_ns (never 0 for a live block).
+ */
+struct ct_block {
+	uint64_t ptr, size, ts, stream;
+	uint32_t tid;
+	uint32_t site : 29; /* at most CT_MODEL_MAX_SITES */
+	uint32_t ns : 3;
+};
+
+/* 40 bytes a live block (the namespace shares the site's word): sites stay below 2^29. */
+#define CT_MODEL_MAX_SITES (1u << 29)
+
+/* Why a block stops being live (struct ct_observer.release). */
+enum ct_end {
+	CT_END_FREE = 0,       /* freed (free, unmap, phys_release, va_free) */
+	CT_END_UNSEEN = 1,     /* its address was allocated again: the free was not seen */
+	CT_END_CHECKPOINT = 2, /* cudaDeviceReset / context destroy with the block live */
+};
+
+struct ct_mark;
+struct ct_model;
+
+/*
+ * An analysis riding on the model's one pass (OOM, fragmentation, streams,
+ * exports, ...). The model calls every observer in the order they were added;
+ * any callback may be NULL. Blocks and events are valid only during a call.
+ */
+struct ct_observer {
+	void *ctx;
+	/* a block became live (the model has counted it: sites, peak, stats) */
+	void (*alloc)(void *ctx, struct ct_model *m, const struct ct_rec_event *ev,
+		      const struct ct_block *b);
+	/* a block stops being live (the model has not removed it yet); how: enum ct_end */
+	void (*release)(void *ctx, struct ct_model *m, const struct ct_rec_event *ev,
+			const struct ct_block *b, int how);
+	/* every event, after the model applied it (failed calls included) */
+	void (*event)(void *ctx, struct ct_model *m, const struct ct_rec_event *ev);
+	/* a mark or NVTX range boundary, in time order among the events */
+	void (*mark)(void *ctx, struct ct_model *m, const struct ct_mark *mk);
+	/* a CT_REC_MEMINFO, in file order: before or after its failed event */
+	void (*meminfo)(void *ctx, struct ct_model *m, const struct ct_rec_meminfo *mi);
+	/* end of the dump, before the blocks still live become "live at exit" leaks */
+	void (*finish)(void *ctx, struct ct_model *m);
+	/* free ctx (ct_model_free) */
+	void (*destroy)(void *ctx);
+};
+
+#define CT_MODEL_MAX_OBSERVERS 16
+
+struct ct_report_opts;
+
+/*
+ * An analysis: state of its own that rides on the model's one pass (peak
+ * phases, OOM, fragmentation, streams, growth, exports). Defined once, in its
+ * own file, as a const struct ct_analysis (analyses/analyses.h lists them); a
+ * report names the analyses it reads (struct ct_report). The model keeps each
+ * one's state under the analysis's address and hands it back to whoever asks
+ * with it (ct_model_state): the model never names its analyses. What an
+ * analysis shows renderers is its views (render/views.h), computed from that
+ * state.
+ */
+struct ct_analysis {
+	const char *name;
+	/* a new state for m, before its dump is read; o: the command's options */
+	void *(*attach)(struct ct_model *m, const struct ct_report_opts *o);
+	/* the callbacks of the one pass, finish and destroy among them (ctx: the state) */
+	struct ct_observer observe;
+};
+
+struct ct_retired;
+
+struct ct_model {
+	/* process */
+	int have_process;
+	uint32_t pid, ppid, forked;
+	uint64_t start_realtime_ns, start_monotonic_ns;
+	char *version, *host, *exe, *cwd, *output;
+	char **argv;
+	size_t argc, argv_cap;
+	char *launch[CT_LAUNCH_COUNT]; /* "env.NAME" values (enum ct_launch_env), NULL unset */
+
+	/* what the reader said */
+	struct ct_read_result read;
+	char *path;
+
+	/* counters */
+	uint64_t events, allocations, frees, failed_calls;
+	uint64_t unmatched_frees, double_allocs, null_allocs;
+	uint64_t dropped;	 /* sum of CT_REC_DROPS */
+	uint64_t dropped_signal; /* the part of it made inside signal handlers (CT_DROPS_F_SIGNAL) */
+	uint64_t marks, modules;
+	int end_seen;
+	uint64_t end_ts, end_events, end_dropped, end_stacks;
+	int have_ts;
+	uint64_t first_ts, last_ts;
+
+	struct ct_api_stats api[CT_API_COUNT + 1]; /* [CT_API_COUNT]: unknown ids */
+	/* framework events: counted apart, never memory (framework.h) */
+	uint64_t fw_events, fw_api[CT_API_COUNT + 1];
+	struct ct_kd_stats kind_total[CT_KIND_COUNT];
+	struct ct_kd_stats *kd;
+	size_t nkd, capkd;
+	struct ct_imap kdmap;
+
+	/* live set: open addressing keyed by (namespace, ptr) */
+	struct ct_block *live;
+	void *retired; /* recently retired blocks, model.c */
+	size_t live_mask, live_count;
+	unsigned live_shift; /* 64 - log2(live_mask + 1) */
+
+	struct ct_site *sites;
+	size_t nsites, capsites;
+	struct ct_imap sitemap;
+
+	/* peak of device bytes (ct_kind_is_device_bytes), all devices together */
+	uint64_t dev_live, peak_bytes, peak_ts, peak_version;
+	int peak_seen;
+	/* the same per device (sorted by nothing: in order of appearance) */
+	struct ct_dev_peak *dpeaks;
+	size_t ndpeaks, capdpeaks;
+	struct ct_imap dpmap;
+	uint64_t meminfos; /* CT_REC_MEMINFO records */
+
+	struct ct_leak *leaks;
+	size_t nleaks, capleaks;
+	struct ct_imap leakmap;
+	uint64_t leak_count, leak_bytes;
+	uint64_t reset_leak_count, reset_leak_bytes;
+
+	struct ct_timeline tl;
+	struct ct_symtab *syms;
+	struct ct_pytab *py;	   /* Python frames (pystack.h) */
+	struct ct_marklist *marks_list; /* marks in file order (marks.h) */
+	struct ct_markq *markq;		/* marks waiting for their time among the events */
+	int finished;
+
+	struct ct_observer obs[CT_MODEL_MAX_OBSERVERS];
+	size_t nobs;
+	/* the analysis each observer serves (NULL: added with ct_model_observe) */
+	const struct ct_analysis *analysis[CT_MODEL_MAX_OBSERVERS];
+};
+
+void ct_model_init(struct ct_model *m);
+void ct_model_free(struct ct_model *m);
+
+/* Add an observer (before the dump is read). Exits (2) past CT_MODEL_MAX_OBSERVERS. */
+void ct_model_observe(struct ct_model *m, const struct ct_observer *o);
+/*
+ * Attach analysis a to m (before the dump is read), once: a second call
+ * returns the state of the first. Returns a's state.
+ */
+void *ct_model_attach(struct ct_model *m, const struct ct_analysis *a, const struct ct_report_opts *o);
+/* The state of analysis a on m, NULL when a was not attached. */
+void *ct_model_state(const struct ct_model *m, const struct ct_analysis *a);
+/* Call fn for every live block, in no particular order; fn must not change the model. */
+void ct_model_foreach_live(const struct ct_model *m,
+			   void (*fn)(void *ctx, const struct ct_model *m, const struct ct_block *b),
+			   void *ctx);
+
+/* Reader callbacks feeding the model. */
+void ct_model_callbacks(struct ct_model *m, struct ct_reader_cb *cb);
+/* Feed one event directly (tests); events must come in time order. */
+void ct_model_event(struct ct_model *m, const struct ct_rec_event *ev);
+/* End of dump: everything still live becomes a "live at exit" leak. */
+void ct_model_finish(struct ct_model *m);
+
+/*
+ * Read and analyze a dump file: the result is in m->read (status, error).
+ * Calls ct_model_finish unless the dump is unreadable.
+ */
+int ct_model_load(struct ct_model *m, const char *path, const struct ct_read_opts *opts);
+/* The same for a dump in memory (tests). */
+int ct_model_load_mem(struct ct_model *m, const void *data, size_t len,
+		      const struct ct_read_opts *opts);
+
+/* Start of the trace: the process start if known and not after the first event. */
+uint64_t ct_model_start_ns(const struct ct_model *m);
+uint64_t ct_model_duration_ns(const struct ct_model *m);
+/* ts in nanoseconds since the start of the trace (0 for times before it). */
+uint64_t ct_model_since_start(const struct ct_model *m, uint64_t ts);
+
+/* A site's count and bytes at the last peak (the versioned snapshot). */
+void ct_site_at_peak(const struct ct_model *m, const struct ct_site *s, uint64_t *count,
+		     uint64_t *bytes);
+
+/* A site's count and bytes at the last peak of its own device (device-bytes sites). */
+void ct_site_at_dev_peak(const struct ct_model *m, const struct ct_site *s, uint64_t *count,
+			 uint64_t *bytes);
+/* The peak record of device, NULL when it never had device bytes. */
+const struct ct_dev_peak *ct_model_dev_peak(const struct ct_model *m, int device);
+
+/* Reason text of a leak group: "live at exit", "live at cudaDeviceReset", ... */
+const char *ct_leak_reason(const struct ct_leak *l, char *buf, size_t cap);
+
+/* Add src to dst (totals over dumps): bytes and times saturate (util.h). */
+void ct_api_stats_add(struct ct_api_stats *dst, const struct ct_api_stats *src);
+void ct_kd_stats_add(struct ct_kd_stats *dst, const struct ct_kd_stats *src);
+
+/* Stats of (kind, device), NULL if none. */
+const struct ct_kd_stats *ct_model_kd(const struct ct_model *m, unsigned kind, int device);
+
+/* Live-set queries (tests). */
+size_t ct_model_live_count(const struct ct_model *m);
+int ct_model_is_live(const struct ct_model *m, unsigned kind, uint64_t ptr, uint64_t *size);
+
+/* The namespace of kind (0 for invalid kinds). */
+unsigned ct_kind_ns(unsigned kind);
+
+#endif

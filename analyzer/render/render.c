@@ -1,0 +1,536 @@
+/* Shared rendering helpers of the reports (render.h). */
+#include "render/render.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/util.h"
+#include "model/pystack.h"
+
+
+static int cmp_item(const void *a, const void *b)
+{
+	const struct ct_item *x = a, *y = b;
+	if (x->bytes != y->bytes)
+		return x->bytes > y->bytes ? -1 : 1;
+	if (x->count != y->count)
+		return x->count > y->count ? -1 : 1;
+	if (x->m->pid != y->m->pid)
+		return x->m->pid < y->m->pid ? -1 : 1;
+	if (x->leak && y->leak && x->leak->first_ts != y->leak->first_ts)
+		return x->leak->first_ts < y->leak->first_ts ? -1 : 1;
+	if (x->stack_id != y->stack_id)
+		return x->stack_id < y->stack_id ? -1 : 1;
+	if (x->kind != y->kind)
+		return x->kind < y->kind ? -1 : 1;
+	if (x->device != y->device)
+		return x->device < y->device ? -1 : 1;
+	if (x->api != y->api)
+		return x->api < y->api ? -1 : 1;
+	if (x->leak && y->leak) {
+		if (x->leak->reason_op != y->leak->reason_op)
+			return x->leak->reason_op < y->leak->reason_op ? -1 : 1;
+		if (x->leak->reason_api != y->leak->reason_api)
+			return x->leak->reason_api < y->leak->reason_api ? -1 : 1;
+	}
+	return 0;
+}
+
+void ct_items_sort(struct ct_item *v, size_t n)
+{
+	if (n > 1)
+		qsort(v, n, sizeof *v, cmp_item);
+}
+
+struct ct_item *ct_leak_items(struct ct_model *const *ms, size_t nm, size_t *n)
+{
+	size_t total = 0;
+	for (size_t i = 0; i < nm; i++)
+		total += ms[i]->nleaks;
+	struct ct_item *v = ct_xcalloc(total, sizeof *v);
+	size_t k = 0;
+	for (size_t i = 0; i < nm; i++)
+		for (size_t j = 0; j < ms[i]->nleaks; j++) {
+			const struct ct_leak *l = &ms[i]->leaks[j];
+			v[k++] = (struct ct_item){.m = ms[i],
+					       .stack_id = l->stack_id,
+					       .api = l->api,
+					       .kind = l->kind,
+					       .device = l->device,
+					       .leak = l,
+					       .count = l->count,
+					       .bytes = l->bytes};
+		}
+	ct_items_sort(v, k);
+	*n = k;
+	return v;
+}
+
+struct ct_item *ct_peak_items(struct ct_model *const *ms, size_t nm, size_t *n)
+{
+	size_t total = 0;
+	for (size_t i = 0; i < nm; i++)
+		total += ms[i]->nsites;
+	struct ct_item *v = ct_xcalloc(total, sizeof *v);
+	size_t k = 0;
+	for (size_t i = 0; i < nm; i++) {
+		const struct ct_model *m = ms[i];
+		if (!m->peak_seen)
+			continue;
+		for (size_t j = 0; j < m->nsites; j++) {
+			const struct ct_site *s = &m->sites[j];
+			if (!ct_kind_is_device_bytes(s->kind))
+				continue;
+			uint64_t c, b;
+			ct_site_at_peak(m, s, &c, &b);
+			if (!c)
+				continue;
+			v[k++] = (struct ct_item){.m = ms[i],
+					       .stack_id = s->stack_id,
+					       .api = s->api,
+					       .kind = s->kind,
+					       .device = s->device,
+					       .count = c,
+					       .bytes = b};
+		}
+	}
+	ct_items_sort(v, k);
+	*n = k;
+	return v;
+}
+
+struct ct_item ct_site_item(struct ct_model *m, const struct ct_site *s, uint64_t count,
+			    uint64_t bytes)
+{
+	return (struct ct_item){.m = m,
+				.stack_id = s->stack_id,
+				.api = s->api,
+				.kind = s->kind,
+				.device = s->device,
+				.count = count,
+				.bytes = bytes};
+}
+
+struct ct_item *ct_site_items(struct ct_model *m, ct_site_weigh_fn weigh, void *ctx, size_t *n)
+{
+	struct ct_item *v = ct_xcalloc(m->nsites, sizeof *v);
+	size_t k = 0;
+	for (size_t j = 0; j < m->nsites; j++) {
+		uint64_t c = 0, b = 0;
+		if (weigh(ctx, m, &m->sites[j], &c, &b) && c)
+			v[k++] = ct_site_item(m, &m->sites[j], c, b);
+	}
+	ct_items_sort(v, k);
+	*n = k;
+	return v;
+}
+
+size_t ct_items_shown(const struct ct_report_opts *o, size_t n)
+{
+	return o->top && o->top < n ? o->top : n;
+}
+
+void ct_text_items(FILE *f, const struct ct_report_opts *o, struct ct_model *m,
+		   const struct ct_item *v, size_t n)
+{
+	char b1[32];
+	int md = ct_multi_device(m);
+	size_t k = ct_items_shown(o, n);
+	for (size_t i = 0; i < k; i++) {
+		fprintf(f, "#%-3zu %s in %" PRIu64 " allocation%s (%s, %s", i + 1,
+			ct_fmt_bytes(v[i].bytes, b1, sizeof b1), v[i].count, v[i].count == 1 ? "" : "s",
+			ct_kind_name(v[i].kind), ct_api_name(v[i].api));
+		if (md)
+			fprintf(f, ", device %d", v[i].device);
+		fputs(")\n", f);
+		ct_text_stack(f, m, v[i].stack_id);
+	}
+	if (k < n) {
+		uint64_t rest = 0;
+		for (size_t i = k; i < n; i++)
+			rest = ct_sat_add(rest, v[i].bytes);
+		fprintf(f, "... and %zu more site%s: %s (--top 0 shows all)\n", n - k,
+			n - k == 1 ? "" : "s", ct_fmt_bytes(rest, b1, sizeof b1));
+	}
+}
+
+/* ---- small formatting helpers -------------------------------------------------------- */
+
+void ct_fmt_dur(uint64_t ns, char *buf, size_t cap)
+{
+	if (ns < 1000)
+		snprintf(buf, cap, "%" PRIu64 " ns", ns);
+	else if (ns < 1000000)
+		snprintf(buf, cap, "%.1f us", (double)ns / 1e3);
+	else if (ns < 1000000000)
+		snprintf(buf, cap, "%.3f ms", (double)ns / 1e6);
+	else
+		snprintf(buf, cap, "%.3f s", (double)ns / 1e9);
+}
+
+void ct_put_safe(FILE *f, const char *s)
+{
+	if (s)
+		ct_fput_safe(f, s, strlen(s));
+}
+
+/* "pid 1234 (python train.py)" */
+void ct_put_proc(FILE *f, const struct ct_model *m)
+{
+	if (!m->have_process) {
+		fputs("an unknown process (no process record)", f);
+		return;
+	}
+	fprintf(f, "pid %" PRIu32 " (", m->pid);
+	size_t len = 0;
+	if (m->argc) {
+		for (size_t i = 0; i < m->argc && len < 200; i++) {
+			if (i)
+				fputc(' ', f);
+			size_t l = strlen(m->argv[i]);
+			if (len + l > 200) {
+				ct_fput_safe(f, m->argv[i], 200 - len);
+				fputs("...", f);
+				len = 201;
+				break;
+			}
+			ct_fput_safe(f, m->argv[i], l);
+			len += l + 1;
+		}
+	} else if (m->exe) {
+		ct_put_safe(f, m->exe);
+	} else {
+		fputc('?', f);
+	}
+	fputc(')', f);
+}
+
+int ct_multi_device(const struct ct_model *m)
+{
+	int dev = 0, seen = 0;
+	for (size_t i = 0; i < m->nkd; i++) {
+		if (!m->kd[i].allocations)
+			continue;
+		if (seen && m->kd[i].device != dev)
+			return 1;
+		dev = m->kd[i].device;
+		seen = 1;
+	}
+	return 0;
+}
+
+const char *ct_signal_drops_text(uint64_t n)
+{
+	return n == 1 ? "call made inside a signal handler was"
+		      : "calls made inside signal handlers were";
+}
+
+void ct_put_notes(FILE *f, const struct ct_model *m)
+{
+	if (m->read.status == CT_READ_TRUNCATED)
+		fprintf(f,
+			"  note: the dump is truncated at offset %" PRIu64
+			" (the process died while writing); what came before is reported\n",
+			m->read.truncated_offset);
+	if (!m->end_seen)
+		fputs("  note: no END record: the process crashed, was killed or is still running;"
+		      " \"live at exit\" means live at the end of the dump\n",
+		      f);
+	if (m->dropped > m->dropped_signal)
+		fprintf(f,
+			"  WARNING: %" PRIu64
+			" events were dropped (ring buffers full): THE DATA IS INCOMPLETE\n",
+			m->dropped - m->dropped_signal);
+	if (m->dropped_signal)
+		fprintf(f,
+			"  WARNING: %" PRIu64 " %s not recorded: THE DATA IS INCOMPLETE\n",
+			m->dropped_signal, ct_signal_drops_text(m->dropped_signal));
+}
+
+/* ---- stacks ---------------------------------------------------------------------------- */
+
+static struct ct_frame frames[CT_FRAMES_MAX];
+
+const char *ct_frame_label(const struct ct_frame *fr, int with_line, char *buf, size_t cap)
+{
+	if (fr->python)
+		snprintf(buf, cap, "%s (%s:%u)", fr->function ? fr->function : "?",
+			 fr->file ? fr->file : "?", fr->line);
+	else if (fr->function && with_line && fr->file && fr->line)
+		snprintf(buf, cap, "%s (%s:%u)", fr->function,
+			 fr->file_short ? fr->file_short : fr->file, fr->line);
+	else if (fr->function)
+		snprintf(buf, cap, "%s", fr->function);
+	else if (fr->module)
+		snprintf(buf, cap, "%s+0x%" PRIx64, fr->module_name ? fr->module_name : fr->module,
+			 fr->offset);
+	else
+		snprintf(buf, cap, "0x%" PRIx64, fr->ip);
+	return buf;
+}
+
+void ct_text_stack(FILE *f, struct ct_model *m, uint32_t stack_id)
+{
+	if (!stack_id) {
+		fputs("      (no stack recorded)\n", f);
+		return;
+	}
+	if (!ct_frames_has(m, stack_id)) {
+		fprintf(f, "      (stack #%" PRIu32 " is missing from the dump)\n", stack_id);
+		return;
+	}
+	size_t n = ct_frames_resolve(m, stack_id, frames, CT_FRAMES_MAX);
+	if (!n)
+		fputs("      (empty stack)\n", f);
+	for (size_t i = 0; i < n; i++) {
+		const struct ct_frame *fr = &frames[i];
+		if (fr->python) {
+			fputs("      py ", f);
+			ct_put_safe(f, fr->function ? fr->function : "?");
+			fputs(" (", f);
+			ct_put_safe(f, fr->file ? fr->file : "?");
+			fprintf(f, ":%u)\n", fr->line);
+			continue;
+		}
+		fputs("      at ", f);
+		if (fr->function)
+			ct_put_safe(f, fr->function);
+		else
+			fputc('?', f);
+		if (fr->file) {
+			fputs(" (", f);
+			ct_put_safe(f, fr->file_short ? fr->file_short : fr->file);
+			if (fr->line)
+				fprintf(f, ":%u", fr->line);
+			fputc(')', f);
+		}
+		if (fr->module) {
+			fputs("  in ", f);
+			ct_put_safe(f, fr->module_name);
+			if (!fr->file)
+				fprintf(f, "+0x%" PRIx64, fr->offset);
+			if (fr->build_id_mismatch)
+				fputs(" (build id differs from the recorded one: not symbolized)", f);
+		} else {
+			fprintf(f, "  0x%" PRIx64, fr->ip);
+		}
+		if (fr->inlined)
+			fputs("  (inlined)", f);
+		fputc('\n', f);
+	}
+}
+
+void ct_json_stack(struct ct_json *j, struct ct_model *m, uint32_t stack_id)
+{
+	ct_json_arr(j);
+	size_t n = stack_id ? ct_frames_resolve(m, stack_id, frames, CT_FRAMES_MAX) : 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct ct_frame *fr = &frames[i];
+		ct_json_obj(j);
+		if (fr->python) {
+			ct_json_kv_bool(j, "python", 1);
+			ct_json_kv_str(j, "function", fr->function);
+			ct_json_kv_str(j, "file", fr->file);
+			ct_json_kv_u64(j, "line", fr->line);
+			ct_json_obj_end(j);
+			continue;
+		}
+		ct_json_kv_str(j, "function", fr->function);
+		ct_json_kv_str(j, "file", fr->file);
+		ct_json_kv_u64(j, "line", fr->line);
+		ct_json_kv_str(j, "module", fr->module);
+		ct_json_kv_u64(j, "offset", fr->offset);
+		ct_json_kv_str(j, "build_id", fr->build_id);
+		ct_json_kv_u64(j, "ip", fr->ip);
+		ct_json_kv_bool(j, "build_id_mismatch", fr->build_id_mismatch);
+		ct_json_kv_bool(j, "inlined", fr->inlined);
+		ct_json_obj_end(j);
+	}
+	ct_json_arr_end(j);
+}
+
+/* One CSV field, quoted when needed. */
+const char *ct_more_devices(size_t more, char *buf, size_t cap)
+{
+	snprintf(buf, cap, "... and %zu more device%s, not shown one by one (the %d highest peaks are)",
+		 more, more == 1 ? "" : "s", CT_DEVICES_SHOWN);
+	return buf;
+}
+
+void ct_csv_field(FILE *f, const char *s)
+{
+	if (!s)
+		return;
+	const unsigned char *p = (const unsigned char *)s;
+	size_t n = strlen(s);
+	/* a spreadsheet runs a cell that starts so as a formula (OWASP "CSV injection") */
+	int formula = n && strchr("=+-@\t\r", s[0]);
+	int plain = !formula && !strpbrk(s, ",\"\n\r");
+	for (size_t i = 0, l; plain && i < n; i += l)
+		plain = (l = p[i] < 0x80 ? 1 : ct_utf8_seq(p + i, n - i)) != 0;
+	if (plain) {
+		fputs(s, f);
+		return;
+	}
+	fputc('"', f);
+	if (formula)
+		fputc('\'', f);
+	for (size_t i = 0; i < n;) {
+		size_t l = p[i] < 0x80 ? 1 : ct_utf8_seq(p + i, n - i);
+		if (!l) {
+			fprintf(f, "\\x%02x", p[i++]); /* not UTF-8: shown as ct_fput_safe does */
+			continue;
+		}
+		if (p[i] == '"')
+			fputc('"', f);
+		fwrite(p + i, 1, l, f);
+		i += l;
+	}
+	fputc('"', f);
+}
+
+/* The stack as one field: "func (file:line) in module;..." innermost first. */
+void ct_csv_stack(FILE *f, struct ct_model *m, uint32_t stack_id)
+{
+	size_t n = stack_id ? ct_frames_resolve(m, stack_id, frames, CT_FRAMES_MAX) : 0;
+	size_t cap = 256, len = 0;
+	char *buf = ct_xmalloc(cap);
+	buf[0] = 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct ct_frame *fr = &frames[i];
+		char one[1024];
+		if (fr->python)
+			snprintf(one, sizeof one, "%s%s (%s:%u) [python]", i ? ";" : "",
+				 fr->function ? fr->function : "?", fr->file ? fr->file : "?",
+				 fr->line);
+		else if (fr->file)
+			snprintf(one, sizeof one, "%s%s (%s:%u) in %s", i ? ";" : "",
+				 fr->function ? fr->function : "?",
+				 fr->file_short ? fr->file_short : fr->file, fr->line,
+				 fr->module_name ? fr->module_name : "?");
+		else if (fr->module)
+			snprintf(one, sizeof one, "%s%s in %s+0x%" PRIx64, i ? ";" : "",
+				 fr->function ? fr->function : "?", fr->module_name, fr->offset);
+		else
+			snprintf(one, sizeof one, "%s? 0x%" PRIx64, i ? ";" : "", fr->ip);
+		if (fr->inlined) {
+			size_t o = strlen(one);
+			snprintf(one + o, sizeof one - o, " [inlined]");
+		}
+		size_t l = strlen(one);
+		buf = ct_xgrow(buf, &cap, len + l + 1, 1);
+		memcpy(buf + len, one, l + 1);
+		len += l;
+	}
+	ct_csv_field(f, buf);
+	free(buf);
+}
+
+void ct_json_item(struct ct_json *j, const struct ct_item *it)
+{
+	ct_json_obj(j);
+	ct_json_item_fields(j, it);
+	ct_json_obj_end(j);
+}
+
+void ct_json_item_fields(struct ct_json *j, const struct ct_item *it)
+{
+	char reason[64];
+	ct_json_kv_u64(j, "pid", it->m->pid);
+	ct_json_kv_u64(j, "count", it->count);
+	ct_json_kv_u64(j, "bytes", it->bytes);
+	ct_json_kv_str(j, "kind", ct_kind_name(it->kind));
+	ct_json_kv_str(j, "api", ct_api_name(it->api));
+	if (it->leak) {
+		ct_json_kv_str(j, "reason", ct_leak_reason(it->leak, reason, sizeof reason));
+	}
+	ct_json_kv_i64(j, "device", it->device);
+	ct_json_kv_u64(j, "stack_id", it->stack_id);
+	ct_json_key(j, "stack");
+	ct_json_stack(j, it->m, it->stack_id);
+}
+
+
+void ct_json_items(struct ct_json *j, const struct ct_report_opts *o, const struct ct_item *v,
+		   size_t n)
+{
+	ct_json_kv_u64(j, "sites_total", n);
+	ct_json_key(j, "sites");
+	ct_json_arr(j);
+	for (size_t i = 0; i < ct_items_shown(o, n); i++)
+		ct_json_item(j, &v[i]);
+	ct_json_arr_end(j);
+}
+
+/* ---- devices ---- */
+
+void ct_json_dev_key(struct ct_json *j, int dev)
+{
+	char k[16];
+	snprintf(k, sizeof k, "%d", dev);
+	ct_json_key(j, k);
+}
+
+
+static int cmp_i16(const void *a, const void *b)
+{
+	int16_t x = *(const int16_t *)a, y = *(const int16_t *)b;
+	return (x > y) - (x < y);
+}
+
+int16_t *ct_devices_of(struct ct_model *const *ms, size_t nm, unsigned kind, size_t *n)
+{
+	size_t cap = 0, k = 0;
+	int16_t *v = NULL;
+	for (size_t d = 0; d < nm; d++)
+		for (size_t i = 0; i < ms[d]->nkd; i++) {
+			const struct ct_kd_stats *s = &ms[d]->kd[i];
+			if (kind ? s->kind != kind : !ct_kind_is_device_bytes(s->kind))
+				continue;
+			v = ct_xgrow(v, &cap, k + 1, sizeof *v);
+			v[k++] = s->device;
+		}
+	if (k)
+		qsort(v, k, sizeof *v, cmp_i16);
+	size_t u = 0;
+	for (size_t i = 0; i < k; i++)
+		if (!u || v[u - 1] != v[i])
+			v[u++] = v[i];
+	*n = u;
+	return v;
+}
+
+size_t ct_find_dev(const int16_t *devs, size_t n, int16_t dev)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (devs[mid] < dev)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+void ct_render_per_format(FILE *f, const struct ct_report_opts *o, struct ct_model *const *ms,
+			      size_t n,
+			      void (*text)(FILE *, const struct ct_report_opts *, struct ct_model *),
+			      void (*csv)(FILE *, const struct ct_report_opts *,
+					  struct ct_model *const *, size_t))
+{
+	switch (o->format) {
+	case CT_FMT_CSV:
+		csv(f, o, ms, n);
+		break;
+	default:
+		for (size_t i = 0; i < n; i++) {
+			if (i)
+				fputc('\n', f);
+			text(f, o, ms[i]);
+		}
+		break;
+	}
+}
+

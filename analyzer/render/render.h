@@ -1,0 +1,124 @@
+/*
+ * What every report shares: the site lists (leak groups, sites at the peak),
+ * the process line and notes, stacks in text, JSON and CSV, small formatting.
+ * The strings these write come from an untrusted dump: text output goes
+ * through ct_fput_safe, JSON through the escaping writer, CSV quoted.
+ */
+#ifndef CT_ANALYZER_RENDER_H
+#define CT_ANALYZER_RENDER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "base/json.h"
+#include "commands/options.h"
+#include "model/model.h"
+
+/* One line of a leak or peak list: a leak group or a site at the peak. */
+struct ct_item {
+	struct ct_model *m;
+	uint32_t stack_id;
+	uint16_t api;
+	uint8_t kind;
+	int16_t device;
+	const struct ct_leak *leak; /* NULL for peak sites */
+	uint64_t count, bytes;
+};
+
+/* Every leak group of the models, largest first (caller frees). */
+struct ct_item *ct_leak_items(struct ct_model *const *ms, size_t nm, size_t *n);
+/* Every device-bytes site live at each model's peak, largest first (caller frees). */
+struct ct_item *ct_peak_items(struct ct_model *const *ms, size_t nm, size_t *n);
+/* The item of site s of m with the given count and bytes. */
+struct ct_item ct_site_item(struct ct_model *m, const struct ct_site *s, uint64_t count,
+			    uint64_t bytes);
+/*
+ * The sites of m that weigh returns nonzero for, with the count and bytes it
+ * sets (a count of 0 leaves the site out too), largest first (caller frees).
+ */
+typedef int (*ct_site_weigh_fn)(void *ctx, const struct ct_model *m, const struct ct_site *s,
+				uint64_t *count, uint64_t *bytes);
+struct ct_item *ct_site_items(struct ct_model *m, ct_site_weigh_fn weigh, void *ctx, size_t *n);
+/* Sort items largest first (bytes, count, pid, first seen, stack, kind, device, api). */
+void ct_items_sort(struct ct_item *v, size_t n);
+/* How many of n items --top lets through. */
+size_t ct_items_shown(const struct ct_report_opts *o, size_t n);
+
+/*
+ * Reports by device (each device at its own peak) show at most this many
+ * devices, the highest peaks: each costs a pass over the sites, and a dump
+ * may name all 65536 device numbers. frag tracks as many (FRAG_MAX_DEVICES).
+ */
+#define CT_DEVICES_SHOWN 64
+/* "... and N more devices, not shown one by one (...)" into buf; returns buf. */
+const char *ct_more_devices(size_t more, char *buf, size_t cap);
+
+/* "123 ns", "1.5 us", "2.000 ms", "1.250 s" */
+void ct_fmt_dur(uint64_t ns, char *buf, size_t cap);
+/* A dump-supplied string on a terminal (NULL prints nothing). */
+void ct_put_safe(FILE *f, const char *s);
+/* "pid 1234 (python train.py)" */
+void ct_put_proc(FILE *f, const struct ct_model *m);
+/* Truncation, no clean exit, dropped events: two-space indented lines. */
+void ct_put_notes(FILE *f, const struct ct_model *m);
+/* What n calls lost in signal handlers were, after the number: "call made inside a signal handler was". */
+const char *ct_signal_drops_text(uint64_t n);
+/* 1 when the model allocated on more than one device. */
+int ct_multi_device(const struct ct_model *m);
+
+/*
+ * The first --top items as "#1   8.0 MiB in 2 allocations (device, cudaMalloc)"
+ * lines (", device N" on a multi-device model), each with its stack, then
+ * "... and N more sites: SIZE (--top 0 shows all)".
+ */
+void ct_text_items(FILE *f, const struct ct_report_opts *o, struct ct_model *m,
+		   const struct ct_item *v, size_t n);
+
+/*
+ * One frame as a short label: a Python frame "func (file:line)"; a native one
+ * "func", or "func (file:line)" with with_line when the line is known; else
+ * "module+0xOFF", else "0xIP". Returns buf (truncated to cap).
+ */
+const char *ct_frame_label(const struct ct_frame *fr, int with_line, char *buf, size_t cap);
+/* A stack as indented "at func (file:line) in module" lines. */
+void ct_text_stack(FILE *f, struct ct_model *m, uint32_t stack_id);
+/* A stack as a JSON array of frame objects. */
+void ct_json_stack(struct ct_json *j, struct ct_model *m, uint32_t stack_id);
+/*
+ * One CSV text field from a dump (names, paths, functions; never numbers),
+ * quoted when needed; NULL writes nothing. A field that starts with = + - @,
+ * a tab or a carriage return is quoted with a ' before it, so that no
+ * spreadsheet runs it as a formula; bytes that are not valid UTF-8 are
+ * written as the text \xNN.
+ */
+void ct_csv_field(FILE *f, const char *s);
+/* A stack as one CSV field: "func (file:line) in module;..." innermost first. */
+void ct_csv_stack(FILE *f, struct ct_model *m, uint32_t stack_id);
+/* Sorted distinct devices of kind (of every device-bytes kind when kind is 0); caller frees. */
+int16_t *ct_devices_of(struct ct_model *const *ms, size_t nm, unsigned kind, size_t *n);
+/* Index of dev in the sorted devs (n when absent: check devs[i] == dev). */
+size_t ct_find_dev(const int16_t *devs, size_t n, int16_t dev);
+/* A device number as a JSON key ("0", "1", "-1"). */
+void ct_json_dev_key(struct ct_json *j, int dev);
+
+/* "sites_total": n and "sites": the first --top of the n items. */
+void ct_json_items(struct ct_json *j, const struct ct_report_opts *o, const struct ct_item *v,
+		   size_t n);
+/* A leak group or peak site as a JSON object (pid, count, bytes, kind, api, stack...). */
+void ct_json_item(struct ct_json *j, const struct ct_item *it);
+/* Its fields alone, to add more to the object (the caller opens and closes it). */
+void ct_json_item_fields(struct ct_json *j, const struct ct_item *it);
+
+/*
+ * Render a command in o->format, JSON aside (commands.c writes the JSON
+ * document): csv over all models, or text as one block per model separated
+ * by a blank line.
+ */
+void ct_render_per_format(FILE *f, const struct ct_report_opts *o, struct ct_model *const *ms,
+			  size_t n,
+			  void (*text)(FILE *, const struct ct_report_opts *, struct ct_model *),
+			  void (*csv)(FILE *, const struct ct_report_opts *, struct ct_model *const *,
+				      size_t));
+
+#endif
