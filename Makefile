@@ -5,7 +5,7 @@
 #   make check SANITIZE=address,undefined   the same, built with sanitizers in build-address,undefined/
 #   make check SANITIZE=thread              the same under ThreadSanitizer, in build-thread/
 #   make bench               capture-cost benchmark
-#   make install PREFIX=/usr/local
+#   make install PREFIX=/usr/local   (PYTHON_SITE=DIR: where python3 finds the cumtrace package)
 #   V=1                      show the commands
 
 CUDA_HOME ?= /usr/local/cuda
@@ -298,8 +298,19 @@ fuzz: $(FUZZ_BIN)
 
 .PHONY: fuzz fuzz-build
 
+# ---- the Python package (python/cumtrace): copied beside the shim, where its
+# bootstrap (preload/pyboot.c) looks for it: $(BUILD)/python, and once
+# installed PREFIX/lib/cumtrace/python (and the system python3's site folder).
+PY_SRC := $(wildcard python/cumtrace/*.py)
+PY_PKG := $(PY_SRC:python/%=$(BUILD)/python/%)
+$(BUILD)/python/cumtrace/%.py: python/cumtrace/%.py
+	@mkdir -p $(@D)
+	$(Q)cp $< $@
+PYTHON3 ?= python3
+PYTHON_SITE ?= $(shell $(PYTHON3) -c 'import sysconfig; print(sysconfig.get_path("purelib", vars={"base": "$(PREFIX)"}))' 2>/dev/null)
+
 # ---- targets ---------------------------------------------------------------
-all: $(SHIM) $(REPORT)
+all: $(SHIM) $(REPORT) $(PY_PKG)
 
 tests: all $(FAKE_CUDART) $(FAKE_CUDA) $(FAKE_CUPTI) $(NULLRT) $(TLIBS) $(CTTLS) $(TWIN_LIB) $(TWIN_LIB12) $(FAKE_C10) $(PROGS) $(UNITS) $(GENDUMP)
 
@@ -320,6 +331,10 @@ install: all
 	chmod 755 $(DESTDIR)$(PREFIX)/bin/cumtrace
 	install -m 755 bin/ctdump.py $(DESTDIR)$(PREFIX)/bin/ctdump.py
 	install -m 644 include/cumtrace/*.h $(DESTDIR)$(PREFIX)/include/cumtrace/
+	install -d $(DESTDIR)$(PREFIX)/lib/cumtrace/python/cumtrace
+	install -m 644 $(PY_SRC) $(DESTDIR)$(PREFIX)/lib/cumtrace/python/cumtrace/
+	if [ -n "$(PYTHON_SITE)" ]; then install -d $(DESTDIR)$(PYTHON_SITE)/cumtrace && \
+		install -m 644 $(PY_SRC) $(DESTDIR)$(PYTHON_SITE)/cumtrace/; fi
 
 clean:
 	rm -rf build build-*

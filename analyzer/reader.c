@@ -653,6 +653,17 @@ static int dispatch(struct rd *r, const unsigned char *p, unsigned type, uint32_
 			cb->mark(cb->ctx, &mk, (const char *)p + sizeof mk, mk.name_len);
 		return 0;
 	}
+	case CT_REC_COUNTER: {
+		struct ct_rec_counter c;
+		memcpy(&c, p, sizeof c);
+		if ((uint64_t)sizeof c + c.name_len > size) {
+			corrupt(r, off, "counter name (%u bytes) overflows a record of %u bytes", c.name_len, size);
+			return -1;
+		}
+		if (cb->counter)
+			cb->counter(cb->ctx, &c, (const char *)p + sizeof c, c.name_len);
+		return 0;
+	}
 	case CT_REC_MEMINFO: {
 		struct ct_rec_meminfo mi;
 		memcpy(&mi, p, sizeof mi);

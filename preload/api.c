@@ -49,3 +49,93 @@ CT_EXPORT const char *cumtrace_version(void)
 {
 	return CUMTRACE_VERSION;
 }
+
+_Static_assert(CUMTRACE_STEP_EXPLICIT == CT_STEP_EXPLICIT && CUMTRACE_STEP_OPTIMIZER == CT_STEP_OPTIMIZER,
+	       "cumtrace.h's step sources are format.h's");
+
+CT_EXPORT void cumtrace_step(int source, const char *name)
+{
+	ct_put_mark(CT_MARK_STEP, name && *name ? name : "step", (uint64_t)(unsigned)source);
+}
+
+CT_EXPORT int cumtrace_active(void)
+{
+	int state = atomic_load(&ct_state);
+	if (state == CT_STATE_UNINIT) {
+		ct_options_init();
+		return !ct_option(CT_OPT_DISABLE);
+	}
+	return state == CT_STATE_STARTING || state == CT_STATE_RUNNING;
+}
+
+CT_EXPORT void cumtrace_flush(void)
+{
+	ct_flush_sync();
+}
+
+CT_EXPORT void cumtrace_counter(const char *name, int device, unsigned long long value)
+{
+	struct {
+		struct ct_rec_counter c;
+		char name[CT_MARK_NAME_MAX + 8];
+	} rec;
+	if (atomic_load(&ct_state) == CT_STATE_UNINIT)
+		ct_ensure_started();
+	size_t n = name ? strnlen(name, CT_MARK_NAME_MAX - 1) : 0;
+	memcpy(rec.name, name ? name : "", n);
+	memset(rec.name + n, 0, 8);
+	uint32_t size = CT_REC_ALIGN((uint32_t)(sizeof rec.c + n + 1));
+	rec.c.rec.type = CT_REC_COUNTER;
+	rec.c.rec.flags = 0;
+	rec.c.rec.size = size;
+	rec.c.ts_ns = ct_ticks(); /* the writer converts (ct_rec_finish) */
+	rec.c.value = value;
+	rec.c.tid = ct_current_tid();
+	rec.c.device = device < INT16_MIN || device > INT16_MAX ? -1 : (int16_t)device;
+	rec.c.name_len = (uint16_t)(n + 1);
+	ct_record_raw(&rec, size);
+}
+
+/*
+ * One CuPy pool event, recorded as a framework event (format.h) on the
+ * calling thread's ring, with its stacks on an allocation, as the torch
+ * tracker records one (torch.c).
+ */
+static __attribute__((noinline)) void ct_cupy_event(unsigned api, int device, uint64_t ptr,
+						     uint64_t size, uint64_t aux)
+{
+	int state = atomic_load_explicit(&ct_state, memory_order_acquire);
+	if (state == CT_STATE_UNINIT)
+		state = ct_ensure_started();
+	if (state != CT_STATE_RUNNING)
+		return;
+	struct ct_thread *t = &ct_tls;
+	if (t->in_hook) {
+		ct_count_lost();
+		return;
+	}
+	struct ct_call c;
+	ct_call_start(t, &c);
+	c.api = (uint16_t)api;
+	c.op = CT_OP_NONE;
+	c.layer = CT_LAYER_FRAMEWORK;
+	c.kind = CT_KIND_CUPY_BLOCK;
+	c.result = 0;
+	c.device = device < INT16_MIN || device > INT16_MAX ? -1 : (int16_t)device;
+	c.ptr = ptr;
+	c.size = size;
+	c.aux = aux;
+	c.frame = __builtin_frame_address(0);
+	ct_call_end_slow(&c, c.t0);
+}
+
+CT_EXPORT void cumtrace_cupy_alloc(int device, unsigned long long ptr, unsigned long long size,
+				   unsigned long long requested)
+{
+	ct_cupy_event(CT_API_cupy_alloc, device, ptr, size, requested);
+}
+
+CT_EXPORT void cumtrace_cupy_free(int device, unsigned long long ptr, unsigned long long size)
+{
+	ct_cupy_event(CT_API_cupy_free, device, ptr, size, 0);
+}

@@ -38,6 +38,7 @@ enum ct_option {
 	CT_OPT_CLOCK,	    /* CUMTRACE_CLOCK: "monotonic" = never read the CPU's counter */
 	CT_OPT_STACK_CACHE, /* CUMTRACE_STACK_CACHE: 0 = unwind every stack afresh */
 	CT_OPT_TORCH,	    /* CUMTRACE_TORCH: 0 = no framework layer; 2 = also unmeasured versions */
+	CT_OPT_PYTHON_BOOT, /* CUMTRACE_PYTHON_BOOT: 0 = no Python bootstrap (pyboot.c) */
 	CT_OPT_COUNT
 };
 
@@ -429,7 +430,7 @@ struct ct_call {
 static inline int ct_fw_wants_stack(unsigned api)
 {
 	return api == CT_API_torch_alloc || api == CT_API_torch_segment_alloc ||
-	       api == CT_API_torch_segment_map || api == CT_API_torch_oom;
+	       api == CT_API_torch_segment_map || api == CT_API_torch_oom || api == CT_API_cupy_alloc;
 }
 
 /* Does this call's event carry stacks (native and Python)? */
@@ -538,6 +539,11 @@ CT_HIDDEN void ct_writer_kick(void);
 CT_HIDDEN void ct_write_direct(const void *rec, uint32_t len);
 /* Flush every ring to the file and wait until it is written (exec, exit). */
 CT_HIDDEN void ct_flush_sync(void);
+/*
+ * Once tracing runs in a CPython process: schedule the Python bootstrap
+ * (pyboot.c) with Py_AddPendingCall. Called by the thread that started tracing.
+ */
+CT_HIDDEN void ct_pyboot_schedule(void);
 /* Stop the writer, write CT_REC_END (process exit). */
 CT_HIDDEN void ct_shutdown(void);
 /* Count an event lost outside any ring (no ring could be had). */

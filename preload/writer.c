@@ -917,6 +917,7 @@ int ct_ensure_started(void)
 	atomic_store(&ct_writer_joinable, 1);
 	ct_catch_fatal();
 	final = CT_STATE_RUNNING;
+	ct_pyboot_schedule();
 done:
 	if (final == CT_STATE_DISABLED)
 		ct_dump_close();
