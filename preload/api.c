@@ -7,18 +7,30 @@
 
 #define CT_MARK_NAME_MAX 1024
 
+/*
+ * Start a record of a fixed part and a name (a mark, a counter): tracing
+ * started first (it picks the clock the record's stamp is read from), the
+ * name (cut to CT_MARK_NAME_MAX - 1 bytes) copied to name_at with its NUL and
+ * zero padding. Returns the record's size; *name_len is the name's bytes.
+ */
+static uint32_t ct_named_rec(size_t fixed, char *name_at, const char *name, uint16_t *name_len)
+{
+	if (atomic_load(&ct_state) == CT_STATE_UNINIT)
+		ct_ensure_started();
+	size_t n = name ? strnlen(name, CT_MARK_NAME_MAX - 1) : 0;
+	memcpy(name_at, name ? name : "", n);
+	memset(name_at + n, 0, 8);
+	*name_len = (uint16_t)(n + 1);
+	return CT_REC_ALIGN((uint32_t)(fixed + n + 1));
+}
+
 void ct_put_mark(enum ct_mark_kind kind, const char *name, uint64_t aux)
 {
 	struct {
 		struct ct_rec_mark m;
 		char name[CT_MARK_NAME_MAX + 8];
 	} rec;
-	if (atomic_load(&ct_state) == CT_STATE_UNINIT)
-		ct_ensure_started(); /* it picks the clock the stamp below is read from */
-	size_t n = name ? strnlen(name, CT_MARK_NAME_MAX - 1) : 0;
-	memcpy(rec.name, name ? name : "", n);
-	memset(rec.name + n, 0, 8);
-	uint32_t size = CT_REC_ALIGN((uint32_t)(sizeof rec.m + n + 1));
+	uint32_t size = ct_named_rec(sizeof rec.m, rec.name, name, &rec.m.name_len);
 	rec.m.rec.type = CT_REC_MARK;
 	rec.m.rec.flags = 0;
 	rec.m.rec.size = size;
@@ -26,7 +38,6 @@ void ct_put_mark(enum ct_mark_kind kind, const char *name, uint64_t aux)
 	rec.m.aux = aux;
 	rec.m.tid = ct_current_tid();
 	rec.m.kind = (uint16_t)kind;
-	rec.m.name_len = (uint16_t)(n + 1);
 	ct_record_raw(&rec, size);
 }
 
@@ -79,12 +90,7 @@ CT_EXPORT void cumtrace_counter(const char *name, int device, unsigned long long
 		struct ct_rec_counter c;
 		char name[CT_MARK_NAME_MAX + 8];
 	} rec;
-	if (atomic_load(&ct_state) == CT_STATE_UNINIT)
-		ct_ensure_started();
-	size_t n = name ? strnlen(name, CT_MARK_NAME_MAX - 1) : 0;
-	memcpy(rec.name, name ? name : "", n);
-	memset(rec.name + n, 0, 8);
-	uint32_t size = CT_REC_ALIGN((uint32_t)(sizeof rec.c + n + 1));
+	uint32_t size = ct_named_rec(sizeof rec.c, rec.name, name, &rec.c.name_len);
 	rec.c.rec.type = CT_REC_COUNTER;
 	rec.c.rec.flags = 0;
 	rec.c.rec.size = size;
@@ -92,7 +98,6 @@ CT_EXPORT void cumtrace_counter(const char *name, int device, unsigned long long
 	rec.c.value = value;
 	rec.c.tid = ct_current_tid();
 	rec.c.device = device < INT16_MIN || device > INT16_MAX ? -1 : (int16_t)device;
-	rec.c.name_len = (uint16_t)(n + 1);
 	ct_record_raw(&rec, size);
 }
 
