@@ -15,7 +15,9 @@
 None of them is imported here. A module already imported is hooked at once;
 one imported later is hooked right after its own code ran, by a finder at the
 front of sys.meta_path that answers only for the watched names (it asks the
-other finders, and wraps that one module's loader for that one import). A
+other finders, and wraps that one module's loader for that one import); one
+whose import is under way when the bootstrap runs is hooked by that finder at
+the next import of anything once it is complete. A
 hook that cannot be installed is one warning on stderr; nothing here raises
 into the program.
 """
@@ -82,6 +84,19 @@ def _hook_cupy(cupy_mod):
 _WATCH = {"torch.optim.optimizer": _hook_torch, "cupy": _hook_cupy}
 
 
+def _initializing(module):
+    """Is module still running its own code (imported on this thread, under way)?"""
+    return bool(getattr(getattr(module, "__spec__", None), "_initializing", False))
+
+
+def _retry():
+    """Hook the watched modules that were found half imported and are complete now."""
+    for name in _WATCH:
+        module = sys.modules.get(name)
+        if name not in _done and module is not None and not _initializing(module):
+            _on_import(name, module)
+
+
 def _on_import(name, module):
     if name in _done:
         return
@@ -99,6 +114,8 @@ class _Finder(object):
         self._busy = threading.local()
 
     def find_spec(self, name, path=None, target=None):
+        if len(_done) < len(_WATCH):
+            _retry()
         if name not in _WATCH or name in _done or getattr(self._busy, "on", False):
             return None
         self._busy.on = True
@@ -175,10 +192,9 @@ def install():
     if _installed or not _c:
         return
     _installed = True
-    for name in _WATCH:
-        module = sys.modules.get(name)
-        if module is not None:
-            _on_import(name, module)
+    # a module still being imported (the bootstrap ran in the middle of its code) is hooked
+    # by the finder once it is complete: at the next import of anything
+    _retry()
     # blocks handed out before the hook (the first CuPy call's, at least) are only in this figure
     _sample_cupy()
     if len(_done) < len(_WATCH):

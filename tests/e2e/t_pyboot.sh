@@ -65,6 +65,12 @@ summary_has late "  steps: 0 explicit (cumtrace.step), 12 from optimizer hooks"
 expect_eq late_series "$(jget "$T/late.json" '[(s["name"], s["kind"], s["steps"]) for s in j["leaks"]["growth"]["series"]]')" \
 	"[('SGD', 'optimizer', 11)]"
 
+# The bootstrap runs while torch.optim.optimizer's own code runs: hooked once it is complete.
+run midimport optim PYFW_CUDA_AT_IMPORT=1
+reports midimport
+summary_has midimport "  steps: 0 explicit (cumtrace.step), 12 from optimizer hooks"
+expect_eq midimport_stderr "$(cat "$T/midimport.err")" ""
+
 # Explicit steps (cumtrace.step(), once per iteration) win over twice as many optimizer steps.
 run explicit explicit
 reports explicit

@@ -1,5 +1,14 @@
 # torch.optim.optimizer's global step post hooks, as torch 2.x calls them.
 import itertools
+import os
+
+if os.environ.get("PYFW_CUDA_AT_IMPORT"):
+    # a CUDA call while this module's code runs: the bootstrap then runs in its middle
+    import ctypes
+    _p = ctypes.c_void_p()
+    ctypes.CDLL("libcudart.so.13").cudaMalloc(ctypes.byref(_p), 256)
+    for _ in range(3):
+        pass
 
 _global_optimizer_post_hooks = {}
 _ids = itertools.count()
