@@ -153,6 +153,16 @@ LD_LIBRARY_PATH=$FAKE LD_PRELOAD=$pre CUMTRACE_OUTPUT="$T/brokenopt.%p.dump" PYT
 expect_eq brokenopt_output "$(cat "$T/brokenopt.out")" "done optim 12"
 expect_eq brokenopt_warnings "$(grep -c 'Python bootstrap failed' "$T/brokenopt.err")" 1
 
+# The installed layout (make install): PREFIX/lib/libcumtrace.so finds PREFIX/lib/cumtrace/python.
+pre=$(shim_at "$T/pfx/lib")
+mkdir -p "$T/pfx/lib/cumtrace/python"
+cp -r "$PKG/cumtrace" "$T/pfx/lib/cumtrace/python/"
+LD_LIBRARY_PATH=$FAKE LD_PRELOAD=$pre CUMTRACE_QUIET=0 CUMTRACE_OUTPUT="$T/pfx.%p.dump" PYTHONPATH="$PYFW" \
+	python3 "$DRIVER" optim >"$T/pfx.out" 2>"$T/pfx.err" || fail "pfx: driver failed"
+expect_eq pfx_stderr "$(cat "$T/pfx.err")" ""
+"$REPORT" summary "$(dump_of pfx)" >"$T/pfx.sum"
+summary_has pfx "  steps: 0 explicit (cumtrace.step), 12 from optimizer hooks"
+
 # A program that is not Python: unchanged, nothing said.
 LD_LIBRARY_PATH=$FAKE LD_PRELOAD=$PRELOAD CUMTRACE_QUIET=0 CUMTRACE_OUTPUT="$T/c.%p.dump" "$PROGS/basic" >"$T/c.out" 2>"$T/c.err" ||
 	fail "basic failed under the shim"
