@@ -56,6 +56,9 @@ expect_eq optim_series "$(jget "$T/optim.json" '[(s["name"], s["kind"], s["steps
 	"[('SGD', 'optimizer', 11, 12)]"
 expect_eq optim_line "$(jget "$T/optim.json" '[(f["function"], f["line"]) for f in j["leaks"]["growth"]["sites"][0]["stack"] if f.get("python") and f["function"] == "train"]')" \
 	"[('train', $keep_line)]"
+# the Perfetto trace shows each optimizer step as an instant
+"$REPORT" perfetto "$(dump_of optim)" -o "$T/optim.trace.json" || fail "perfetto failed"
+expect_eq optim_perfetto "$(jget "$T/optim.trace.json" 'sum(1 for e in (j["traceEvents"] if isinstance(j, dict) else j) if e.get("ph") in ("i", "I") and e.get("name") == "SGD")')" 12
 
 # torch imported after the first CUDA call: hooked by the import finder.
 run late late
