@@ -60,6 +60,13 @@ expect_eq optim_line "$(jget "$T/optim.json" '[(f["function"], f["line"]) for f 
 "$REPORT" perfetto "$(dump_of optim)" -o "$T/optim.trace.json" || fail "perfetto failed"
 expect_eq optim_perfetto "$(jget "$T/optim.trace.json" 'sum(1 for e in (j["traceEvents"] if isinstance(j, dict) else j) if e.get("ph") in ("i", "I") and e.get("name") == "SGD")')" 12
 
+# The same through the wrapper.
+LD_LIBRARY_PATH=$FAKE CUMTRACE_LIB=$SHIM CUMTRACE_REPORT=$REPORT PYTHONPATH="$PYFW" \
+	sh "$ROOT/bin/cumtrace" run --no-summary -o "$T/wrap.dump" -- python3 "$DRIVER" optim >"$T/wrap.out" 2>&1 ||
+	fail "wrapper: $(cat "$T/wrap.out")"
+"$REPORT" summary "$T/wrap.dump" >"$T/wrap.sum" || fail "wrapper: no dump"
+summary_has wrap "  steps: 0 explicit (cumtrace.step), 12 from optimizer hooks"
+
 # torch imported after the first CUDA call: hooked by the import finder.
 run late late
 same_as_untraced late late
