@@ -8,12 +8,14 @@
 #define CT_MARK_NAME_MAX 1024
 
 /*
- * Start a record of a fixed part and a name (a mark, a counter): tracing
- * started first (it picks the clock the record's stamp is read from), the
- * name (cut to CT_MARK_NAME_MAX - 1 bytes) copied to name_at with its NUL and
- * zero padding. Returns the record's size; *name_len is the name's bytes.
+ * Start a record of type, a fixed part of fixed bytes at hdr and a name (a
+ * mark, a counter): tracing started first (it picks the clock the record's
+ * stamp is read from), the name (cut to CT_MARK_NAME_MAX - 1 bytes) copied to
+ * name_at with its NUL and zero padding, the header filled in. Returns the
+ * record's size; *name_len is the name's bytes.
  */
-static uint32_t ct_named_rec(size_t fixed, char *name_at, const char *name, uint16_t *name_len)
+static uint32_t ct_named_rec(struct ct_rec *hdr, unsigned type, size_t fixed, char *name_at,
+			     const char *name, uint16_t *name_len)
 {
 	if (atomic_load(&ct_state) == CT_STATE_UNINIT)
 		ct_ensure_started();
@@ -21,7 +23,10 @@ static uint32_t ct_named_rec(size_t fixed, char *name_at, const char *name, uint
 	memcpy(name_at, name ? name : "", n);
 	memset(name_at + n, 0, 8);
 	*name_len = (uint16_t)(n + 1);
-	return CT_REC_ALIGN((uint32_t)(fixed + n + 1));
+	hdr->type = (uint16_t)type;
+	hdr->flags = 0;
+	hdr->size = CT_REC_ALIGN((uint32_t)(fixed + n + 1));
+	return hdr->size;
 }
 
 void ct_put_mark(enum ct_mark_kind kind, const char *name, uint64_t aux)
@@ -30,10 +35,8 @@ void ct_put_mark(enum ct_mark_kind kind, const char *name, uint64_t aux)
 		struct ct_rec_mark m;
 		char name[CT_MARK_NAME_MAX + 8];
 	} rec;
-	uint32_t size = ct_named_rec(sizeof rec.m, rec.name, name, &rec.m.name_len);
-	rec.m.rec.type = CT_REC_MARK;
-	rec.m.rec.flags = 0;
-	rec.m.rec.size = size;
+	uint32_t size = ct_named_rec(&rec.m.rec, CT_REC_MARK, sizeof rec.m, rec.name, name,
+				     &rec.m.name_len);
 	rec.m.ts_ns = ct_ticks(); /* the writer converts (ct_rec_finish) */
 	rec.m.aux = aux;
 	rec.m.tid = ct_current_tid();
@@ -90,10 +93,8 @@ CT_EXPORT void cumtrace_counter(const char *name, int device, unsigned long long
 		struct ct_rec_counter c;
 		char name[CT_MARK_NAME_MAX + 8];
 	} rec;
-	uint32_t size = ct_named_rec(sizeof rec.c, rec.name, name, &rec.c.name_len);
-	rec.c.rec.type = CT_REC_COUNTER;
-	rec.c.rec.flags = 0;
-	rec.c.rec.size = size;
+	uint32_t size = ct_named_rec(&rec.c.rec, CT_REC_COUNTER, sizeof rec.c, rec.name, name,
+				     &rec.c.name_len);
 	rec.c.ts_ns = ct_ticks(); /* the writer converts (ct_rec_finish) */
 	rec.c.value = value;
 	rec.c.tid = ct_current_tid();
@@ -109,23 +110,10 @@ CT_EXPORT void cumtrace_counter(const char *name, int device, unsigned long long
 static __attribute__((noinline)) void ct_cupy_event(unsigned api, int device, uint64_t ptr,
 						     uint64_t size, uint64_t aux)
 {
-	int state = atomic_load_explicit(&ct_state, memory_order_acquire);
-	if (state == CT_STATE_UNINIT)
-		state = ct_ensure_started();
-	if (state != CT_STATE_RUNNING)
-		return;
-	struct ct_thread *t = &ct_tls;
-	if (t->in_hook) {
-		ct_count_lost();
-		return;
-	}
 	struct ct_call c;
-	ct_call_start(t, &c);
-	c.api = (uint16_t)api;
-	c.op = CT_OP_NONE;
-	c.layer = CT_LAYER_FRAMEWORK;
+	if (!ct_fw_call_begin(&c, api))
+		return;
 	c.kind = CT_KIND_CUPY_BLOCK;
-	c.result = 0;
 	c.device = device < INT16_MIN || device > INT16_MAX ? -1 : (int16_t)device;
 	c.ptr = ptr;
 	c.size = size;

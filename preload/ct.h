@@ -653,6 +653,33 @@ static inline void ct_call_start(struct ct_thread *t, struct ct_call *call)
 	call->t0 = ct_ticks();
 }
 
+/*
+ * Begin a framework event (format.h, "Framework events": layer
+ * CT_LAYER_FRAMEWORK, op none, result 0) of api on the calling thread, for
+ * ct_call_end_slow: tracing is started first if need be (a fork child before
+ * its first traced call). Returns 0, recording nothing, when tracing is shut
+ * down or off, or when the thread is inside the shim (then counted as lost).
+ */
+static inline int ct_fw_call_begin(struct ct_call *call, unsigned api)
+{
+	int state = atomic_load_explicit(&ct_state, memory_order_acquire);
+	if (state == CT_STATE_UNINIT)
+		state = ct_ensure_started();
+	if (state != CT_STATE_RUNNING)
+		return 0;
+	struct ct_thread *t = &ct_tls;
+	if (t->in_hook) {
+		ct_count_lost();
+		return 0;
+	}
+	ct_call_start(t, call);
+	call->api = (uint16_t)api;
+	call->op = CT_OP_NONE;
+	call->layer = CT_LAYER_FRAMEWORK;
+	call->result = 0;
+	return 1;
+}
+
 static inline int ct_call_begin(struct ct_call *call)
 {
 	struct ct_thread *t = &ct_tls;
