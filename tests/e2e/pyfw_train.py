@@ -13,6 +13,8 @@
 #              cumtrace.step()
 #   jax        3 cumtrace.step() with the stand-in jax's stats set
 #   plain      one allocation and free; prints sys.path
+#   fork       2 optimizer steps, then a fork: the child makes 3 and leaves
+#              with os._exit, the parent 4 more after waiting for it
 # It prints the same lines traced or not.
 import ctypes
 import sys
@@ -73,6 +75,17 @@ elif scenario == "jax":
         jax._use(0, (i + 1) << 20)
         jax._use(1, 5 << 20)
         cumtrace.step()
+elif scenario == "fork":
+    import os
+    import torch
+    opt = torch.optim.SGD([])
+    train(opt, 2)
+    pid = os.fork()
+    if pid == 0:
+        train(opt, 3)
+        os._exit(0)
+    os.waitpid(pid, 0)
+    train(opt, 4)
 elif scenario == "plain":
     rt.cudaFree(cuda_alloc(256))
     for _ in range(3):

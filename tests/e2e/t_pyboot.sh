@@ -116,6 +116,17 @@ python3 "$ROOT/bin/ctdump.py" "$(dump_of jax)" | grep -o 'counter ts=[0-9]* jax.
 expect_eq jax_samples "$(tr '\n' ' ' <"$T/jax.c")" \
 	"counter jax.bytes_in_use=1048576 dev=0 counter jax.bytes_in_use=2097152 dev=0 counter jax.bytes_in_use=3145728 dev=0 "
 
+# A fork child inherits the hooks and records its own steps into its own dump; never bootstrapped twice.
+if ! tsan_build; then
+	run fork fork CUMTRACE_QUIET=0
+	expect_eq fork_stderr "$(cat "$T/fork.err")" ""
+	for d in "$T"/fork.*.dump; do
+		"$REPORT" summary "$d" | grep '^  steps:'
+	done | sort >"$T/fork.steps"
+	expect_eq fork_steps "$(cat "$T/fork.steps")" "  steps: 0 explicit (cumtrace.step), 3 from optimizer hooks
+  steps: 0 explicit (cumtrace.step), 6 from optimizer hooks"
+fi
+
 # CUMTRACE_PYTHON_BOOT=0: no step boundaries, no growth without markers, nothing imported.
 run off optim CUMTRACE_PYTHON_BOOT=0
 reports off
