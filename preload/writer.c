@@ -917,12 +917,13 @@ int ct_ensure_started(void)
 	atomic_store(&ct_writer_joinable, 1);
 	ct_catch_fatal();
 	final = CT_STATE_RUNNING;
-	ct_pyboot_schedule();
 done:
 	if (final == CT_STATE_DISABLED)
 		ct_dump_close();
 	atomic_store(&ct_starting_tid, 0);
 	atomic_store(&ct_state, final);
+	if (final == CT_STATE_RUNNING)
+		ct_pyboot_schedule(); /* running first: the main thread may run the bootstrap at once */
 	t->in_hook = saved_hook;
 	errno = saved_errno;
 	return final;

@@ -13,6 +13,7 @@
 #              cumtrace.step()
 #   jax        3 cumtrace.step() with the stand-in jax's stats set
 #   plain      one allocation and free; prints sys.path
+#   thread     the first CUDA call on a thread of its own, then the optim loop
 #   fork       2 optimizer steps, then a fork: the child makes 3 and leaves
 #              with os._exit, the parent 4 more after waiting for it
 # It prints the same lines traced or not.
@@ -75,6 +76,12 @@ elif scenario == "jax":
         jax._use(0, (i + 1) << 20)
         jax._use(1, 5 << 20)
         cumtrace.step()
+elif scenario == "thread":
+    import torch
+    worker = threading.Thread(target=lambda: rt.cudaFree(cuda_alloc(256)))
+    worker.start()
+    worker.join()
+    train(torch.optim.SGD([]), 12)
 elif scenario == "fork":
     import os
     import torch

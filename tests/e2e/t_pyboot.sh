@@ -75,6 +75,11 @@ summary_has late "  steps: 0 explicit (cumtrace.step), 12 from optimizer hooks"
 expect_eq late_series "$(jget "$T/late.json" '[(s["name"], s["kind"], s["steps"]) for s in j["leaks"]["growth"]["series"]]')" \
 	"[('SGD', 'optimizer', 11)]"
 
+# The first CUDA call made on another thread: the bootstrap still runs on the main thread.
+run thread thread
+reports thread
+summary_has thread "  steps: 0 explicit (cumtrace.step), 12 from optimizer hooks"
+
 # The bootstrap runs while torch.optim.optimizer's own code runs: hooked once it is complete.
 run midimport optim PYFW_CUDA_AT_IMPORT=1
 reports midimport
