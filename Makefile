@@ -5,7 +5,7 @@
 #   make check SANITIZE=address,undefined   the same, built with sanitizers in build-address,undefined/
 #   make check SANITIZE=thread              the same under ThreadSanitizer, in build-thread/
 #   make bench               capture-cost benchmark
-#   make install PREFIX=/usr/local
+#   make install PREFIX=/usr/local   (PYTHON_SITE=DIR: where python3 finds the cumtrace package)
 #   V=1                      show the commands
 
 CUDA_HOME ?= /usr/local/cuda
@@ -305,8 +305,19 @@ fuzz: $(FUZZ_BIN)
 
 .PHONY: fuzz fuzz-build
 
+# ---- the Python package (python/cumtrace): copied beside the shim, where its
+# bootstrap (preload/core/pyboot.c) looks for it: $(BUILD)/python, and once
+# installed PREFIX/lib/cumtrace/python (and the system python3's site folder).
+PY_SRC := $(wildcard python/cumtrace/*.py)
+PY_PKG := $(PY_SRC:python/%=$(BUILD)/python/%)
+$(BUILD)/python/cumtrace/%.py: python/cumtrace/%.py
+	@mkdir -p $(@D)
+	$(Q)cp $< $@
+PYTHON3 ?= python3
+PYTHON_SITE ?= $(shell $(PYTHON3) -c 'import sysconfig; print(sysconfig.get_path("purelib", vars={"base": "$(PREFIX)"}))' 2>/dev/null)
+
 # ---- targets ---------------------------------------------------------------
-all: $(SHIM) $(REPORT) $(BUILD)/cumtrace
+all: $(SHIM) $(REPORT) $(BUILD)/cumtrace $(PY_PKG)
 
 # The wrapper, pointed at this build folder (make install writes its own copy).
 $(BUILD)/cumtrace: bin/cumtrace Makefile
@@ -332,13 +343,21 @@ install: all
 	chmod 755 $(DESTDIR)$(PREFIX)/bin/cumtrace
 	install -m 755 bin/ctdump.py $(DESTDIR)$(PREFIX)/bin/ctdump.py
 	install -m 644 include/cumtrace/*.h $(DESTDIR)$(PREFIX)/include/cumtrace/
+	install -d $(DESTDIR)$(PREFIX)/lib/cumtrace/python/cumtrace
+	install -m 644 $(PY_SRC) $(DESTDIR)$(PREFIX)/lib/cumtrace/python/cumtrace/
+	if [ -n "$(PYTHON_SITE)" ]; then install -d $(DESTDIR)$(PYTHON_SITE)/cumtrace && \
+		install -m 644 $(PY_SRC) $(DESTDIR)$(PYTHON_SITE)/cumtrace/; fi
 
 # What install wrote, and nothing else; folders only when left empty.
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/lib/libcumtrace.so $(DESTDIR)$(PREFIX)/bin/cumtrace-report \
 		$(DESTDIR)$(PREFIX)/bin/cumtrace $(DESTDIR)$(PREFIX)/bin/ctdump.py \
 		$(DESTDIR)$(PREFIX)/include/cumtrace/cumtrace.h $(DESTDIR)$(PREFIX)/include/cumtrace/format.h
-	-rmdir $(DESTDIR)$(PREFIX)/include/cumtrace 2>/dev/null
+	rm -f $(PY_SRC:python/cumtrace/%=$(DESTDIR)$(PREFIX)/lib/cumtrace/python/cumtrace/%)
+	if [ -n "$(PYTHON_SITE)" ]; then rm -f $(PY_SRC:python/cumtrace/%=$(DESTDIR)$(PYTHON_SITE)/cumtrace/%); \
+		rmdir $(DESTDIR)$(PYTHON_SITE)/cumtrace 2>/dev/null || true; fi
+	-rmdir $(DESTDIR)$(PREFIX)/include/cumtrace $(DESTDIR)$(PREFIX)/lib/cumtrace/python/cumtrace \
+		$(DESTDIR)$(PREFIX)/lib/cumtrace/python $(DESTDIR)$(PREFIX)/lib/cumtrace 2>/dev/null
 
 clean:
 	rm -rf build build-*

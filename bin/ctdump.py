@@ -267,6 +267,21 @@ def show(off, rtype, flags, body):
         ts, call_ts, free, total, tid, dev = struct.unpack_from("<4QIh", body)
         print(f"{off} meminfo ts={ts} call_ts={call_ts} tid={tid} dev={dev} "
               f"free={free} total={total}")
+    elif rtype == REC_NUM["mark"]:
+        ts, aux, tid, kind, nlen = struct.unpack_from("<QQIHH", body)
+        text = body[24:24 + nlen].split(b"\0")[0].decode(errors="replace")
+        kinds = ("instant", "push", "pop", "start", "end", "step")
+        kname = kinds[kind] if kind < len(kinds) else f"kind{kind}"
+        extra = ""
+        if kname == "step":
+            extra = " source=" + {1: "explicit", 2: "optimizer"}.get(aux, str(aux))
+        elif kname in ("start", "end"):
+            extra = f" range={aux}"
+        print(f"{off} mark ts={ts} {kname} tid={tid} name={text!r}{extra}")
+    elif rtype == REC_NUM.get("counter", -1):
+        ts, value, tid, dev, nlen = struct.unpack_from("<QQIhH", body)
+        text = body[24:24 + nlen].split(b"\0")[0].decode(errors="replace")
+        print(f"{off} counter ts={ts} {text}={value} dev={dev} tid={tid}")
     elif rtype == REC_ZSTD:
         raw_size, frame_size = struct.unpack_from("<II", body)
         print(f"{off} zstd raw={raw_size} frame={frame_size} (not expanded: no libzstd.so.1 "

@@ -10,6 +10,8 @@
 #   gpu-kit/lib-extra/  their other non-glibc dependencies (liblzma, zlib, ...): used
 #                       there only where the system has no library of that name
 #   gpu-kit/src/        tests/gpu (the validation programs and scripts)
+#   gpu-kit/python/     the Python package (python/cumtrace), beside the shim as its
+#                       bootstrap wants it (tests/gpu/pyboot_check.py)
 #   gpu-kit/MANIFEST.txt what was packed, from which build, and what is missing
 #
 # gpu-kit/ is ignored through .git/info/exclude. Exit status: 0 when the shim is in
@@ -85,6 +87,10 @@ while [ ${#queue[@]} -gt 0 ]; do
 done
 
 cp -r tests/gpu/. "$KIT/src/"
+# the Python package, where the shim's bootstrap looks for it beside libcumtrace.so
+mkdir -p "$KIT/python"
+cp -r python/cumtrace "$KIT/python/"
+rm -rf "$KIT/python/cumtrace/__pycache__"
 rm -rf "$KIT/src/__pycache__"
 # the hostile programs of the end-to-end tests, for tests/gpu/behaviour.sh
 mkdir -p "$KIT/src/e2e"

@@ -75,8 +75,8 @@ struct growth {
 
 const char *ct_series_kind_name(int kind)
 {
-	static const char *const names[] = {"instant", "range", "start/end"};
-	return kind >= 0 && kind <= CT_SERIES_STARTEND ? names[kind] : "unknown";
+	static const char *const names[] = {"instant", "range", "start/end", "step", "optimizer"};
+	return kind >= 0 && kind <= CT_SERIES_OPTIMIZER ? names[kind] : "unknown";
 }
 
 void ct_growth_params(const struct ct_report_opts *o, unsigned *min_grew, unsigned *window)
@@ -410,6 +410,12 @@ static void on_mark(void *ctx, struct ct_model *m, const struct ct_mark *mk)
 			boundary(g, m, name, CT_SERIES_STARTEND, -1);
 		break;
 	}
+	case CT_MARK_STEP:
+		if (mk->aux == CT_STEP_OPTIMIZER)
+			g->result.optimizer_boundaries++;
+		boundary(g, m, intern(g, mk->name),
+			 mk->aux == CT_STEP_OPTIMIZER ? CT_SERIES_OPTIMIZER : CT_SERIES_STEP, -1);
+		break;
 	default:
 		break;
 	}
@@ -423,6 +429,12 @@ static int cmp_gsite(const void *a, const void *b)
 	if (x->live_last != y->live_last)
 		return x->live_last > y->live_last ? -1 : 1;
 	return (x->site > y->site) - (x->site < y->site);
+}
+
+/* Does s win over optimizer steps (explicit marks, ranges or steps, enough of them)? */
+static int series_explicit(const struct growth *g, const struct gseries *s)
+{
+	return g->keys[s->key].kind != CT_SERIES_OPTIMIZER && s->nb >= CT_GROWTH_EXPLICIT_MIN;
 }
 
 static void on_finish(void *ctx, struct ct_model *m)
@@ -441,8 +453,10 @@ static void on_finish(void *ctx, struct ct_model *m)
 		if (!s->used)
 			continue;
 		const struct skey *key = &g->keys[s->key];
-		if (best < 0 || s->nb > g->series[best].nb ||
-		    (s->nb == g->series[best].nb && s->seq < g->series[best].seq)) {
+		int wins = series_explicit(g, s), best_wins = best >= 0 && series_explicit(g, &g->series[best]);
+		if (best < 0 || wins > best_wins ||
+		    (wins == best_wins && (s->nb > g->series[best].nb ||
+					   (s->nb == g->series[best].nb && s->seq < g->series[best].seq)))) {
 			best = k;
 			best_info = r->nall;
 		}

@@ -16,7 +16,10 @@
  * Memory: per tracked series (at most CT_GROWTH_SERIES), N + 2 numbers per
  * site, filled lazily (a boundary costs the sites that changed since the
  * previous one). The report uses one series: --steps NAME, else the tracked
- * series with the most boundaries.
+ * series with the most boundaries, where explicit ones win: a series of
+ * optimizer steps (CT_MARK_STEP from the optimizer hook, one series per
+ * optimizer class) is used only when no series of marks, NVTX ranges or
+ * explicit steps has at least CT_GROWTH_EXPLICIT_MIN boundaries.
  */
 #ifndef CT_ANALYZER_GROWTH_H
 #define CT_ANALYZER_GROWTH_H
@@ -31,11 +34,14 @@ struct ct_report_opts;
 #define CT_GROWTH_WINDOW_MAX 32 /* largest window N */
 #define CT_GROWTH_WINDOW 8	/* default N */
 #define CT_GROWTH_MIN 6		/* default K */
+#define CT_GROWTH_EXPLICIT_MIN 3 /* boundaries (2 steps) that make an explicit series win */
 
 enum ct_series_kind {
 	CT_SERIES_INSTANT = 0, /* instants with one name */
 	CT_SERIES_RANGE = 1,   /* push/pop ranges with one name at one depth */
-	CT_SERIES_STARTEND = 2 /* start/end ranges with one name */
+	CT_SERIES_STARTEND = 2, /* start/end ranges with one name */
+	CT_SERIES_STEP = 3,	/* explicit step marks (cumtrace_step, cumtrace.step()) with one name */
+	CT_SERIES_OPTIMIZER = 4 /* optimizer steps (the Python package's torch hook) of one optimizer class */
 };
 
 struct ct_series_info {
@@ -63,6 +69,7 @@ struct ct_growth_result {
 	const struct ct_series_info *all; /* every series tracked at the end */
 	size_t nall;
 	uint64_t untracked; /* boundaries of series that could not be tracked */
+	uint64_t optimizer_boundaries; /* optimizer step marks seen, used or not */
 };
 
 /* Normalized K and N from the options (defaults when 0, N capped, K <= N). */
@@ -74,7 +81,7 @@ void ct_growth_attach(struct ct_model *m, const struct ct_report_opts *o);
 /* The result of a finished model; NULL when the analysis was not attached. */
 const struct ct_growth_result *ct_growth_get(const struct ct_model *m);
 
-/* "instant", "range", "start/end" */
+/* "instant", "range", "start/end", "step", "optimizer" */
 const char *ct_series_kind_name(int kind);
 
 #endif

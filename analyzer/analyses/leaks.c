@@ -106,13 +106,23 @@ static void text_growth(FILE *f, const struct ct_report_opts *o, struct ct_model
 		return;
 	}
 	uint64_t steps = g->series.boundaries ? g->series.boundaries - 1 : 0;
+	int stepk = g->series.kind == CT_SERIES_STEP || g->series.kind == CT_SERIES_OPTIMIZER;
+	if (g->optimizer_boundaries && g->series.kind != CT_SERIES_OPTIMIZER)
+		fprintf(f, "growth: %" PRIu64 " step%s from optimizer hooks not used: explicit marks win\n",
+			g->optimizer_boundaries, g->optimizer_boundaries == 1 ? "" : "s");
 	fputs("growth across \"", f);
 	ct_put_safe(f, g->series.name);
-	fprintf(f, "\" (%s", g->series.kind == CT_SERIES_INSTANT ? "instants" : "ranges");
+	fprintf(f, "\" (%s", g->series.kind == CT_SERIES_INSTANT	? "instants"
+			      : g->series.kind == CT_SERIES_STEP	? "explicit steps"
+			      : g->series.kind == CT_SERIES_OPTIMIZER ? "steps from optimizer hooks"
+								      : "ranges");
 	if (g->series.kind == CT_SERIES_RANGE)
 		fprintf(f, " at depth %d", g->series.depth);
 	else if (g->series.kind == CT_SERIES_STARTEND)
 		fputs(" start/end", f);
+	if (stepk)
+		fprintf(f, ": %" PRIu64 " boundar%s", g->series.boundaries,
+			g->series.boundaries == 1 ? "y" : "ies");
 	fprintf(f, ", %" PRIu64 " step%s; growing: live bytes rose in at least %u of the last %u steps): ",
 		steps, steps == 1 ? "" : "s", g->min_grew, g->window);
 	if (!g->nsites) {
@@ -494,6 +504,7 @@ static void json_growth(struct ct_json *j, const struct ct_report_opts *o,
 		ct_json_kv_u64(j, "boundaries", g->series.boundaries);
 		ct_json_kv_u64(j, "steps", g->series.boundaries ? g->series.boundaries - 1 : 0);
 		ct_json_kv_u64(j, "untracked_boundaries", g->untracked);
+		ct_json_kv_u64(j, "optimizer_boundaries", g->optimizer_boundaries);
 		ct_json_obj_end(j);
 	}
 	ct_json_arr_end(j);

@@ -431,6 +431,7 @@ static void ob_mark(void *ctx, struct ct_model *m, const struct ct_mark *mk)
 		st->last_ts = mk->ts_ns;
 	switch (mk->kind) {
 	case CT_MARK_INSTANT:
+	case CT_MARK_STEP: /* a step boundary is an instant named after its loop */
 		r.type = PF_INSTANT;
 		spool_put(st, &r, mk->name);
 		break;

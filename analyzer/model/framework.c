@@ -25,11 +25,13 @@ static uint64_t ct_fw_totals(struct ct_model *const *ms, size_t n, uint64_t *api
 	return total;
 }
 
-/* "torch_alloc" -> "alloc": the framework's name is said once, up front. */
-static const char *ct_fw_action(unsigned a)
+/* "torch_alloc" -> "alloc", *fw_len 5: the framework's name is said once per framework. */
+static const char *ct_fw_action(unsigned a, size_t *fw_len)
 {
 	const char *name = a < CT_API_COUNT ? ct_api_name(a) : "unknown";
-	return strncmp(name, "torch_", 6) == 0 ? name + 6 : name;
+	const char *us = strchr(name, '_');
+	*fw_len = us ? (size_t)(us - name) : 0;
+	return us ? us + 1 : name;
 }
 
 void ct_fw_put_summary(FILE *f, struct ct_model *const *ms, size_t n)
@@ -38,13 +40,23 @@ void ct_fw_put_summary(FILE *f, struct ct_model *const *ms, size_t n)
 	uint64_t total = ct_fw_totals(ms, n, api);
 	if (!total)
 		return;
-	fprintf(f, "  framework events: %" PRIu64 " (torch:", total);
-	const char *sep = " ";
+	fprintf(f, "  framework events: %" PRIu64 " (", total);
+	const char *fw = NULL;
+	size_t fw_len = 0;
 	for (unsigned a = 0; a <= CT_API_COUNT; a++) {
 		if (!api[a])
 			continue;
-		fprintf(f, "%s%s %" PRIu64, sep, ct_fw_action(a), api[a]);
-		sep = ", ";
+		size_t len;
+		const char *action = ct_fw_action(a, &len);
+		const char *name = len ? ct_api_name(a) : "other";
+		if (!len)
+			len = 5;
+		if (!fw || len != fw_len || strncmp(name, fw, len))
+			fprintf(f, "%s%.*s: %s %" PRIu64, fw ? "; " : "", (int)len, name, action, api[a]);
+		else
+			fprintf(f, ", %s %" PRIu64, action, api[a]);
+		fw = name;
+		fw_len = len;
 	}
 	fputs(")\n", f);
 }

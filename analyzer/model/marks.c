@@ -2,9 +2,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <inttypes.h>
+
+#include "base/json.h"
 #include "base/util.h"
 #include "cumtrace/format.h"
 #include "model/marks.h"
+#include "render/render.h"
 
 struct ct_marklist *ct_marks_new(void)
 {
@@ -18,7 +22,33 @@ void ct_marks_free(struct ct_marklist *l)
 	for (size_t i = 0; i < l->n; i++)
 		free(l->v[i].name);
 	free(l->v);
+	for (size_t i = 0; i < l->ncounters; i++)
+		free(l->counters[i].name);
+	free(l->counters);
 	free(l);
+}
+
+void ct_marks_counter(struct ct_marklist *l, const char *name, size_t name_len, int device,
+		      uint64_t value)
+{
+	size_t len = name ? strnlen(name, name_len) : 0;
+	l->counter_samples++;
+	struct ct_counter_stat *c = NULL;
+	for (size_t i = 0; i < l->ncounters && !c; i++)
+		if (l->counters[i].device == device && strlen(l->counters[i].name) == len &&
+		    !memcmp(l->counters[i].name, name, len))
+			c = &l->counters[i];
+	if (!c) {
+		if (l->ncounters >= CT_COUNTERS_MAX)
+			return;
+		l->counters = ct_xgrow(l->counters, &l->capcounters, l->ncounters + 1, sizeof *l->counters);
+		c = &l->counters[l->ncounters++];
+		*c = (struct ct_counter_stat){ct_xstrndup(len ? name : "", len), device, 0, 0, 0};
+	}
+	c->samples++;
+	c->last = value;
+	if (value > c->max)
+		c->max = value;
 }
 
 void ct_marks_add(struct ct_marklist *l, uint64_t ts_ns, uint64_t aux, uint32_t tid,
@@ -28,6 +58,8 @@ void ct_marks_add(struct ct_marklist *l, uint64_t ts_ns, uint64_t aux, uint32_t 
 		l->ranges++;
 	else if (kind == CT_MARK_INSTANT)
 		l->instants++;
+	else if (kind == CT_MARK_STEP)
+		l->steps[aux < 3 ? aux : 0]++;
 	if (l->n >= CT_MARKS_KEEP)
 		return;
 	l->v = ct_xgrow(l->v, &l->cap, l->n + 1, sizeof *l->v);
@@ -42,8 +74,69 @@ void ct_marks_add(struct ct_marklist *l, uint64_t ts_ns, uint64_t aux, uint32_t 
 
 const char *ct_mark_kind_name(unsigned kind)
 {
-	static const char *const names[] = {"instant", "push", "pop", "start", "end"};
+	static const char *const names[] = {"instant", "push", "pop", "start", "end", "step"};
 	return kind < sizeof names / sizeof names[0] ? names[kind] : "unknown";
+}
+
+const char *ct_step_source_name(uint64_t source)
+{
+	return source == CT_STEP_EXPLICIT ? "explicit" : source == CT_STEP_OPTIMIZER ? "optimizer" : "unknown";
+}
+
+void ct_marks_put_summary(FILE *f, const struct ct_marklist *l)
+{
+	if (l->steps[0] || l->steps[CT_STEP_EXPLICIT] || l->steps[CT_STEP_OPTIMIZER]) {
+		fprintf(f, "  steps: %" PRIu64 " explicit (cumtrace.step), %" PRIu64 " from optimizer hooks",
+			l->steps[CT_STEP_EXPLICIT], l->steps[CT_STEP_OPTIMIZER]);
+		if (l->steps[0])
+			fprintf(f, ", %" PRIu64 " of an unknown source", l->steps[0]);
+		fputc('\n', f);
+	}
+	for (size_t i = 0; i < l->ncounters; i++) {
+		const struct ct_counter_stat *c = &l->counters[i];
+		char b1[32], b2[32];
+		fputs("  counter ", f);
+		ct_put_safe(f, c->name);
+		if (c->device >= 0)
+			fprintf(f, " (device %d)", c->device);
+		if (strstr(c->name, "bytes"))
+			fprintf(f, ": %" PRIu64 " sample%s, last %s, max %s\n", c->samples,
+				c->samples == 1 ? "" : "s", ct_fmt_bytes(c->last, b1, sizeof b1),
+				ct_fmt_bytes(c->max, b2, sizeof b2));
+		else
+			fprintf(f, ": %" PRIu64 " sample%s, last %" PRIu64 ", max %" PRIu64 "\n",
+				c->samples, c->samples == 1 ? "" : "s", c->last, c->max);
+	}
+	if (l->counter_samples && l->ncounters >= CT_COUNTERS_MAX)
+		fprintf(f, "  counters: %" PRIu64 " samples, the first %d names shown\n",
+			l->counter_samples, CT_COUNTERS_MAX);
+}
+
+void ct_marks_json(struct ct_json *j, const struct ct_marklist *l)
+{
+	if (l->steps[0] || l->steps[CT_STEP_EXPLICIT] || l->steps[CT_STEP_OPTIMIZER]) {
+		ct_json_key(j, "steps");
+		ct_json_obj(j);
+		ct_json_kv_u64(j, "explicit", l->steps[CT_STEP_EXPLICIT]);
+		ct_json_kv_u64(j, "optimizer", l->steps[CT_STEP_OPTIMIZER]);
+		ct_json_kv_u64(j, "unknown", l->steps[0]);
+		ct_json_obj_end(j);
+	}
+	if (!l->ncounters)
+		return;
+	ct_json_key(j, "counters");
+	ct_json_arr(j);
+	for (size_t i = 0; i < l->ncounters; i++) {
+		const struct ct_counter_stat *c = &l->counters[i];
+		ct_json_obj(j);
+		ct_json_kv_str(j, "name", c->name);
+		ct_json_kv_i64(j, "device", c->device);
+		ct_json_kv_u64(j, "samples", c->samples);
+		ct_json_kv_u64(j, "last", c->last);
+		ct_json_kv_u64(j, "max", c->max);
+		ct_json_obj_end(j);
+	}
+	ct_json_arr_end(j);
 }
 
 static int cmp_mark(const void *a, const void *b)

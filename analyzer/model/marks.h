@@ -4,6 +4,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define CT_MARKS_KEEP 10000 /* marks kept for the report; later ones are only counted */
 
@@ -15,17 +16,32 @@ struct ct_mark {
 	char *name;
 };
 
+/* One named counter of one device (CT_REC_COUNTER): its samples summed up. */
+struct ct_counter_stat {
+	char *name;
+	int device;
+	uint64_t samples, last, max;
+};
+#define CT_COUNTERS_MAX 256 /* distinct (name, device) kept; later ones are only counted */
+
 struct ct_marklist {
 	struct ct_mark *v;
 	size_t n, cap;
 	uint64_t ranges; /* PUSH + START marks */
 	uint64_t instants;
+	uint64_t steps[3]; /* STEP marks by source: [0] unknown, [CT_STEP_EXPLICIT], [CT_STEP_OPTIMIZER] */
+	struct ct_counter_stat *counters; /* in order of appearance */
+	size_t ncounters, capcounters;
+	uint64_t counter_samples; /* every CT_REC_COUNTER, kept or not */
 };
 
 struct ct_marklist *ct_marks_new(void);
 void ct_marks_free(struct ct_marklist *l);
 void ct_marks_add(struct ct_marklist *l, uint64_t ts_ns, uint64_t aux, uint32_t tid,
 		  unsigned kind, const char *name, size_t name_len);
+/* Count one CT_REC_COUNTER sample. */
+void ct_marks_counter(struct ct_marklist *l, const char *name, size_t name_len, int device,
+		      uint64_t value);
 /*
  * Marks waiting for the events of their time: the reader hands marks over in
  * file order, ahead of the (reordered) events around them; the model releases
@@ -45,7 +61,17 @@ int ct_markq_pop(struct ct_markq *q, uint64_t until, struct ct_mark *out);
 
 /* Order the kept marks by time (file order among equal times); idempotent. */
 void ct_marks_sort(struct ct_marklist *l);
-/* "instant", "push", "pop", "start", "end" */
+/* "instant", "push", "pop", "start", "end", "step" */
 const char *ct_mark_kind_name(unsigned kind);
+/* A step mark's source (its aux): "explicit", "optimizer", "unknown". */
+const char *ct_step_source_name(uint64_t source);
+/*
+ * Summary lines for the steps and counters of one dump ("  steps: ...",
+ * "  counter NAME (device D): ..."); nothing when it has none.
+ */
+void ct_marks_put_summary(FILE *f, const struct ct_marklist *l);
+struct ct_json;
+/* The same in a dump's JSON object: "steps" and "counters", only when there are any. */
+void ct_marks_json(struct ct_json *j, const struct ct_marklist *l);
 
 #endif

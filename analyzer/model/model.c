@@ -932,6 +932,14 @@ static void on_mark(void *ctx, const struct ct_rec_mark *mk, const char *name, s
 		see_ts(m, mk->ts_ns);
 }
 
+static void on_counter(void *ctx, const struct ct_rec_counter *c, const char *name, size_t len)
+{
+	struct ct_model *m = ctx;
+	ct_marks_counter(m->marks_list, name, len, c->device, c->value);
+	if (c->ts_ns && m->have_ts)
+		see_ts(m, c->ts_ns);
+}
+
 static void on_meminfo(void *ctx, const struct ct_rec_meminfo *mi)
 {
 	struct ct_model *m = ctx;
@@ -974,6 +982,7 @@ void ct_model_callbacks(struct ct_model *m, struct ct_reader_cb *cb)
 	cb->end = on_end;
 	cb->mark = on_mark;
 	cb->meminfo = on_meminfo;
+	cb->counter = on_counter;
 	cb->pystring = on_pystring;
 	cb->pystack = on_pystack;
 	cb->pycombine = on_pycombine;

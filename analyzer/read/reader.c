@@ -527,6 +527,16 @@ static int read_symbols(struct rd *r, const unsigned char *p, uint32_t size, uin
 	return 0;
 }
 
+/* Does a tail of len bytes after a fixed part of fixed bytes fit in the record? Else corrupt. */
+static int tail_fits(struct rd *r, uint64_t off, uint32_t size, size_t fixed, uint32_t len,
+		     const char *what)
+{
+	if ((uint64_t)fixed + len <= size)
+		return 1;
+	corrupt(r, off, "%s (%u bytes) overflows a record of %u bytes", what, len, size);
+	return 0;
+}
+
 static int dispatch(struct rd *r, const unsigned char *p, unsigned type, uint32_t size,
 		    uint64_t off)
 {
@@ -645,12 +655,19 @@ static int dispatch(struct rd *r, const unsigned char *p, unsigned type, uint32_
 	case CT_REC_MARK: {
 		struct ct_rec_mark mk;
 		memcpy(&mk, p, sizeof mk);
-		if ((uint64_t)sizeof mk + mk.name_len > size) {
-			corrupt(r, off, "mark name (%u bytes) overflows a record of %u bytes", mk.name_len, size);
+		if (!tail_fits(r, off, size, sizeof mk, mk.name_len, "mark name"))
 			return -1;
-		}
 		if (cb->mark)
 			cb->mark(cb->ctx, &mk, (const char *)p + sizeof mk, mk.name_len);
+		return 0;
+	}
+	case CT_REC_COUNTER: {
+		struct ct_rec_counter c;
+		memcpy(&c, p, sizeof c);
+		if (!tail_fits(r, off, size, sizeof c, c.name_len, "counter name"))
+			return -1;
+		if (cb->counter)
+			cb->counter(cb->ctx, &c, (const char *)p + sizeof c, c.name_len);
 		return 0;
 	}
 	case CT_REC_MEMINFO: {
@@ -663,10 +680,8 @@ static int dispatch(struct rd *r, const unsigned char *p, unsigned type, uint32_
 	case CT_REC_PYSTRING: {
 		struct ct_rec_pystring ps;
 		memcpy(&ps, p, sizeof ps);
-		if ((uint64_t)sizeof ps + ps.len > size) {
-			corrupt(r, off, "Python string (%u bytes) overflows a record of %u bytes", ps.len, size);
+		if (!tail_fits(r, off, size, sizeof ps, ps.len, "Python string"))
 			return -1;
-		}
 		if (cb->pystring)
 			cb->pystring(cb->ctx, ps.string_id, (const char *)p + sizeof ps, ps.len);
 		return 0;

@@ -62,6 +62,7 @@ static void json_dumps(struct ct_json *j, struct ct_model *const *ms, size_t nm)
 		ct_json_kv_u64(j, "stacks", ct_symtab_stack_count(m->syms));
 		ct_json_kv_u64(j, "modules", ct_symtab_module_count(m->syms));
 		ct_json_kv_u64(j, "marks", m->marks);
+		ct_marks_json(j, m->marks_list);
 		ct_json_kv_u64(j, "start_monotonic_ns", ct_model_start_ns(m));
 		ct_json_kv_u64(j, "start_realtime_ns", m->start_realtime_ns);
 		ct_json_kv_u64(j, "duration_ns", ct_model_duration_ns(m));
@@ -95,6 +96,8 @@ static void json_dumps(struct ct_json *j, struct ct_model *const *ms, size_t nm)
 				ct_json_kv_u64(j, "pid", ms[d]->pid);
 				if (l->v[i].kind == CT_MARK_START || l->v[i].kind == CT_MARK_STOP)
 					ct_json_kv_u64(j, "range_id", l->v[i].aux);
+				if (l->v[i].kind == CT_MARK_STEP)
+					ct_json_kv_str(j, "source", ct_step_source_name(l->v[i].aux));
 				ct_json_obj_end(j);
 			}
 		}

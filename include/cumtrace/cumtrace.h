@@ -27,6 +27,30 @@ void cumtrace_range_pop(void);
 /* The cumtrace version string, e.g. "0.1.0". */
 const char *cumtrace_version(void);
 
+/* Where a step boundary comes from (cumtrace_step); format.h's enum ct_step_source. */
+#define CUMTRACE_STEP_EXPLICIT 1  /* the program says so: cumtrace.step() */
+#define CUMTRACE_STEP_OPTIMIZER 2 /* an optimizer's step (the Python package's torch hook) */
+/*
+ * Record a step (iteration) boundary. name says which loop (NULL: "step").
+ * The analyzer's growth report uses explicit steps and marks when there are
+ * any, optimizer steps otherwise.
+ */
+void cumtrace_step(int source, const char *name);
+/* 1 when this process records (or will at its first CUDA call), else 0. */
+int cumtrace_active(void);
+/* Write everything recorded so far to the dump before returning. */
+void cumtrace_flush(void);
+/* Record a named value of one device (-1: none) at this moment (e.g. "jax.bytes_in_use"). */
+void cumtrace_counter(const char *name, int device, unsigned long long value);
+/*
+ * A block of CuPy's memory pool handed out / given back (the Python
+ * package's cupy.cuda.memory_hook.MemoryHook calls these): size as the pool
+ * counts it, requested what the program asked for.
+ */
+void cumtrace_cupy_alloc(int device, unsigned long long ptr, unsigned long long size,
+			 unsigned long long requested);
+void cumtrace_cupy_free(int device, unsigned long long ptr, unsigned long long size);
+
 #ifdef __cplusplus
 }
 #endif

@@ -111,7 +111,8 @@ struct ct_rec {
 	X(SYMBOLS, 10, symbols, ct_rec_symbols, 24, 0) /* embedded symbols (report symbolize) */    \
 	X(PYSTACK, 11, pystack, ct_rec_pystack, 16, 0) /* an interned Python stack */               \
 	X(PYSTRING, 12, pystring, ct_rec_pystring, 16, 0) /* an interned Python string */           \
-	X(MEMINFO, 13, meminfo, ct_rec_meminfo, 48, 1) /* free/total after an out-of-memory */
+	X(MEMINFO, 13, meminfo, ct_rec_meminfo, 48, 1) /* free/total after an out-of-memory */ \
+	X(COUNTER, 14, counter, ct_rec_counter, 32, 1) /* a named value sampled (JAX memory_stats) */
 
 enum ct_rec_type {
 #define CT_REC_ENUM_(NAME, number, name, type, min_size, ticks) CT_REC_##NAME = number,
@@ -260,6 +261,7 @@ enum ct_kind {
 	 * memory of the CUDA layer; CT_KIND_COUNT counts the kinds above only. */
 	CT_KIND_TORCH_BLOCK = 16,   /* a block of PyTorch's caching allocator (a tensor's memory) */
 	CT_KIND_TORCH_SEGMENT = 17, /* a segment it got from CUDA (cudaMalloc, or a VMM mapping) */
+	CT_KIND_CUPY_BLOCK = 18,    /* a block of CuPy's memory pool (an array's memory) */
 };
 
 /*
@@ -334,7 +336,9 @@ enum ct_kind {
 	X(torch_segment_free, FRAMEWORK)                                       \
 	X(torch_segment_map, FRAMEWORK)                                        \
 	X(torch_segment_unmap, FRAMEWORK)                                      \
-	X(torch_oom, FRAMEWORK)
+	X(torch_oom, FRAMEWORK)                                                \
+	X(cupy_alloc, FRAMEWORK)                                               \
+	X(cupy_free, FRAMEWORK)
 
 enum ct_api {
 #define CT_API_ENUM_(name, layer) CT_API_##name,
@@ -436,6 +440,19 @@ struct ct_rec_event_py {
  *   result    0
  */
 #define CT_FW_F_POOL 0x1u /* aux holds the event's memory pool id */
+/*
+ * CuPy's memory pool (the cumtrace Python package's MemoryHook, recorded
+ * through cumtrace_cupy_alloc / cumtrace_cupy_free): the same fields, with
+ *   api       cupy_alloc (malloc_postprocess: a block handed out) or
+ *             cupy_free (free_postprocess: the block back in the pool)
+ *   kind      CT_KIND_CUPY_BLOCK
+ *   ptr, size the block's address and its size as the pool counts it
+ *             (mem_size: rounded up, what pool.used_bytes() adds up)
+ *   aux       cupy_alloc: the size the program asked for; else 0
+ *   stream    0 (CuPy's hook does not say); flags 0
+ *   stack_id  and the Python trailer on cupy_alloc, as on torch_alloc: the
+ *             innermost Python frame is the hook's own (cumtrace/_boot.py)
+ */
 
 /*
  * CT_REC_PYSTRING: an interned string of Python frames (a file name or a
@@ -543,8 +560,10 @@ struct ct_rec_end {
 };
 
 /*
- * CT_REC_MARK: a named instant or range boundary on one thread. Written by
- * cumtrace_mark / cumtrace_range_push / cumtrace_range_pop and by NVTX when
+ * CT_REC_MARK: a named instant, range boundary or step boundary on one
+ * thread. Written by cumtrace_mark / cumtrace_range_push / cumtrace_range_pop /
+ * cumtrace_step (the Python package: cumtrace.step(), torch optimizer steps)
+ * and by NVTX when
  * NVTX_INJECTION64_PATH names libcumtrace.so (InitializeInjectionNvtx2:
  * nvtxMarkA/Ex, nvtxRangePushA/Ex, nvtxRangePop, nvtxRangeStartA/Ex,
  * nvtxRangeEnd and their nvtxDomain* forms; the name is the ASCII message, empty
@@ -558,6 +577,18 @@ enum ct_mark_kind {
 	CT_MARK_POP = 2,     /* nvtxRangePop: closes the innermost (name empty) */
 	CT_MARK_START = 3,   /* nvtxRangeStart: aux = range id */
 	CT_MARK_STOP = 4,    /* nvtxRangeEnd: aux = range id (name empty) */
+	CT_MARK_STEP = 5,    /* cumtrace_step: a step boundary; aux = enum ct_step_source */
+};
+
+/*
+ * Where a CT_MARK_STEP came from (its aux). Its name says which loop: "step"
+ * for cumtrace.step() without a name, the optimizer's class name ("SGD") for
+ * an optimizer step. Added without a version change: an older reader sees a
+ * mark of an unknown kind and ignores it.
+ */
+enum ct_step_source {
+	CT_STEP_EXPLICIT = 1,  /* cumtrace_step(CT_STEP_EXPLICIT, ...), cumtrace.step() */
+	CT_STEP_OPTIMIZER = 2, /* the Python package's torch.optim global step post hook */
 };
 
 struct ct_rec_mark {
@@ -648,6 +679,24 @@ struct ct_rec_meminfo {
 	uint32_t tid;
 	int16_t device; /* device of the current context (cuCtxGetDevice), else the event's */
 	uint16_t reserved;
+};
+
+/*
+ * CT_REC_COUNTER: a named value sampled at one moment, for memory that no
+ * per-allocation hook shows: the cumtrace Python package records JAX's
+ * memory_stats() at every step boundary as "jax.bytes_in_use" and
+ * "jax.peak_bytes_in_use" per device (cumtrace_counter). Written on the
+ * sampling thread's ring after the step's CT_REC_MARK; ts_ns carries ticks
+ * as a mark's does.
+ */
+struct ct_rec_counter {
+	struct ct_rec rec;
+	uint64_t ts_ns;
+	uint64_t value;
+	uint32_t tid;
+	int16_t device;	   /* the framework's device index, -1 none */
+	uint16_t name_len; /* bytes of name, NUL included */
+	/* char name[name_len]; */
 };
 
 /*
@@ -742,6 +791,8 @@ static inline const char *ct_kind_name(unsigned kind)
 		return "torch_block";
 	if (kind == CT_KIND_TORCH_SEGMENT)
 		return "torch_segment";
+	if (kind == CT_KIND_CUPY_BLOCK)
+		return "cupy_block";
 	return kind < CT_KIND_COUNT ? names[kind] : "unknown";
 }
 

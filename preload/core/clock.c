@@ -157,7 +157,8 @@ uint64_t ct_clock_to_ns(uint64_t t)
 	return v < b->ns ? v : b->ns;
 }
 
-_Static_assert(CT_REC_TICKS_MASK == (1u << CT_REC_EVENT | 1u << CT_REC_MARK | 1u << CT_REC_MEMINFO),
+_Static_assert(CT_REC_TICKS_MASK == (1u << CT_REC_EVENT | 1u << CT_REC_MARK | 1u << CT_REC_MEMINFO |
+				     1u << CT_REC_COUNTER),
 	       "ct_rec_finish converts every record type that format.h says carries ticks");
 
 void ct_rec_finish(struct ct_rec *rec)
@@ -176,6 +177,9 @@ void ct_rec_finish(struct ct_rec *rec)
 		struct ct_rec_meminfo *mi = (struct ct_rec_meminfo *)rec;
 		mi->ts_ns = ct_clock_to_ns(mi->ts_ns);
 		mi->call_ts_ns = ct_clock_to_ns(mi->call_ts_ns);
+	} else if (rec->type == CT_REC_COUNTER) {
+		struct ct_rec_counter *c = (struct ct_rec_counter *)rec;
+		c->ts_ns = ct_clock_to_ns(c->ts_ns);
 	}
 }
 

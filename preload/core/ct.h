@@ -42,6 +42,7 @@ enum ct_option {
 	CT_OPT_CLOCK,	    /* CUMTRACE_CLOCK: "monotonic" = never read the CPU's counter */
 	CT_OPT_STACK_CACHE, /* CUMTRACE_STACK_CACHE: 0 = unwind every stack afresh */
 	CT_OPT_TORCH,	    /* CUMTRACE_TORCH: 0 = no framework layer; 2 = also unmeasured versions */
+	CT_OPT_PYTHON_BOOT, /* CUMTRACE_PYTHON_BOOT: 0 = no Python bootstrap (pyboot.c) */
 	CT_OPT_COUNT
 };
 
@@ -435,7 +436,7 @@ struct ct_call {
 static inline int ct_fw_wants_stack(unsigned api)
 {
 	return api == CT_API_torch_alloc || api == CT_API_torch_segment_alloc ||
-	       api == CT_API_torch_segment_map || api == CT_API_torch_oom;
+	       api == CT_API_torch_segment_map || api == CT_API_torch_oom || api == CT_API_cupy_alloc;
 }
 
 /* Does this call's event carry stacks (native and Python)? */
@@ -492,6 +493,13 @@ CT_HIDDEN void ct_py_reset(void);
 /* What the core calls in the other stages, declared by the core (seam.h). */
 #include "seam.h"
 
+/*
+ * Once tracing runs in a CPython process: schedule the Python bootstrap
+ * (pyboot.c) with Py_AddPendingCall. Called by the thread that started tracing
+ * (output/session.c).
+ */
+CT_HIDDEN void ct_pyboot_schedule(void);
+
 /* ---- signal handlers (signal.c) ---------------------------------------------- */
 
 /*
@@ -544,6 +552,33 @@ static inline void ct_call_start(struct ct_thread *t, struct ct_call *call)
 	call->frame = NULL;
 	call->device = t->device;
 	call->t0 = ct_ticks();
+}
+
+/*
+ * Begin a framework event (format.h, "Framework events": layer
+ * CT_LAYER_FRAMEWORK, op none, result 0) of api on the calling thread, for
+ * ct_call_end_slow: tracing is started first if need be (a fork child before
+ * its first traced call). Returns 0, recording nothing, when tracing is shut
+ * down or off, or when the thread is inside the shim (then counted as lost).
+ */
+static inline int ct_fw_call_begin(struct ct_call *call, unsigned api)
+{
+	int state = atomic_load_explicit(&ct_state, memory_order_acquire);
+	if (state == CT_STATE_UNINIT)
+		state = ct_ensure_started();
+	if (state != CT_STATE_RUNNING)
+		return 0;
+	struct ct_thread *t = &ct_tls;
+	if (t->in_hook) {
+		ct_count_lost();
+		return 0;
+	}
+	ct_call_start(t, call);
+	call->api = (uint16_t)api;
+	call->op = CT_OP_NONE;
+	call->layer = CT_LAYER_FRAMEWORK;
+	call->result = 0;
+	return 1;
 }
 
 static inline int ct_call_begin(struct ct_call *call)

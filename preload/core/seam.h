@@ -30,6 +30,8 @@ CT_HIDDEN void ct_writer_kick(void);
 CT_HIDDEN void ct_write_direct(const void *rec, uint32_t len);
 /* Count an event lost outside any ring (no ring could be had). */
 CT_HIDDEN void ct_count_lost(void);
+/* Flush every ring to the file and wait until it is written (exec, exit, cumtrace_flush). */
+CT_HIDDEN void ct_flush_sync(void);
 /*
  * Count a call made inside a signal handler that was not recorded: written
  * as a CT_REC_DROPS with CT_DROPS_F_SIGNAL. Async-signal-safe.

@@ -338,26 +338,13 @@ static __attribute__((noinline)) void ct_torch_invoke(const void *functor, const
 	memcpy(&action, e + row->te_action, sizeof action);
 	if (action < 0 || action >= row->action_count || !ct_torch_apis[action])
 		return;
-	int state = atomic_load_explicit(&ct_state, memory_order_acquire);
-	if (state == CT_STATE_UNINIT) /* a fork child before its first traced call */
-		state = ct_ensure_started();
-	if (state != CT_STATE_RUNNING)
-		return; /* shut down, or off: a no-op for good */
-	struct ct_thread *t = &ct_tls;
-	if (t->in_hook) {
-		ct_count_lost();
-		return;
-	}
 	struct ct_call c;
-	ct_call_start(t, &c);
-	c.api = ct_torch_apis[action];
-	c.op = CT_OP_NONE;
-	c.layer = CT_LAYER_FRAMEWORK;
+	if (!ct_fw_call_begin(&c, ct_torch_apis[action]))
+		return; /* shut down, or off: a no-op for good */
 	c.kind = action == CT_TORCH_SEGMENT_ALLOC || action == CT_TORCH_SEGMENT_FREE ||
 				 action == CT_TORCH_SEGMENT_MAP || action == CT_TORCH_SEGMENT_UNMAP
 			 ? CT_KIND_TORCH_SEGMENT
 			 : CT_KIND_TORCH_BLOCK;
-	c.result = 0;
 	c.device = (int8_t)e[row->te_device];
 	c.ptr = ct_torch_u64(e, row->te_addr);
 	c.size = ct_torch_u64(e, row->te_size_field);

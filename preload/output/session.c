@@ -243,6 +243,8 @@ done:
 		ct_dump_close();
 	atomic_store(&s->starting_tid, 0);
 	atomic_store(&ct_state, final);
+	if (final == CT_STATE_RUNNING)
+		ct_pyboot_schedule(); /* running first: the main thread may run the bootstrap at once */
 	t->in_hook = saved_hook;
 	errno = saved_errno;
 	return final;
