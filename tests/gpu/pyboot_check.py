@@ -128,8 +128,15 @@ def report(args, tag, what, dump, json_out=True):
     cmd = [os.path.join(args.kit, "cumtrace-report"), what, dump]
     if json_out:
         cmd += ["--format", "json"]
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    env = dict(os.environ)
+    # the report needs the kit's libdw/libelf/libunwind (the GPU machine has none)
+    lib = os.path.join(os.path.abspath(args.kit), "lib")
+    env["LD_LIBRARY_PATH"] = lib + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     open(os.path.join(args.out, "%s.%s.%s" % (tag, what, "json" if json_out else "txt")), "w").write(p.stdout)
+    if p.returncode != 0:
+        verdict("FAIL", "%s: cumtrace-report %s" % (tag, what), "rc %d: %s" % (p.returncode, p.stderr.strip()[-300:]))
+        return {} if json_out else ""
     return json.loads(p.stdout) if json_out else p.stdout
 
 
@@ -148,10 +155,10 @@ def optim(args, tag, which, env, want_kind, growth_needed):
         n if which == "explicit" else 0, opt_steps)
     check("%s summary steps" % tag, want in text.splitlines(), want)
     j = report(args, tag, "leaks", dump)
-    series = j["leaks"].get("growth", {}).get("series", [])
+    series = j.get("leaks", {}).get("growth", {}).get("series", [])
     got = [(s["kind"], s["steps"]) for s in series]
     check("%s series" % tag, got == [(want_kind, n - 1)], "got %s, want %s" % (got, [(want_kind, n - 1)]))
-    sites = j["leaks"].get("growth", {}).get("sites", [])
+    sites = j.get("leaks", {}).get("growth", {}).get("sites", [])
     src = open(os.path.join(args.out, "child.py")).read().splitlines()
     line = 1 + [i for i, l in enumerate(src) if l.endswith("# KEEP-LINE")][0]
     at_line = [s for s in sites if any(f.get("python") and f.get("line") == line for f in s["stack"])]
