@@ -4,11 +4,9 @@
 
 #include <inttypes.h>
 
-#include "base/json.h"
 #include "base/util.h"
 #include "cumtrace/format.h"
 #include "model/marks.h"
-#include "render/render.h"
 
 struct ct_marklist *ct_marks_new(void)
 {
@@ -83,61 +81,6 @@ const char *ct_step_source_name(uint64_t source)
 	return source == CT_STEP_EXPLICIT ? "explicit" : source == CT_STEP_OPTIMIZER ? "optimizer" : "unknown";
 }
 
-void ct_marks_put_summary(FILE *f, const struct ct_marklist *l)
-{
-	if (l->steps[0] || l->steps[CT_STEP_EXPLICIT] || l->steps[CT_STEP_OPTIMIZER]) {
-		fprintf(f, "  steps: %" PRIu64 " explicit (cumtrace.step), %" PRIu64 " from optimizer hooks",
-			l->steps[CT_STEP_EXPLICIT], l->steps[CT_STEP_OPTIMIZER]);
-		if (l->steps[0])
-			fprintf(f, ", %" PRIu64 " of an unknown source", l->steps[0]);
-		fputc('\n', f);
-	}
-	for (size_t i = 0; i < l->ncounters; i++) {
-		const struct ct_counter_stat *c = &l->counters[i];
-		char b1[32], b2[32];
-		fputs("  counter ", f);
-		ct_put_safe(f, c->name);
-		if (c->device >= 0)
-			fprintf(f, " (device %d)", c->device);
-		if (strstr(c->name, "bytes"))
-			fprintf(f, ": %" PRIu64 " sample%s, last %s, max %s\n", c->samples,
-				c->samples == 1 ? "" : "s", ct_fmt_bytes(c->last, b1, sizeof b1),
-				ct_fmt_bytes(c->max, b2, sizeof b2));
-		else
-			fprintf(f, ": %" PRIu64 " sample%s, last %" PRIu64 ", max %" PRIu64 "\n",
-				c->samples, c->samples == 1 ? "" : "s", c->last, c->max);
-	}
-	if (l->counter_samples && l->ncounters >= CT_COUNTERS_MAX)
-		fprintf(f, "  counters: %" PRIu64 " samples, the first %d names shown\n",
-			l->counter_samples, CT_COUNTERS_MAX);
-}
-
-void ct_marks_json(struct ct_json *j, const struct ct_marklist *l)
-{
-	if (l->steps[0] || l->steps[CT_STEP_EXPLICIT] || l->steps[CT_STEP_OPTIMIZER]) {
-		ct_json_key(j, "steps");
-		ct_json_obj(j);
-		ct_json_kv_u64(j, "explicit", l->steps[CT_STEP_EXPLICIT]);
-		ct_json_kv_u64(j, "optimizer", l->steps[CT_STEP_OPTIMIZER]);
-		ct_json_kv_u64(j, "unknown", l->steps[0]);
-		ct_json_obj_end(j);
-	}
-	if (!l->ncounters)
-		return;
-	ct_json_key(j, "counters");
-	ct_json_arr(j);
-	for (size_t i = 0; i < l->ncounters; i++) {
-		const struct ct_counter_stat *c = &l->counters[i];
-		ct_json_obj(j);
-		ct_json_kv_str(j, "name", c->name);
-		ct_json_kv_i64(j, "device", c->device);
-		ct_json_kv_u64(j, "samples", c->samples);
-		ct_json_kv_u64(j, "last", c->last);
-		ct_json_kv_u64(j, "max", c->max);
-		ct_json_obj_end(j);
-	}
-	ct_json_arr_end(j);
-}
 
 static int cmp_mark(const void *a, const void *b)
 {

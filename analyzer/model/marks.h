@@ -65,13 +65,5 @@ void ct_marks_sort(struct ct_marklist *l);
 const char *ct_mark_kind_name(unsigned kind);
 /* A step mark's source (its aux): "explicit", "optimizer", "unknown". */
 const char *ct_step_source_name(uint64_t source);
-/*
- * Summary lines for the steps and counters of one dump ("  steps: ...",
- * "  counter NAME (device D): ..."); nothing when it has none.
- */
-void ct_marks_put_summary(FILE *f, const struct ct_marklist *l);
-struct ct_json;
-/* The same in a dump's JSON object: "steps" and "counters", only when there are any. */
-void ct_marks_json(struct ct_json *j, const struct ct_marklist *l);
 
 #endif

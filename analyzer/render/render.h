@@ -121,4 +121,13 @@ void ct_render_per_format(FILE *f, const struct ct_report_opts *o, struct ct_mod
 			  void (*csv)(FILE *, const struct ct_report_opts *, struct ct_model *const *,
 				      size_t));
 
+struct ct_marklist;
+/*
+ * Summary lines for the steps and counters of one dump ("  steps: ...",
+ * "  counter NAME (device D): ..."); nothing when it has none.
+ */
+void ct_marks_put_summary(FILE *f, const struct ct_marklist *l);
+/* The same in a dump's JSON object: "steps" and "counters", only when there are any. */
+void ct_marks_json(struct ct_json *j, const struct ct_marklist *l);
+
 #endif
