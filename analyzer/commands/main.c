@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "analyses/gate.h"
 #include "analyses/growth.h"
@@ -86,6 +87,25 @@ static void usage(FILE *f)
 	      "stderr says why); 2 usage error or an unreadable or corrupt dump. A truncated\n"
 	      "dump (crashed process) is reported with a warning, not an error.\n",
 	      f);
+}
+
+/* Does PATH name anything (a dump, a FIFO, /dev/stdin)? */
+static int file_exists(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0;
+}
+
+/* A bare word of letters, digits, '-' and '_' (no '/', no '.'): a mistyped command, not a path. */
+static int looks_like_command(const char *a)
+{
+	if (!*a)
+		return 0;
+	for (const char *p = a; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+		      *p == '-' || *p == '_'))
+			return 0;
+	return 1;
 }
 
 __attribute__((format(printf, 1, 2), noreturn)) static void usage_error(const char *fmt, ...)
@@ -172,6 +192,7 @@ int main(int argc, char **argv)
 	char **dumps = ct_xcalloc((size_t)argc, sizeof *dumps);
 	size_t ndumps = 0;
 	int positional_only = 0;
+	const char *frames_opt = NULL; /* --native or --python-only, whichever came */
 
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -179,6 +200,16 @@ int main(int argc, char **argv)
 			if (o.cmd < 0 && ndumps == 0 && ct_cmd_parse(a) >= 0 && !positional_only) {
 				o.cmd = ct_cmd_parse(a);
 				continue;
+			}
+			if (!positional_only && !file_exists(a)) {
+				/* a word that names no file where a command or a dump goes */
+				if (ct_cmd_parse(a) >= 0 && o.cmd >= 0)
+					usage_error("two commands: '%s' and '%s' (one command, then dumps)",
+						    ct_command_get(o.cmd)->name, a);
+				if (ct_cmd_parse(a) >= 0)
+					usage_error("command '%s' after a dump: the command goes first", a);
+				if (o.cmd < 0 && ndumps == 0 && looks_like_command(a))
+					usage_error("unknown command '%s'", a);
 			}
 			dumps[ndumps++] = argv[i];
 			continue;
@@ -292,8 +323,14 @@ int main(int argc, char **argv)
 		} else if (!strcmp(a, "--per-dump")) {
 			o.per_dump = 1;
 		} else if (!strcmp(a, "--native")) {
+			if (frames_opt && strcmp(frames_opt, a))
+				usage_error("--native and --python-only: choose one");
+			frames_opt = "--native";
 			ct_frames_set_mode(CT_FRAMES_NATIVE);
 		} else if (!strcmp(a, "--python-only")) {
+			if (frames_opt && strcmp(frames_opt, a))
+				usage_error("--native and --python-only: choose one");
+			frames_opt = "--python-only";
 			ct_frames_set_mode(CT_FRAMES_PYTHON);
 		} else if (!strcmp(a, "--no-symbols")) {
 			symbols = 0;
