@@ -23,6 +23,11 @@ if [ "${1:-}" = --one ]; then
 		echo "SKIP $name: not run under ThreadSanitizer: one thread after the reading (tests/run.sh, tsan_skip)"
 		exit 0
 	fi
+	if [ "$1" = skip-asan ]; then
+		echo skip >"$res_dir/$key"
+		echo "SKIP $name: not run under ASan+UBSan: a report's contents; the fuzz step runs every report under ASan+UBSan (tests/run.sh, asan_skip)"
+		exit 0
+	fi
 	start=$(date +%s)
 	timeout 300 "$@" >"$log_dir/$name.log" 2>&1
 	rc=$?
@@ -65,7 +70,7 @@ e2e/t_export_golden e2e/t_export_memviz e2e/t_export_perfetto e2e/t_html e2e/t_h
 e2e/t_ci_formats e2e/t_gate e2e/t_suppress e2e/t_diff e2e/t_frag e2e/t_peaks e2e/t_leak_classes
 e2e/t_oom e2e/t_symbols e2e/t_symbols_cxx e2e/t_symbols_embed e2e/t_ctdump e2e/t_hostile_totals
 e2e/t_hostile_memory e2e/t_hostile_output e2e/t_python_offsets e2e/t_python_gpucheck
-e2e/t_python_versions e2e/t_growth e2e/t_streams e2e/t_bomb"
+e2e/t_python_versions e2e/t_growth e2e/t_streams e2e/t_bomb unit/test_symbols"
 # (t_bomb checks the reorder window's memory bound on compressed bombs: the
 # reader's thread is the same one unit/test_reader and t_fuzz_regress run there.)
 
@@ -91,12 +96,27 @@ list_tests() {
 	rm -f "$res_dir/all"
 }
 
-# Under TSan a test of tsan_skip runs as "NAME skip-tsan": --one says why it is left out.
+# Under ASan+UBSan (SANITIZE=address,undefined) these are left out: they check what
+# a report or export says (against its consumer) of small single-threaded
+# programs that other tests trace too; the analyzer code they run is what the
+# fuzz step of .ci/run runs under ASan+UBSan, every command and format, and the
+# plain pass runs them. Each prints SKIP with this reason.
+asan_skip="e2e/t_export_flame e2e/t_export_golden e2e/t_export_memviz e2e/t_export_perfetto e2e/t_html
+e2e/t_html_chromium e2e/t_ci_formats e2e/t_gate e2e/t_suppress e2e/t_diff e2e/t_frag e2e/t_peaks
+e2e/t_leak_classes e2e/t_oom e2e/t_streams e2e/t_growth"
+
+# Under a sanitizer a test of its skip list runs as "NAME skip-tsan" or "NAME
+# skip-asan": --one says why it is left out.
 tsan_filter() {
 	while read -r name cmd; do
 		case "${SANITIZE:-}: $(echo $tsan_skip) " in
 		thread:*" $name "*) echo "$name skip-tsan" ;;
-		*) echo "$name $cmd" ;;
+		*)
+			case "${SANITIZE:-}: $(echo $asan_skip) " in
+			*address*:*" $name "*) echo "$name skip-asan" ;;
+			*) echo "$name $cmd" ;;
+			esac
+			;;
 		esac
 	done
 }
