@@ -489,6 +489,8 @@ typedef int (*ct_py_emit_fn)(void *ctx, const void *rec, uint32_t len);
 CT_HIDDEN uint32_t ct_py_capture(ct_py_emit_fn emit, void *ctx);
 /* Forget every interned Python string and stack (fork child). */
 CT_HIDDEN void ct_py_reset(void);
+/* A symbol of the interpreter, dlsym(RTLD_DEFAULT) through the real dlsym; NULL if none. */
+CT_HIDDEN void *ct_py_sym(const char *name);
 
 /* What the core calls in the other stages, declared by the core (seam.h). */
 #include "seam.h"

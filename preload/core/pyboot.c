@@ -44,8 +44,6 @@
 
 #include "ct.h"
 
-CT_HIDDEN void *ct_resolve_real_dlsym(void);
-
 static _Atomic int ct_pyboot_once;
 static _Atomic int ct_pyboot_warned;
 
@@ -84,12 +82,6 @@ static const char CT_PYBOOT_CODE[] =
 	"    _ct_boot(_ct_dir)\n"
 	"except BaseException as e:\n"
 	"    _ct_err = '%s: %s' % (type(e).__name__, e)\n";
-
-static void *ct_pyboot_sym(const char *name)
-{
-	void *(*real)(void *, const char *) = (void *(*)(void *, const char *))ct_resolve_real_dlsym();
-	return real ? real(RTLD_DEFAULT, name) : NULL;
-}
 
 #define ct_pyboot_warn(...) ct_warn_once(&ct_pyboot_warned, __VA_ARGS__)
 
@@ -168,7 +160,7 @@ static int ct_pyboot_resolve(void)
 {
 #define CT_PYBOOT_NEED(field, name)                                                            \
 	do {                                                                                   \
-		*(void **)&cpy.field = ct_pyboot_sym(name);                                    \
+		*(void **)&cpy.field = ct_py_sym(name);                                        \
 		if (!cpy.field)                                                                \
 			return -1;                                                             \
 	} while (0)
@@ -247,10 +239,10 @@ void ct_pyboot_schedule(void)
 		return;
 	if (!ct_option(CT_OPT_PYTHON_BOOT))
 		return;
-	int (*is_initialized)(void) = (int (*)(void))ct_pyboot_sym("Py_IsInitialized");
+	int (*is_initialized)(void) = (int (*)(void))ct_py_sym("Py_IsInitialized");
 	int (*add_pending)(int (*)(void *), void *) =
-		(int (*)(int (*)(void *), void *))ct_pyboot_sym("Py_AddPendingCall");
-	const char *(*get_version)(void) = (const char *(*)(void))ct_pyboot_sym("Py_GetVersion");
+		(int (*)(int (*)(void *), void *))ct_py_sym("Py_AddPendingCall");
+	const char *(*get_version)(void) = (const char *(*)(void))ct_py_sym("Py_GetVersion");
 	if (!is_initialized || !add_pending || !get_version || !is_initialized())
 		return;
 	const char *v = get_version();

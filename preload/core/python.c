@@ -92,7 +92,7 @@ static struct {
 	const void *code_type, *frame_type, *bytes_type, *unicode_type;
 } py;
 
-static void *ct_py_sym(const char *name)
+void *ct_py_sym(const char *name)
 {
 	void *(*real)(void *, const char *) = (void *(*)(void *, const char *))ct_resolve_real_dlsym();
 	return real ? real(RTLD_DEFAULT, name) : NULL;
