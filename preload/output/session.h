@@ -89,8 +89,7 @@ extern struct ct_output_warnings ct_warned CT_HIDDEN;
 
 /* ---- the session's ways out (session.c), for process.c ------------------------------------- */
 
-/* Flush every ring to the file and wait until it is written (exec, exit). */
-CT_HIDDEN void ct_flush_sync(void);
+/* ct_flush_sync (exec, exit, cumtrace_flush) is declared in core/seam.h. */
 /* Stop the writer, write CT_REC_END (process exit). */
 CT_HIDDEN void ct_shutdown(void);
 
