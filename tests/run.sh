@@ -90,8 +90,9 @@ list_tests() {
 	for name in $slow_first; do
 		grep "^$name " "$res_dir/all" || true
 	done
+	slow_one=$(echo $slow_first)
 	while read -r name cmd; do
-		case " $(echo $slow_first) " in *" $name "*) ;; *) echo "$name $cmd" ;; esac
+		case " $slow_one " in *" $name "*) ;; *) echo "$name $cmd" ;; esac
 	done <"$res_dir/all"
 	rm -f "$res_dir/all"
 }
@@ -108,11 +109,14 @@ e2e/t_leak_classes e2e/t_oom e2e/t_streams e2e/t_growth"
 # Under a sanitizer a test of its skip list runs as "NAME skip-tsan" or "NAME
 # skip-asan": --one says why it is left out.
 tsan_filter() {
+	# the lists on one line each, once
+	tsan_one=$(echo $tsan_skip)
+	asan_one=$(echo $asan_skip)
 	while read -r name cmd; do
-		case "${SANITIZE:-}: $(echo $tsan_skip) " in
+		case "${SANITIZE:-}: $tsan_one " in
 		thread:*" $name "*) echo "$name skip-tsan" ;;
 		*)
-			case "${SANITIZE:-}: $(echo $asan_skip) " in
+			case "${SANITIZE:-}: $asan_one " in
 			*address*:*" $name "*) echo "$name skip-asan" ;;
 			*) echo "$name $cmd" ;;
 			esac
