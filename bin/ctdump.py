@@ -270,7 +270,7 @@ def show(off, rtype, flags, body):
     elif rtype == REC_NUM["mark"]:
         ts, aux, tid, kind, nlen = struct.unpack_from("<QQIHH", body)
         text = body[24:24 + nlen].split(b"\0")[0].decode(errors="replace")
-        kinds = ("instant", "push", "pop", "start", "end", "step")
+        kinds = ("instant", "push", "pop", "start", "end", "step", "exit")
         kname = kinds[kind] if kind < len(kinds) else f"kind{kind}"
         extra = ""
         if kname == "step":

@@ -70,7 +70,7 @@ e2e/t_export_golden e2e/t_export_memviz e2e/t_export_perfetto e2e/t_html e2e/t_h
 e2e/t_ci_formats e2e/t_gate e2e/t_suppress e2e/t_diff e2e/t_frag e2e/t_peaks e2e/t_leak_classes
 e2e/t_oom e2e/t_symbols e2e/t_symbols_cxx e2e/t_symbols_embed e2e/t_ctdump e2e/t_hostile_totals
 e2e/t_hostile_memory e2e/t_hostile_output e2e/t_python_offsets e2e/t_python_gpucheck
-e2e/t_python_versions e2e/t_growth e2e/t_streams e2e/t_bomb unit/test_symbols"
+e2e/t_python_versions e2e/t_growth e2e/t_streams e2e/t_bomb unit/test_symbols e2e/t_torch_layers"
 # (t_bomb checks the reorder window's memory bound on compressed bombs: the
 # reader's thread is the same one unit/test_reader and t_fuzz_regress run there.)
 
@@ -101,8 +101,9 @@ list_tests() {
 # a report or export says (against its consumer) of small single-threaded
 # programs that other tests trace too; the analyzer code they run is what the
 # fuzz step of .ci/run runs under ASan+UBSan, every command and format, and the
-# plain pass runs them. Each prints SKIP with this reason.
-asan_skip="e2e/t_export_flame e2e/t_export_golden e2e/t_export_memviz e2e/t_export_perfetto e2e/t_html
+# plain pass runs them (t_fuzz_regress: its inputs are the ones the fuzz step
+# replays under ASan+UBSan first). Each prints SKIP with this reason.
+asan_skip="e2e/t_fuzz_regress e2e/t_export_flame e2e/t_export_golden e2e/t_export_memviz e2e/t_export_perfetto e2e/t_html
 e2e/t_html_chromium e2e/t_ci_formats e2e/t_gate e2e/t_suppress e2e/t_diff e2e/t_frag e2e/t_peaks
 e2e/t_leak_classes e2e/t_oom e2e/t_streams e2e/t_growth"
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "analyses/suppress.h"
+#include "model/framework.h"
 #include "base/util.h"
 
 static struct ct_frame frames[CT_ANALYSIS_FRAMES];
@@ -45,6 +46,14 @@ static void judge(struct ct_finding *f)
 {
 	size_t k = ct_analysis_frames(f->it.m, f->it.stack_id, frames, CT_ANALYSIS_FRAMES);
 	ct_classify_frames(frames, k, f->it.leak && f->it.leak->reason_op, &f->why);
+	if (f->why.cls == CT_CLASS_CACHE &&
+	    (ct_kind_is_framework(f->it.kind) ||
+	     (ct_fw_torch_uncached(f->it.m) && !strcmp(ct_rule_get((size_t)f->why.rule)->allocator, "pytorch")))) {
+		/* a block the framework handed out is the program's (a tensor, an array), whatever
+		 * allocator frames are innermost, and so is every allocation of PyTorch without
+		 * its cache (one tensor each): never "cache" */
+		f->why = (struct ct_class_result){CT_CLASS_LEAKED, -1, -1};
+	}
 	f->cls = f->growth ? CT_CLASS_GROWTH : f->why.cls;
 	f->identity = ct_site_identity(f->cls, f->it.api, f->it.kind, frames, k);
 	f->user_frame = ct_first_user_frame(frames, k);

@@ -532,7 +532,8 @@ static void *growth_attach(struct ct_model *m, const struct ct_report_opts *o)
 const struct ct_analysis ct_analysis_growth = {
 	.name = "growth",
 	.attach = growth_attach,
-	.observe = {.alloc = on_alloc, .release = on_release, .mark = on_mark, .finish = on_finish,
+	.observe = {.alloc = on_alloc, .release = on_release, .fw_alloc = on_alloc, .fw_release = on_release,
+		    .mark = on_mark, .finish = on_finish,
 		    .destroy = on_destroy},
 };
 

@@ -16,6 +16,7 @@
 #include "analyses/suppress.h"
 #include "base/util.h"
 #include "exports/ci.h"
+#include "model/framework.h"
 #include "render/render.h"
 
 static struct ct_frame frames[CT_ANALYSIS_FRAMES];
@@ -213,7 +214,17 @@ static void text_leaks_of(FILE *f, const struct ct_report_opts *o, struct ct_mod
 			  const struct ct_assessment *a)
 {
 	char b1[32];
-	if (!m->leak_count) {
+	if (m->fw_leak_count) {
+		/* the framework layer first: what the program held */
+		fprintf(f, "cumtrace leaks: %" PRIu64 " framework block%s, %s (%" PRIu64 " bytes) kept from step to step, still allocated at %s",
+			m->fw_leak_count, m->fw_leak_count == 1 ? "" : "s",
+			ct_fmt_bytes(m->fw_leak_bytes, b1, sizeof b1), m->fw_leak_bytes,
+			ct_fw_exit_marked(m) ? "the program's exit" : "the end of the dump");
+		fprintf(f, "; CUDA layer: %" PRIu64 " allocation%s, %s not freed; in ", m->leak_count,
+			m->leak_count == 1 ? "" : "s", ct_fmt_bytes(m->leak_bytes, b1, sizeof b1));
+		ct_put_proc(f, m);
+		fputc('\n', f);
+	} else if (!m->leak_count) {
 		fputs("cumtrace leaks: no leaks in ", f);
 		ct_put_proc(f, m);
 		fputc('\n', f);
@@ -239,8 +250,12 @@ static void text_leaks_of(FILE *f, const struct ct_report_opts *o, struct ct_mod
 		if (i < a->nleak && x->supp < 0)
 			n++;
 	}
-	if (m->leak_count)
+	if (m->leak_count || m->fw_leak_count)
 		text_tallies(f, o, cls, &supp, &base);
+	if (m->fw_leak_count && cls[CT_CLASS_CACHE].sites)
+		fputs("  (the framework blocks, kinds torch_block and cupy_block, lie inside the cache's segments:\n"
+		      "  the same bytes, leaked as blocks the program holds, cache as segments the device gave out)\n",
+		      f);
 	int md = ct_multi_device(m);
 	size_t k = ct_items_shown(o, n), shown = 0;
 	uint64_t rest = 0, restc = 0;

@@ -11,6 +11,7 @@
 
 #include "analyses/analyses.h"
 #include "base/util.h"
+#include "model/framework.h"
 #include "render/render.h"
 #include "render/views.h"
 
@@ -175,6 +176,17 @@ static void text_oom(FILE *f, const struct ct_report_opts *opts, struct ct_model
 	uint64_t count, bytes;
 	struct ct_oom_view *v = ct_view_ooms(m, &n, &count, &bytes);
 	fputs("cumtrace oom: ", f);
+	size_t fw_kept;
+	uint64_t fw_total;
+	ct_fw_ooms(m, &fw_kept, &fw_total);
+	if (!count && fw_total) {
+		fputs("no CUDA allocation failed with out-of-memory in ", f);
+		ct_put_proc(f, m);
+		fputs("\n", f);
+		ct_text_fw_ooms(f, opts, m);
+		free(v);
+		return;
+	}
 	if (!count) {
 		fputs("no allocation failed with out-of-memory in ", f);
 		ct_put_proc(f, m);
@@ -188,6 +200,7 @@ static void text_oom(FILE *f, const struct ct_report_opts *opts, struct ct_model
 	ct_put_proc(f, m);
 	fputc('\n', f);
 	ct_put_notes(f, m);
+	ct_text_fw_ooms(f, opts, m); /* the framework layer first: the tensors the program held */
 	for (size_t i = 0; i < n; i++) {
 		const struct ct_oom_view *x = &v[i];
 		fprintf(f, "\nfailure %zu at %.3f ms: %s of %s (%" PRIu64 " bytes, kind %s) on device %d, "
@@ -270,7 +283,6 @@ static void json_u64_or_null(struct ct_json *j, const char *key, int have, uint6
 static void json_oom(struct ct_json *j, const struct ct_report_opts *opts,
 		     struct ct_model *const *ms, size_t nm)
 {
-	(void)opts;
 	uint64_t count = 0, bytes = 0, kept = 0;
 	for (size_t d = 0; d < nm; d++) {
 		size_t n;
@@ -285,6 +297,7 @@ static void json_oom(struct ct_json *j, const struct ct_report_opts *opts,
 	ct_json_kv_u64(j, "count", count);
 	ct_json_kv_u64(j, "bytes_requested", bytes);
 	ct_json_kv_u64(j, "failures_not_shown", count - kept);
+	ct_json_fw_ooms(j, opts, ms, nm);
 	ct_json_key(j, "failures");
 	ct_json_arr(j);
 	for (size_t d = 0; d < nm; d++) {

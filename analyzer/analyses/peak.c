@@ -11,6 +11,7 @@
 #include "analyses/analyses.h"
 #include "analyses/ranks.h"
 #include "base/util.h"
+#include "model/framework.h"
 #include "model/marks.h"
 #include "render/render.h"
 #include "render/views.h"
@@ -426,8 +427,15 @@ static void text_peak(FILE *f, const struct ct_report_opts *o, struct ct_model *
 	ct_put_proc(f, m);
 	fputc('\n', f);
 	ct_put_notes(f, m);
-	size_t nd, more;
+	ct_text_owners(f, m);
+	size_t nd, more, nfw;
 	const struct ct_dev_peak **dp = dev_peaks(m, &nd, &more);
+	ct_fw_devs(m, &nfw);
+	if (nfw) {
+		/* the framework layer first: what the program held */
+		ct_text_layers(f, o, m);
+		fputs("\ndevice memory (CUDA layer) live at the peak:\n", f);
+	}
 	if (nd > 1) {
 		/* per device at the peak of all devices */
 		fputs("  by device:", f);
@@ -657,6 +665,7 @@ static void json_peak(struct ct_json *j, const struct ct_report_opts *o,
 	ct_json_obj_end(j);
 	ct_json_items(j, o, v, n);
 	free(v);
+	ct_json_layers(j, o, ms, nm);
 	json_devices(j, o, ms, nm);
 	json_phases(j, o, ms, nm);
 	if (ct_ranks_merged(o, nm)) {

@@ -72,7 +72,7 @@ void ct_marks_add(struct ct_marklist *l, uint64_t ts_ns, uint64_t aux, uint32_t 
 
 const char *ct_mark_kind_name(unsigned kind)
 {
-	static const char *const names[] = {"instant", "push", "pop", "start", "end", "step"};
+	static const char *const names[] = {"instant", "push", "pop", "start", "end", "step", "exit"};
 	return kind < sizeof names / sizeof names[0] ? names[kind] : "unknown";
 }
 

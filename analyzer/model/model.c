@@ -43,6 +43,10 @@ void ct_model_free(struct ct_model *m)
 	for (size_t i = 0; i < m->nobs; i++)
 		if (m->obs[i].destroy)
 			m->obs[i].destroy(m->obs[i].ctx);
+	ct_fw_free(m->fw);
+	free(m->exit_kept);
+	free(m->step_ts[0]);
+	free(m->step_ts[1]);
 	ct_markq_free(m->markq);
 	ct_pytab_free(m->py);
 	ct_marks_free(m->marks_list);
@@ -260,15 +264,16 @@ static uint64_t site_hash(const struct ct_site *s)
 					     (uint16_t)s->device);
 }
 
-static uint32_t get_site(struct ct_model *m, uint32_t stack_id, uint16_t api, uint8_t kind,
-			 int16_t device)
+uint32_t ct_model_site(struct ct_model *m, uint32_t stack_id, uint16_t api, uint8_t kind,
+		       int16_t device)
 {
 	struct ct_site k = {.stack_id = stack_id, .api = api, .kind = kind, .device = device};
 	uint64_t h = site_hash(&k);
 	uint32_t i = ct_imap_get(&m->sitemap, h, site_eq, m, &k);
 	if (i != CT_IMAP_NONE)
 		return i;
-	k.kd = get_kd(m, kind, device);
+	/* framework blocks are never CUDA memory: no (kind, device) statistics */
+	k.kd = ct_kind_is_framework(kind) ? CT_IMAP_NONE : get_kd(m, kind, device);
 	k.saved_version = UINT64_MAX;
 	k.dp = ct_kind_is_device_bytes(kind) ? get_dp(m, device) : CT_IMAP_NONE;
 	k.dsaved_version = UINT64_MAX;
@@ -371,9 +376,34 @@ static void add_leak(struct ct_model *m, const struct ct_site *s, const struct c
 	}
 }
 
+void ct_model_fw_leak(struct ct_model *m, uint32_t site, uint64_t size, uint64_t ts)
+{
+	struct ct_block e = {.size = size, .ts = ts, .site = site};
+	uint64_t count = m->leak_count, bytes = m->leak_bytes;
+	add_leak(m, &m->sites[site], &e, 0, 0);
+	/* the CUDA layer's totals stay its own */
+	m->leak_count = count;
+	m->leak_bytes = bytes;
+	m->fw_leak_count++;
+	m->fw_leak_bytes = ct_sat_add(m->fw_leak_bytes, size);
+}
+
+void ct_model_notify_fw(struct ct_model *m, const struct ct_rec_event *ev, const struct ct_block *b,
+			int alloc)
+{
+	for (size_t i = 0; i < m->nobs; i++) {
+		if (alloc && m->obs[i].fw_alloc)
+			m->obs[i].fw_alloc(m->obs[i].ctx, m, ev, b);
+		else if (!alloc && m->obs[i].fw_release)
+			m->obs[i].fw_release(m->obs[i].ctx, m, ev, b, CT_END_FREE);
+	}
+}
+
 const char *ct_leak_reason(const struct ct_leak *l, char *buf, size_t cap)
 {
-	if (!l->reason_op) {
+	if (!l->reason_op && ct_kind_is_framework(l->kind)) {
+		snprintf(buf, cap, "allocated at exit");
+	} else if (!l->reason_op) {
 		snprintf(buf, cap, "live at exit");
 	} else if (l->reason_api && l->reason_api < CT_API_COUNT) {
 		snprintf(buf, cap, "live at %s", ct_api_name(l->reason_api));
@@ -497,7 +527,7 @@ static void do_alloc(struct ct_model *m, const struct ct_rec_event *ev, uint8_t 
 		remove_live(m, old, ev, RM_UNSEEN);
 	}
 	uint16_t api = ev->api < CT_API_COUNT ? ev->api : CT_API_COUNT;
-	uint32_t si = get_site(m, ev->stack_id, api, kind, ev->device);
+	uint32_t si = ct_model_site(m, ev->stack_id, api, kind, ev->device);
 	struct ct_site *s = &m->sites[si];
 	site_touch(m, s);
 	s->live_count++;
@@ -529,6 +559,7 @@ static void do_alloc(struct ct_model *m, const struct ct_rec_event *ev, uint8_t 
 			m->peak_ts = ev->ts_ns;
 			m->peak_version++;
 			m->peak_seen = 1;
+			ct_fw_at_device_peak(m);
 		}
 		struct ct_dev_peak *d = &m->dpeaks[s->dp];
 		d->live = ct_sat_add(d->live, ev->size);
@@ -713,14 +744,92 @@ uint64_t ct_model_duration_ns(const struct ct_model *m)
 	return m->last_ts - ct_model_start_ns(m);
 }
 
+/* A step boundary (CT_MARK_STEP) at ts, by its source. */
+/* Was the live block e counted as leaked at the exit point? */
+static int exit_kept(const struct ct_model *m, const struct ct_block *e)
+{
+	return m->exit_seen && e->ts <= m->exit_ts && e->site < m->exit_nsites &&
+	       (m->exit_kept[e->site / 8] >> (e->site % 8) & 1);
+}
+
+static void add_step(struct ct_model *m, uint64_t source, uint64_t ts)
+{
+	int k = source == CT_STEP_EXPLICIT ? 0 : source == CT_STEP_OPTIMIZER ? 1 : -1;
+	if (k < 0)
+		return;
+	m->step_ts[k] = ct_xgrow(m->step_ts[k], &m->capstep[k], m->nstep[k] + 1, sizeof *m->step_ts[k]);
+	m->step_ts[k][m->nstep[k]++] = ts;
+}
+
+int ct_model_spans_steps(const struct ct_model *m, uint64_t first_ts, uint64_t last_ts)
+{
+	/* explicit steps win, as in the growth report */
+	int k = m->nstep[0] >= CT_EXIT_STEPS_MIN ? 0 : 1;
+	const uint64_t *v = m->step_ts[k];
+	size_t n = m->nstep[k], lo = 0, hi = n;
+	if (n < CT_EXIT_STEPS_MIN)
+		return 0;
+	while (lo < hi) { /* the first boundary after first_ts (boundaries come in time order) */
+		size_t mid = lo + (hi - lo) / 2;
+		if (v[mid] <= first_ts)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo + 1 < n && v[lo + 1] <= last_ts;
+}
+
+/*
+ * The program's own code ended (CT_MARK_EXIT). A site whose blocks live now
+ * were made across steps (ct_model_spans_steps: kept from step to step) is
+ * leaked now, whatever the interpreter's teardown frees later; the others
+ * are judged at the end of the dump, as without an exit point.
+ */
+static void exit_point(struct ct_model *m, uint64_t ts)
+{
+	m->exit_seen = 1;
+	m->exit_ts = ts;
+	size_t n = m->nsites;
+	uint64_t *first = ct_xcalloc(n + 1, sizeof *first), *last = ct_xcalloc(n + 1, sizeof *last);
+	for (size_t i = 0; i < n; i++)
+		first[i] = UINT64_MAX;
+	for (size_t i = 0; m->live_mask && i <= m->live_mask; i++) {
+		const struct ct_block *e = &m->live[i];
+		if (!e->ns)
+			continue;
+		if (e->ts < first[e->site])
+			first[e->site] = e->ts;
+		if (e->ts > last[e->site])
+			last[e->site] = e->ts;
+	}
+	m->exit_kept = ct_xcalloc(n / 8 + 1, 1);
+	m->exit_nsites = n;
+	for (size_t i = 0; i < n; i++)
+		if (first[i] != UINT64_MAX && ct_model_spans_steps(m, first[i], last[i]))
+			m->exit_kept[i / 8] |= (uint8_t)(1u << (i % 8));
+	for (size_t i = 0; m->live_mask && i <= m->live_mask; i++) {
+		const struct ct_block *e = &m->live[i];
+		if (e->ns && exit_kept(m, e))
+			add_leak(m, &m->sites[e->site], e, 0, 0);
+	}
+	free(first);
+	free(last);
+}
+
 /* Hand the marks up to ts to the observers. */
 static void release_marks(struct ct_model *m, uint64_t ts)
 {
 	struct ct_mark mk;
-	while (m->markq && ct_markq_pop(m->markq, ts, &mk))
+	while (m->markq && ct_markq_pop(m->markq, ts, &mk)) {
+		if (mk.kind == CT_MARK_STEP)
+			add_step(m, mk.aux, mk.ts_ns);
+		if (mk.kind == CT_MARK_EXIT && !m->exit_seen)
+			exit_point(m, mk.ts_ns);
+		ct_fw_mark(m, &mk);
 		for (size_t i = 0; i < m->nobs; i++)
 			if (m->obs[i].mark)
 				m->obs[i].mark(m->obs[i].ctx, m, &mk);
+	}
 }
 
 static void apply_event(struct ct_model *m, const struct ct_rec_event *ev);
@@ -728,6 +837,7 @@ static void apply_event(struct ct_model *m, const struct ct_rec_event *ev);
 void ct_model_event(struct ct_model *m, const struct ct_rec_event *ev)
 {
 	if (ct_fw_is_event(ev)) {
+		release_marks(m, ev->ts_ns);
 		ct_fw_event(m, ev);
 		return;
 	}
@@ -804,9 +914,11 @@ void ct_model_finish(struct ct_model *m)
 	for (size_t i = 0; i < m->nobs; i++)
 		if (m->obs[i].finish)
 			m->obs[i].finish(m->obs[i].ctx, m);
+	ct_fw_finish(m);
 	for (size_t i = 0; m->live_mask && i <= m->live_mask; i++) {
 		const struct ct_block *e = &m->live[i];
-		if (e->ns)
+		/* what the exit point counted is counted */
+		if (e->ns && !exit_kept(m, e))
 			add_leak(m, &m->sites[e->site], e, 0, 0);
 	}
 	ct_tl_sort(&m->tl);
@@ -920,7 +1032,8 @@ static void on_mark(void *ctx, const struct ct_rec_mark *mk, const char *name, s
 	struct ct_model *m = ctx;
 	m->marks++;
 	ct_marks_add(m->marks_list, mk->ts_ns, mk->aux, mk->tid, mk->kind, name, len);
-	int wanted = 0;
+	/* the exit point and the steps it judges by are the model's own */
+	int wanted = mk->kind == CT_MARK_EXIT || mk->kind == CT_MARK_STEP;
 	for (size_t i = 0; i < m->nobs; i++)
 		wanted |= m->obs[i].mark != NULL;
 	if (wanted) {

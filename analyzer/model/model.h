@@ -150,6 +150,12 @@ struct ct_observer {
 	void (*mark)(void *ctx, struct ct_model *m, const struct ct_mark *mk);
 	/* a CT_REC_MEMINFO, in file order: before or after its failed event */
 	void (*meminfo)(void *ctx, struct ct_model *m, const struct ct_rec_meminfo *mi);
+	/* a framework block (framework.h) handed out, or no longer (free requested); b->site is
+	 * its framework site, b->ns 0: the CUDA layer's callbacks above never see these */
+	void (*fw_alloc)(void *ctx, struct ct_model *m, const struct ct_rec_event *ev,
+			 const struct ct_block *b);
+	void (*fw_release)(void *ctx, struct ct_model *m, const struct ct_rec_event *ev,
+			   const struct ct_block *b, int how);
 	/* end of the dump, before the blocks still live become "live at exit" leaks */
 	void (*finish)(void *ctx, struct ct_model *m);
 	/* free ctx (ct_model_free) */
@@ -179,6 +185,7 @@ struct ct_analysis {
 };
 
 struct ct_retired;
+struct ct_fw;
 
 struct ct_model {
 	/* process */
@@ -201,13 +208,24 @@ struct ct_model {
 	uint64_t dropped_signal; /* the part of it made inside signal handlers (CT_DROPS_F_SIGNAL) */
 	uint64_t marks, modules;
 	int end_seen;
+	/* the program's exit point (CT_MARK_EXIT) and the sites whose blocks live there were kept
+	 * from step to step (a bit per site: leaked there) */
+	int exit_seen;
+	uint64_t exit_ts;
+	uint8_t *exit_kept;
+	size_t exit_nsites;
+	/* step boundaries (CT_MARK_STEP) in time order: [0] explicit, [1] optimizer */
+	uint64_t *step_ts[2];
+	size_t nstep[2], capstep[2];
 	uint64_t end_ts, end_events, end_dropped, end_stacks;
 	int have_ts;
 	uint64_t first_ts, last_ts;
 
 	struct ct_api_stats api[CT_API_COUNT + 1]; /* [CT_API_COUNT]: unknown ids */
-	/* framework events: counted apart, never memory (framework.h) */
+	/* framework events and their layer (framework.h): never CUDA memory */
 	uint64_t fw_events, fw_api[CT_API_COUNT + 1];
+	struct ct_fw *fw;			 /* NULL until the first framework event or mark */
+	uint64_t fw_leak_count, fw_leak_bytes; /* framework blocks leaked at the exit point */
 	struct ct_kd_stats kind_total[CT_KIND_COUNT];
 	struct ct_kd_stats *kd;
 	size_t nkd, capkd;
@@ -299,6 +317,23 @@ void ct_site_at_dev_peak(const struct ct_model *m, const struct ct_site *s, uint
 			 uint64_t *bytes);
 /* The peak record of device, NULL when it never had device bytes. */
 const struct ct_dev_peak *ct_model_dev_peak(const struct ct_model *m, int device);
+
+/*
+ * Were blocks made at first_ts and at last_ts made in different steps, with at
+ * least one whole step between them (two boundaries in (first_ts, last_ts])?
+ * The boundaries are the explicit steps when there are CT_EXIT_STEPS_MIN of
+ * them, else the optimizer's; 0 with fewer than CT_EXIT_STEPS_MIN.
+ */
+#define CT_EXIT_STEPS_MIN 3
+int ct_model_spans_steps(const struct ct_model *m, uint64_t first_ts, uint64_t last_ts);
+/* The site (stack, api, kind, device), made when new. */
+uint32_t ct_model_site(struct ct_model *m, uint32_t stack_id, uint16_t api, uint8_t kind,
+		       int16_t device);
+/* The framework layer: a block leaked at the exit point (a leak group of its site, counted
+ * in fw_leak_*), and its blocks handed to the observers' fw_alloc / fw_release. */
+void ct_model_fw_leak(struct ct_model *m, uint32_t site, uint64_t size, uint64_t ts);
+void ct_model_notify_fw(struct ct_model *m, const struct ct_rec_event *ev, const struct ct_block *b,
+			int alloc);
 
 /* Reason text of a leak group: "live at exit", "live at cudaDeviceReset", ... */
 const char *ct_leak_reason(const struct ct_leak *l, char *buf, size_t cap);

@@ -13,6 +13,7 @@
 #define CT_ANALYZER_VIEWS_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #include "model/model.h"
@@ -27,6 +28,36 @@
 const struct ct_dev_peak **ct_view_dev_peaks(const struct ct_model *m, size_t *n, size_t *more);
 /* The device-bytes sites of d's device live at d's own peak, largest first. */
 struct ct_item *ct_view_dev_peak_items(struct ct_model *m, const struct ct_dev_peak *d, size_t *n);
+
+/* ---- the two layers at the peak (analyses/layers.c) ------------------------------------------- */
+
+/* Who device memory at the CUDA layer's peak belongs to (classify.c's cache rules). */
+enum ct_owner {
+	CT_OWNER_PYTORCH = 0,
+	CT_OWNER_BLAS = 1, /* cuBLAS and cuDNN workspaces */
+	CT_OWNER_NCCL = 2,
+	CT_OWNER_CUPY = 3,
+	CT_OWNER_JAX = 4,
+	CT_OWNER_OTHER = 5, /* the program's own calls, and everything no rule names */
+	CT_OWNER_COUNT
+};
+const char *ct_owner_name(int owner); /* "PyTorch", "cuBLAS/cuDNN", ... */
+const char *ct_owner_key(int owner);  /* "pytorch", "cublas_cudnn", ... */
+/* Device bytes (all devices) live at m's peak, by owner. */
+void ct_view_owners(struct ct_model *m, uint64_t out[CT_OWNER_COUNT]);
+struct ct_fw_dev;
+/* The blocks of a framework dev live at its peak of allocated (used) bytes, by site, largest first. */
+struct ct_item *ct_view_fw_peak_items(struct ct_model *m, const struct ct_fw_dev *d, size_t *n);
+/* "  by owner at the peak: PyTorch X (tensors Y + cached free Z), ..." */
+void ct_text_owners(FILE *f, struct ct_model *m);
+/* Each framework dev's peaks, fragmentation and blocks live at its peak (text). */
+void ct_text_layers(FILE *f, const struct ct_report_opts *o, struct ct_model *m);
+/* "owners": {...} and, with a framework layer, "framework": [per dev, with its "sites"] */
+void ct_json_layers(struct ct_json *j, const struct ct_report_opts *o, struct ct_model *const *ms, size_t nm);
+
+/* The framework's out-of-memory errors with the blocks live at each (oom report: text, JSON "framework"). */
+void ct_text_fw_ooms(FILE *f, const struct ct_report_opts *o, struct ct_model *m);
+void ct_json_fw_ooms(struct ct_json *j, const struct ct_report_opts *o, struct ct_model *const *ms, size_t nm);
 
 /* One phase row of the peak report: an NVTX range name or a span between marks. */
 struct ct_phase_view {

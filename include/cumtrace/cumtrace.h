@@ -36,6 +36,13 @@ const char *cumtrace_version(void);
  * any, optimizer steps otherwise.
  */
 void cumtrace_step(int source, const char *name);
+/*
+ * Where the program's own code ends (the Python package calls it from an
+ * atexit handler): framework blocks (tensors, CuPy arrays) still handed out
+ * here are reported as leaked at exit, whatever the interpreter's teardown
+ * frees later. Without it, the end of the dump is the exit point.
+ */
+void cumtrace_exit_point(void);
 /* 1 when this process records (or will at its first CUDA call), else 0. */
 int cumtrace_active(void);
 /* Write everything recorded so far to the dump before returning. */

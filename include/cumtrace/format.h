@@ -154,7 +154,8 @@ struct ct_rec_process {
  * The environment variables of distributed launchers recorded as "env.NAME"
  * in CT_REC_PROCESS, append only: torchrun's (and torch.distributed.launch's)
  * rank, local rank, sizes, node rank, rendezvous address and run id, then
- * Slurm's, Open MPI's and PMI's equivalents of the rank.
+ * Slurm's, Open MPI's and PMI's equivalents of the rank, then PyTorch's
+ * allocator settings (the analyzer reads which allocator mode ran).
  */
 #define CT_LAUNCH_ENV_LIST(X)                                                  \
 	X(RANK)                                                                \
@@ -175,7 +176,10 @@ struct ct_rec_process {
 	X(OMPI_COMM_WORLD_LOCAL_RANK)                                          \
 	X(OMPI_COMM_WORLD_SIZE)                                                \
 	X(PMI_RANK)                                                            \
-	X(PMI_SIZE)
+	X(PMI_SIZE)                                                            \
+	X(PYTORCH_CUDA_ALLOC_CONF)                                             \
+	X(PYTORCH_ALLOC_CONF)                                                  \
+	X(PYTORCH_NO_CUDA_MEMORY_CACHING)
 
 enum ct_launch_env {
 #define CT_LAUNCH_ENUM_(name) CT_LAUNCH_##name,
@@ -578,6 +582,11 @@ enum ct_mark_kind {
 	CT_MARK_START = 3,   /* nvtxRangeStart: aux = range id */
 	CT_MARK_STOP = 4,    /* nvtxRangeEnd: aux = range id (name empty) */
 	CT_MARK_STEP = 5,    /* cumtrace_step: a step boundary; aux = enum ct_step_source */
+	/* cumtrace_exit_point: the program's own code ended (the Python package's atexit
+	 * handler, before the interpreter's teardown frees what modules held): framework
+	 * blocks still handed out here are leaked at exit. Name "exit", aux 0. Added without
+	 * a version change: an older reader counts it as a mark of an unknown kind. */
+	CT_MARK_EXIT = 6,
 };
 
 /*

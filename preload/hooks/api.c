@@ -72,6 +72,11 @@ CT_EXPORT void cumtrace_step(int source, const char *name)
 	ct_put_mark(CT_MARK_STEP, name && *name ? name : "step", (uint64_t)(unsigned)source);
 }
 
+CT_EXPORT void cumtrace_exit_point(void)
+{
+	ct_put_mark(CT_MARK_EXIT, "exit", 0);
+}
+
 CT_EXPORT int cumtrace_active(void)
 {
 	int state = atomic_load(&ct_state);

@@ -40,7 +40,8 @@ def _load():
                 ("cumtrace_flush", [], None),
                 ("cumtrace_counter", [ctypes.c_char_p, ctypes.c_int, _U64], None),
                 ("cumtrace_cupy_alloc", [ctypes.c_int, _U64, _U64, _U64], None),
-                ("cumtrace_cupy_free", [ctypes.c_int, _U64, _U64], None)):
+                ("cumtrace_cupy_free", [ctypes.c_int, _U64, _U64], None),
+                ("cumtrace_exit_point", [], None)):
             f = getattr(lib, name)
             f.argtypes = args
             f.restype = res

@@ -21,6 +21,7 @@ the next import of anything once it is complete. A
 hook that cannot be installed is one warning on stderr; nothing here raises
 into the program.
 """
+import atexit
 import os
 import sys
 import threading
@@ -192,6 +193,10 @@ def install():
     if _installed or not _c:
         return
     _installed = True
+    # where the program's own code ends: the interpreter's teardown frees every tensor a
+    # module still holds after this, so blocks still handed out here are leaked at exit
+    # (registered first, this handler runs after the program's own atexit handlers)
+    atexit.register(_c["cumtrace_exit_point"])
     # a module still being imported (the bootstrap ran in the middle of its code) is hooked
     # by the finder once it is complete: at the next import of anything
     _retry()

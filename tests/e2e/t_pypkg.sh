@@ -21,7 +21,8 @@ mark pop name=''
 mark pop name=''
 mark step name='step' source=explicit
 mark step name='epoch' source=explicit
-counter my.bytes=1234 dev=0"
+counter my.bytes=1234 dev=0
+mark exit name='exit'"
 report "$T/api.json" summary "$(dump_of api)"
 expect_eq api_json "$(jget "$T/api.json" '(j["dumps"][0]["steps"], [(m["name"], m["kind"], m.get("source")) for m in j["marks"] if m["kind"] == "step"])')" \
 	"({'explicit': 2, 'optimizer': 0, 'unknown': 0}, [('step', 'step', 'explicit'), ('epoch', 'step', 'explicit')])"

@@ -15,9 +15,16 @@ torch/version.py, as a wheel lays them out. Scenarios:
   fork     a step of tensors, then a fork child makes two steps of its own (its JSON
            in OUT_JSON.child, its log only what it made) and the parent one more
   bench    STEPS steps of 32 tensors allocated and freed (the dump's bytes per event)
+  layout   blocks torch hands out whole (a rest of at most 1 MiB in the large pool:
+           one best fit, one nearly whole segment), split blocks joined again, a
+           free completed late, 3 blocks made before the loop and held (a model's
+           weights), and 4 MiB kept per step for STEPS steps
+           (TORCH_FAKE_KEEP=0: none kept); TORCH_FAKE_OPTIM=1: an optimizer step of the
+           stand-in torch package (tests/e2e/pyfw on PYTHONPATH) ends each step
 
 OUT_JSON gets what the stand-in reported: {"log": [[action, device, addr, size, stream,
-pool_a, pool_b, tid], ...] (torch's action numbers), "trackers": the trackers attached,
+pool_a, pool_b, tid], ...] (torch's action numbers), "stats": {device: [allocated,
+peak allocated, reserved, peak reserved]} (torch.cuda.memory_stats), "trackers": the trackers attached,
 "file": this file, "alloc_line": the line that allocates, "threads": native ids of the
 threads that allocated}.
 """
@@ -137,6 +144,42 @@ def bench():
             free(p)
 
 
+def layout():
+    keep = []
+    keeping = os.environ.get("TORCH_FAKE_KEEP", "1") == "1"
+    opt = None
+    if os.environ.get("TORCH_FAKE_OPTIM") == "1":
+        import torch as torch_py  # the stand-in package: torch.optim's global step hooks
+        opt = torch_py.optim.SGD([])
+    weights = [alloc(n) for n in (1 << 20, 3 << 20, 4096)]  # WEIGHTS-LINE: made once, held to the end
+    for _ in range(steps):
+        big = [alloc(6 << 20) for _ in range(3)]  # 18 MiB of a 20 MiB segment
+        whole = alloc(3 << 19)  # 1.5 MiB: the 2 MiB rest, handed out whole
+        nearly = alloc((20 << 20) - 700000)  # a segment of its own, handed out whole
+        small = [alloc(n) for n in (700, 5000, 333333)]
+        kept = alloc(4 << 20)  # KEEP-LINE
+        if keeping:
+            keep.append(kept)
+        else:
+            free(kept)
+        late = alloc(2048)
+        assert torch.fake_torch_free_deferred(late) == 0
+        for p in big + [whole, nearly] + small:
+            free(p)
+        if opt:
+            opt.step()
+    return weights + keep
+
+
+class Holder(object):
+    def __init__(self, blocks):
+        self.blocks = blocks
+
+    def __del__(self):
+        for p in self.blocks:
+            free(p)
+
+
 def write(path, start=0):
     log = []
     if torch is not None:
@@ -145,7 +188,12 @@ def write(path, start=0):
         assert torch.fake_torch_log_copy(start, buf, n) == n
         log = [[e.action, e.device, e.addr, e.size, e.stream, e.pool0, e.pool1, e.tid] for e in buf[:n]]
     line = next(i for i, text in enumerate(open(__file__), 1) if text.rstrip().endswith("# ALLOC-LINE"))
-    json.dump({"log": log, "trackers": torch.fake_torch_trackers() if torch is not None else 0,
+    stats = {}
+    for d in range(2):
+        v = (ctypes.c_ulonglong * 4)()
+        if torch is not None and torch.fake_torch_stats(d, v) == 0:
+            stats[str(d)] = list(v)
+    json.dump({"log": log, "stats": stats, "trackers": torch.fake_torch_trackers() if torch is not None else 0,
                "file": os.path.abspath(__file__), "alloc_line": line, "threads": threads_seen},
               open(path, "w"))
 
@@ -174,6 +222,10 @@ else:
         tensors(1)
     elif scenario == "bench":
         bench()
+    elif scenario == "layout":
+        # freed only by the interpreter's teardown (module globals cleared), after the
+        # program's own code ended: as tensors a script keeps in a global list
+        holder = Holder(layout())
     else:
         sys.exit("unknown scenario " + scenario)
 write(out)

@@ -30,14 +30,22 @@
  *                               cudaGetDriverEntryPointByVersion) and
  *                               "backend:cudaMallocAsync", as in torch
  *
- * The caching policy is simple: sizes round up to 512 bytes; a block is
- * reused for the same rounded size, stream and pool; blocks of up to 1 MiB
- * are carved from 2 MiB segments, larger ones get a segment of their own
- * (rounded up to 2 MiB). Frees complete at once, or at the next allocator call
+ * The caching policy is torch's (CUDACachingAllocator.cpp), less what the
+ * tests do not reach: sizes round up to 512 bytes; requests of up to 1 MiB
+ * take the best-fitting free block of the 2 MiB segments of their stream and
+ * pool, larger ones of the large segments (20 MiB for requests under 10 MiB,
+ * else the request rounded up to 2 MiB); a block is split when the rest is at
+ * least 512 bytes (small pool, expandable segments) or over 1 MiB (large
+ * pool), else handed out whole; a completed free joins the free neighbours of
+ * its segment. Expandable segments are one mapped range per segment, with a
+ * gap between ranges (torch grows one range instead). allocated and reserved
+ * bytes and their peaks are counted as torch.cuda.memory_stats() counts them
+ * (fake_torch_stats). Frees complete at once, or at the next allocator call
  * on any thread after fake_torch_free_deferred (torch: a block still in use
  * on another stream, completed by process_events). Every event made is also
  * kept in a log that the test compares with the dump.
  */
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
@@ -274,7 +282,9 @@ struct CUDAAllocator : ::Allocator {
 
 /* ---- the caching engine (version-independent) ---- */
 
-static const size_t kSmall = 1 << 20, kSmallSegment = 2 << 20, kGranule = 2 << 20;
+/* torch's kSmallSize, kSmallBuffer, kMinLargeAlloc, kLargeBuffer, kRoundLarge */
+static const size_t kSmall = 1 << 20, kSmallSegment = 2 << 20, kMinLargeAlloc = 10 << 20,
+		    kLargeBuffer = 20 << 20, kGranule = 2 << 20;
 static bool expandable, async_backend;
 
 typedef CUresult (*reserve_fn)(CUdeviceptr *, size_t, size_t, CUdeviceptr, unsigned long long);
@@ -302,19 +312,20 @@ static void *driver_fn(const char *name)
 }
 
 struct Segment {
-	uint64_t base, size, used;
+	uint64_t base, size;
 	void *stream;
 	MempoolId_t pool;
-	int live; /* blocks handed out */
+	bool small; /* a 2 MiB segment of the small pool */
+	int live;   /* blocks handed out or pending */
 	CUmemGenericAllocationHandle handle;
 	bool gone;
 };
 
+/* A block of a segment, free or not: the blocks of a segment tile it, as in torch. */
 struct Block {
-	uint64_t ptr, size, requested;
-	void *stream;
-	MempoolId_t pool;
+	uint64_t size, requested;
 	size_t segment;
+	bool allocated; /* handed out, or freed but not completed (pending) */
 };
 
 /* What one version's allocator does on each event: copy it into its TraceEntry and call the trackers. */
@@ -324,10 +335,11 @@ struct DeviceEngine {
 	int device;
 	std::recursive_mutex mutex;
 	std::vector<Segment> segments;
-	std::map<uint64_t, Block> live;
-	std::vector<Block> free_blocks;
-	std::vector<Block> pending; /* free requested, completion deferred */
-	uint64_t va_base = 0, va_size = 0, va_mapped = 0; /* expandable: the reserved range */
+	std::map<uint64_t, Block> blocks; /* every block of every segment, by address */
+	std::vector<uint64_t> pending;	  /* free requested, completion deferred */
+	uint64_t va_base = 0, va_size = 0, va_next = 0; /* expandable: the reserved range */
+	/* torch.cuda.memory_stats(): allocated_bytes and reserved_bytes, current and peak */
+	uint64_t allocated = 0, peak_allocated = 0, reserved = 0, peak_reserved = 0;
 	emit_fn emit;
 	void *ctx;
 
@@ -342,52 +354,76 @@ struct DeviceEngine {
 		emit(ctx, e);
 	}
 
+	/* torch's free_block: the block is free again, merged with free neighbours of its segment. */
+	void complete(uint64_t ptr)
+	{
+		auto it = blocks.find(ptr);
+		Block &b = it->second;
+		const Segment &s = segments[b.segment];
+		report(FREE_COMPLETED, ptr, b.requested, s.stream, s.pool);
+		b.allocated = false;
+		segments[b.segment].live--;
+		auto next = std::next(it);
+		if (next != blocks.end() && !next->second.allocated && next->second.segment == b.segment) {
+			b.size += next->second.size;
+			blocks.erase(next);
+		}
+		if (it != blocks.begin()) {
+			auto prev = std::prev(it);
+			if (!prev->second.allocated && prev->second.segment == b.segment) {
+				prev->second.size += b.size;
+				blocks.erase(it);
+			}
+		}
+	}
+
 	void process_events()
 	{
-		for (const Block &b : pending) {
-			report(FREE_COMPLETED, b.ptr, b.requested, b.stream, b.pool);
-			free_blocks.push_back(b);
-			segments[b.segment].live--;
-		}
+		for (uint64_t p : pending)
+			complete(p);
 		pending.clear();
 	}
 
-	/* A new segment of size bytes (a multiple of 2 MiB); -1 when CUDA is out of memory. */
-	long new_segment(uint64_t size, void *stream, MempoolId_t pool)
+	/* A new segment of size bytes; -1 when CUDA is out of memory. */
+	long new_segment(uint64_t size, void *stream, MempoolId_t pool, bool small)
 	{
-		Segment s{0, size, 0, stream, pool, 0, 0, false};
+		Segment s{0, size, stream, pool, small, 0, 0, false};
 		if (!expandable) {
 			void *p = nullptr;
 			if (cudaMalloc(&p, size) != cudaSuccess)
 				return -1;
 			s.base = (uint64_t)(uintptr_t)p;
-			segments.push_back(s);
-			report(SEGMENT_ALLOC, s.base, size, stream, pool);
-			return (long)segments.size() - 1;
-		}
-		if (!va_base) {
-			va_size = 1ull << 36;
-			CUdeviceptr base = 0;
-			if (drv_reserve(&base, va_size, 0, 0, 0) != CUDA_SUCCESS)
+		} else {
+			if (!va_base) {
+				va_size = 1ull << 36;
+				CUdeviceptr base = 0;
+				if (drv_reserve(&base, va_size, 0, 0, 0) != CUDA_SUCCESS)
+					return -1;
+				va_base = base;
+			}
+			CUmemAllocationProp prop = {};
+			prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+			prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+			prop.location.id = device;
+			if (va_next + size > va_size || drv_create(&s.handle, size, &prop, 0) != CUDA_SUCCESS)
 				return -1;
-			va_base = base;
+			s.base = va_base + va_next;
+			if (drv_map(s.base, size, 0, s.handle, 0) != CUDA_SUCCESS)
+				return -1;
+			CUmemAccessDesc access = {};
+			access.location = prop.location;
+			access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+			drv_access(s.base, size, &access, 1);
+			/* a gap after each range: ranges are never neighbours (torch grows one
+			 * segment instead, and joins its free blocks across ranges) */
+			va_next += size + kGranule;
 		}
-		CUmemAllocationProp prop = {};
-		prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-		prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-		prop.location.id = device;
-		if (va_mapped + size > va_size || drv_create(&s.handle, size, &prop, 0) != CUDA_SUCCESS)
-			return -1;
-		s.base = va_base + va_mapped;
-		if (drv_map(s.base, size, 0, s.handle, 0) != CUDA_SUCCESS)
-			return -1;
-		CUmemAccessDesc access = {};
-		access.location = prop.location;
-		access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-		drv_access(s.base, size, &access, 1);
-		va_mapped += size;
 		segments.push_back(s);
-		report(SEGMENT_MAP, s.base, size, stream, pool);
+		blocks[s.base] = Block{size, 0, segments.size() - 1, false};
+		report(expandable ? SEGMENT_MAP : SEGMENT_ALLOC, s.base, size, stream, pool);
+		reserved += size;
+		if (reserved > peak_reserved)
+			peak_reserved = reserved;
 		return (long)segments.size() - 1;
 	}
 
@@ -395,60 +431,64 @@ struct DeviceEngine {
 	{
 		std::lock_guard<std::recursive_mutex> g(mutex);
 		process_events();
+		/* torch: round_size, the pool by size, the best fit of that pool's free blocks */
 		uint64_t rounded = requested < 512 ? 512 : (requested + 511) / 512 * 512;
-		for (size_t i = 0; i < free_blocks.size(); i++) {
-			Block b = free_blocks[i];
-			if (b.size == rounded && b.stream == stream && b.pool == pool) {
-				free_blocks.erase(free_blocks.begin() + (long)i);
-				b.requested = requested;
-				segments[b.segment].live++;
-				live[b.ptr] = b;
-				report(ALLOC, b.ptr, requested, stream, pool);
-				return (void *)(uintptr_t)b.ptr;
-			}
+		bool small = rounded <= kSmall;
+		auto best = blocks.end();
+		for (auto it = blocks.begin(); it != blocks.end(); ++it) {
+			const Segment &s = segments[it->second.segment];
+			if (it->second.allocated || s.gone || s.small != small || s.stream != stream || s.pool != pool ||
+			    it->second.size < rounded)
+				continue;
+			if (best == blocks.end() || it->second.size < best->second.size)
+				best = it;
 		}
-		long seg = -1;
-		if (rounded <= kSmall)
-			for (size_t i = 0; i < segments.size() && seg < 0; i++) {
-				const Segment &s = segments[i];
-				if (!s.gone && s.size == kSmallSegment && s.stream == stream && s.pool == pool &&
-				    s.size - s.used >= rounded)
-					seg = (long)i;
+		if (best == blocks.end()) {
+			uint64_t want = small ? kSmallSegment
+				      : rounded < kMinLargeAlloc ? kLargeBuffer
+				      : (rounded + kGranule - 1) / kGranule * kGranule;
+			long seg = new_segment(want, stream, pool, small);
+			if (seg < 0) {
+				size_t free_bytes = 0, total = 0;
+				cudaMemGetInfo(&free_bytes, &total);
+				report(OOM, free_bytes, rounded, stream, pool);
+				return nullptr;
 			}
-		if (seg < 0)
-			seg = new_segment(rounded <= kSmall ? kSmallSegment : (rounded + kGranule - 1) / kGranule * kGranule,
-					  stream, pool);
-		if (seg < 0) {
-			size_t free_bytes = 0, total = 0;
-			cudaMemGetInfo(&free_bytes, &total);
-			report(OOM, free_bytes, rounded, stream, pool);
-			return nullptr;
+			best = blocks.find(segments[(size_t)seg].base);
 		}
-		Segment &s = segments[(size_t)seg];
-		Block b{s.base + s.used, rounded, requested, stream, pool, (size_t)seg};
-		s.used += rounded;
-		s.live++;
-		live[b.ptr] = b;
-		report(ALLOC, b.ptr, requested, stream, pool);
-		return (void *)(uintptr_t)b.ptr;
+		uint64_t ptr = best->first;
+		Block &b = best->second;
+		/* torch's should_split */
+		uint64_t rest = b.size - rounded;
+		if (small || expandable ? rest >= 512 : rest > kSmall) {
+			blocks[ptr + rounded] = Block{rest, 0, b.segment, false};
+			b.size = rounded;
+		}
+		b.allocated = true;
+		b.requested = requested;
+		segments[b.segment].live++;
+		allocated += b.size;
+		if (allocated > peak_allocated)
+			peak_allocated = allocated;
+		report(ALLOC, ptr, requested, stream, pool);
+		return (void *)(uintptr_t)ptr;
 	}
 
 	int free_block(void *ptr, bool defer)
 	{
 		std::lock_guard<std::recursive_mutex> g(mutex);
-		auto it = live.find((uint64_t)(uintptr_t)ptr);
-		if (it == live.end())
+		uint64_t p = (uint64_t)(uintptr_t)ptr;
+		auto it = blocks.find(p);
+		if (it == blocks.end() || !it->second.allocated ||
+		    std::find(pending.begin(), pending.end(), p) != pending.end())
 			return -1;
-		Block b = it->second;
-		live.erase(it);
-		report(FREE_REQUESTED, b.ptr, b.requested, b.stream, b.pool);
-		if (defer) {
-			pending.push_back(b);
-			return 0;
-		}
-		report(FREE_COMPLETED, b.ptr, b.requested, b.stream, b.pool);
-		free_blocks.push_back(b);
-		segments[b.segment].live--;
+		const Segment &s = segments[it->second.segment];
+		report(FREE_REQUESTED, p, it->second.requested, s.stream, s.pool);
+		allocated -= it->second.size;
+		if (defer)
+			pending.push_back(p);
+		else
+			complete(p);
 		return 0;
 	}
 
@@ -470,11 +510,10 @@ struct DeviceEngine {
 				cudaFree((void *)(uintptr_t)s.base);
 				report(SEGMENT_FREE, s.base, s.size, s.stream, s.pool);
 			}
+			reserved -= s.size;
 			s.gone = true;
+			blocks.erase(s.base); /* one free block: the whole segment */
 			n++;
-			for (size_t k = free_blocks.size(); k-- > 0;)
-				if (free_blocks[k].segment == i)
-					free_blocks.erase(free_blocks.begin() + (long)k);
 		}
 		return n;
 	}
@@ -729,6 +768,20 @@ FAKE_EXPORT int fake_torch_empty_cache(void)
 {
 	DeviceEngine *d = dev();
 	return d && !async_backend ? d->empty_cache() : 0;
+}
+
+/* torch.cuda.memory_stats(device): allocated and reserved bytes, current and peak. 0 or -1. */
+FAKE_EXPORT int fake_torch_stats(int device, unsigned long long out[4])
+{
+	if (!engine.ready || (size_t)device >= engine.devices.size() || async_backend)
+		return -1;
+	DeviceEngine *d = engine.devices[(size_t)device].get();
+	std::lock_guard<std::recursive_mutex> g(d->mutex);
+	out[0] = d->allocated;
+	out[1] = d->peak_allocated;
+	out[2] = d->reserved;
+	out[3] = d->peak_reserved;
+	return 0;
 }
 
 /* Trackers attached (to all device allocators together). */

@@ -92,8 +92,10 @@ def verdict(kind, what, detail=""):
     print(line, flush=True)
 
 
-def run(args, tag, which, extra_env=None, steps=None):
-    """One traced child: (its RESULT dict or None, its dump or None, stderr)."""
+def run(args, tag, which, extra_env=None, steps=None, child=None, argv=(), launcher=()):
+    """One traced child: (its RESULT dict or None, its dump or None, stderr). child: the
+    program's source (default: CHILD), argv: more arguments, launcher: a command before
+    python (torchrun; the RESULT line of the first rank that prints one counts)."""
     env = dict(os.environ)
     env.pop("PYTORCH_CUDA_ALLOC_CONF", None)
     kit = os.path.abspath(args.kit)
@@ -102,10 +104,11 @@ def run(args, tag, which, extra_env=None, steps=None):
                                                           if env.get("LD_LIBRARY_PATH") else "")
     env["CUMTRACE_OUTPUT"] = os.path.join(args.out, tag + ".%p.dump")
     env.update(extra_env or {})
-    script = os.path.join(args.out, "child.py")
+    script = os.path.join(args.out, "child.py" if child is None else tag + ".py")
     with open(script, "w") as f:
-        f.write("import json\n" + CHILD)
-    p = subprocess.run([sys.executable, script, which, str(steps or args.steps)], env=env,
+        f.write("import json\n" + (CHILD if child is None else child))
+    cmd = list(launcher or [sys.executable]) + [script, which, str(steps or args.steps)] + list(argv)
+    p = subprocess.run(cmd, env=env,
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=600)
     open(os.path.join(args.out, tag + ".out"), "w").write(p.stdout)
     open(os.path.join(args.out, tag + ".err"), "w").write(p.stderr)

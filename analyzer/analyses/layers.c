@@ -1,0 +1,292 @@
+/*
+ * The two levels in the peak report (views.h, "layers"): device memory at
+ * the CUDA layer's peak by owner, and the framework layer's peaks with the
+ * blocks live at each (model/framework.h).
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyses/analyses.h"
+#include "base/util.h"
+#include "model/classify.h"
+#include "model/framework.h"
+#include "render/render.h"
+#include "render/views.h"
+
+static struct ct_frame frames[CT_ANALYSIS_FRAMES];
+
+const char *ct_owner_name(int owner)
+{
+	static const char *const names[] = {"PyTorch", "cuBLAS/cuDNN", "NCCL", "CuPy", "JAX", "other"};
+	return owner >= 0 && owner < CT_OWNER_COUNT ? names[owner] : "other";
+}
+
+const char *ct_owner_key(int owner)
+{
+	static const char *const keys[] = {"pytorch", "cublas_cudnn", "nccl", "cupy", "jax", "other"};
+	return owner >= 0 && owner < CT_OWNER_COUNT ? keys[owner] : "other";
+}
+
+/* The owner of a site's memory: the allocator whose frames made the call (classify.c's rules). */
+static int owner_of(struct ct_model *m, uint32_t stack_id)
+{
+	size_t k = ct_analysis_frames(m, stack_id, frames, CT_ANALYSIS_FRAMES);
+	struct ct_class_result r;
+	ct_classify_frames(frames, k, 0, &r);
+	const char *a = r.rule >= 0 ? ct_rule_get((size_t)r.rule)->allocator : "";
+	if (!strcmp(a, "pytorch"))
+		return CT_OWNER_PYTORCH;
+	if (!strcmp(a, "cublas") || !strcmp(a, "cudnn"))
+		return CT_OWNER_BLAS;
+	if (!strcmp(a, "nccl"))
+		return CT_OWNER_NCCL;
+	if (!strcmp(a, "cupy"))
+		return CT_OWNER_CUPY;
+	if (!strcmp(a, "jax"))
+		return CT_OWNER_JAX;
+	return CT_OWNER_OTHER;
+}
+
+void ct_view_owners(struct ct_model *m, uint64_t out[CT_OWNER_COUNT])
+{
+	memset(out, 0, CT_OWNER_COUNT * sizeof *out);
+	struct ct_model *one[1] = {m};
+	size_t n;
+	struct ct_item *v = ct_peak_items(one, 1, &n);
+	for (size_t i = 0; i < n; i++) {
+		int o = owner_of(m, v[i].stack_id);
+		out[o] = ct_sat_add(out[o], v[i].bytes);
+	}
+	free(v);
+}
+
+/* PyTorch's allocated bytes, all devices, at the CUDA layer's peak. */
+static uint64_t torch_allocated_at_device_peak(const struct ct_model *m)
+{
+	size_t nd;
+	const struct ct_fw_dev *d = ct_fw_devs(m, &nd);
+	uint64_t b = 0;
+	for (size_t i = 0; i < nd; i++)
+		if (d[i].fw == CT_FW_TORCH)
+			b = ct_sat_add(b, d[i].allocated_at_device_peak);
+	return b;
+}
+
+static int weigh_fw_peak(void *ctx, const struct ct_model *m, const struct ct_site *s, uint64_t *count,
+			 uint64_t *bytes)
+{
+	const struct ct_fw_dev *d = ctx;
+	if (ct_fw_dev_of_site(m, s) != d)
+		return 0;
+	ct_fw_site_at_peak(m, s, count, bytes);
+	return 1;
+}
+
+struct ct_item *ct_view_fw_peak_items(struct ct_model *m, const struct ct_fw_dev *d, size_t *n)
+{
+	return ct_site_items(m, weigh_fw_peak, (void *)d, n);
+}
+
+/* ---- text ------------------------------------------------------------------------------------- */
+
+void ct_text_owners(FILE *f, struct ct_model *m)
+{
+	char b1[32], b2[32], b3[32];
+	size_t nd;
+	ct_fw_devs(m, &nd);
+	uint64_t own[CT_OWNER_COUNT];
+	ct_view_owners(m, own);
+	int named = 0;
+	for (int o = 0; o < CT_OWNER_OTHER; o++)
+		named |= own[o] != 0;
+	if (!named && !nd)
+		return; /* only the program's own memory: nothing to break down */
+	fputs("  by owner at the peak:", f);
+	int first = 1;
+	for (int o = 0; o < CT_OWNER_COUNT; o++) {
+		if (!own[o] && o != CT_OWNER_PYTORCH)
+			continue;
+		if (o == CT_OWNER_PYTORCH && !own[o] && !nd)
+			continue;
+		fprintf(f, "%s %s %s", first ? "" : ",", ct_owner_name(o), ct_fmt_bytes(own[o], b1, sizeof b1));
+		if (o == CT_OWNER_PYTORCH && nd) {
+			uint64_t t = torch_allocated_at_device_peak(m);
+			fprintf(f, " (tensors %s + cached free %s)", ct_fmt_bytes(t, b2, sizeof b2),
+				ct_fmt_bytes(ct_sat_sub(own[o], t), b3, sizeof b3));
+		}
+		first = 0;
+	}
+	fputc('\n', f);
+}
+
+void ct_text_layers(FILE *f, const struct ct_report_opts *o, struct ct_model *m)
+{
+	char b1[32], b2[32], b3[32], t1[32], t2[32];
+	size_t nd;
+	const struct ct_fw_dev *v = ct_fw_devs(m, &nd);
+	for (size_t i = 0; i < nd; i++) {
+		const struct ct_fw_dev *d = &v[i];
+		ct_fmt_dur(ct_model_since_start(m, d->peak_allocated_ts), t1, sizeof t1);
+		ct_fmt_dur(ct_model_since_start(m, d->peak_reserved_ts), t2, sizeof t2);
+		if (d->fw == CT_FW_TORCH)
+			fprintf(f,
+				"\n%s, device %d: peak allocated %s (%" PRIu64 " bytes) at %s, peak reserved %s (%" PRIu64
+				" bytes) at %s\n  reserved but unallocated at the peak of allocated: %s\n",
+				ct_fw_name(d->fw), d->device, ct_fmt_bytes(d->peak_allocated, b1, sizeof b1),
+				d->peak_allocated, t1, ct_fmt_bytes(d->peak_reserved, b2, sizeof b2), d->peak_reserved, t2,
+				ct_fmt_bytes(ct_sat_sub(d->reserved_at_peak_allocated, d->peak_allocated), b3, sizeof b3));
+		else
+			fprintf(f, "\n%s, device %d: peak used %s (%" PRIu64 " bytes) at %s\n", ct_fw_name(d->fw),
+				d->device, ct_fmt_bytes(d->peak_allocated, b1, sizeof b1), d->peak_allocated, t1);
+		if (d->estimated)
+			fprintf(f, "  %" PRIu64 " of %" PRIu64 " block sizes estimated (rounded request)\n", d->estimated,
+				d->blocks);
+		fprintf(f, "%s live at that peak:\n", d->fw == CT_FW_TORCH ? "tensors" : "arrays");
+		size_t n;
+		struct ct_item *items = ct_view_fw_peak_items(m, d, &n);
+		ct_text_items(f, o, m, items, n);
+		free(items);
+	}
+}
+
+/* ---- JSON --------------------------------------------------------------------------------------- */
+
+void ct_json_layers(struct ct_json *j, const struct ct_report_opts *o, struct ct_model *const *ms, size_t nm)
+{
+	uint64_t total[CT_OWNER_COUNT] = {0}, tensors = 0;
+	int any = 0;
+	for (size_t k = 0; k < nm; k++) {
+		uint64_t own[CT_OWNER_COUNT];
+		ct_view_owners(ms[k], own);
+		for (int w = 0; w < CT_OWNER_COUNT; w++)
+			total[w] = ct_sat_add(total[w], own[w]);
+		tensors = ct_sat_add(tensors, torch_allocated_at_device_peak(ms[k]));
+		size_t nd;
+		ct_fw_devs(ms[k], &nd);
+		any |= nd > 0;
+	}
+	ct_json_key(j, "owners");
+	ct_json_obj(j);
+	for (int w = 0; w < CT_OWNER_COUNT; w++)
+		ct_json_kv_u64(j, ct_owner_key(w), total[w]);
+	if (any) {
+		ct_json_kv_u64(j, "pytorch_tensors", tensors);
+		ct_json_kv_u64(j, "pytorch_cached_free", ct_sat_sub(total[CT_OWNER_PYTORCH], tensors));
+	}
+	ct_json_obj_end(j);
+	if (!any)
+		return;
+	ct_json_key(j, "framework");
+	ct_json_arr(j);
+	for (size_t k = 0; k < nm; k++) {
+		size_t nd;
+		const struct ct_fw_dev *v = ct_fw_devs(ms[k], &nd);
+		for (size_t i = 0; i < nd; i++) {
+			const struct ct_fw_dev *d = &v[i];
+			ct_json_obj(j);
+			ct_json_kv_str(j, "framework", d->fw == CT_FW_TORCH ? "pytorch" : "cupy");
+			ct_json_kv_u64(j, "pid", ms[k]->pid);
+			ct_json_kv_i64(j, "device", d->device);
+			ct_json_kv_u64(j, "peak_allocated_bytes", d->peak_allocated);
+			ct_json_kv_u64(j, "peak_allocated_ns", ct_model_since_start(ms[k], d->peak_allocated_ts));
+			if (d->fw == CT_FW_TORCH) {
+				ct_json_kv_u64(j, "peak_reserved_bytes", d->peak_reserved);
+				ct_json_kv_u64(j, "peak_reserved_ns", ct_model_since_start(ms[k], d->peak_reserved_ts));
+				ct_json_kv_u64(j, "reserved_unallocated_at_peak_bytes",
+					       ct_sat_sub(d->reserved_at_peak_allocated, d->peak_allocated));
+			}
+			ct_json_kv_u64(j, "sizes_estimated", d->estimated);
+			size_t n;
+			struct ct_item *items = ct_view_fw_peak_items(ms[k], d, &n);
+			ct_json_items(j, o, items, n);
+			free(items);
+			ct_json_obj_end(j);
+		}
+	}
+	ct_json_arr_end(j);
+}
+
+/* ---- the framework's out-of-memory errors (oom report) ------------------------------------------ */
+
+/* The live blocks by site at OOM i of m, largest first (caller frees). */
+static struct ct_item *fw_oom_items(struct ct_model *m, const struct ct_fw_oom *x, size_t *n)
+{
+	struct ct_item *v = ct_xcalloc(x->nsites + 1, sizeof *v);
+	for (size_t k = 0; k < x->nsites; k++)
+		v[k] = ct_site_item(m, &m->sites[x->sites[k].site], x->sites[k].count, x->sites[k].bytes);
+	*n = x->nsites;
+	return v;
+}
+
+void ct_text_fw_ooms(FILE *f, const struct ct_report_opts *o, struct ct_model *m)
+{
+	char b1[32], b2[32], b3[32], b4[32], t[32];
+	size_t kept;
+	uint64_t total;
+	const struct ct_fw_oom *v = ct_fw_ooms(m, &kept, &total);
+	if (!total)
+		return;
+	fprintf(f, "PyTorch raised out-of-memory %" PRIu64 " time%s (the tensors live then, by site):\n", total,
+		total == 1 ? "" : "s");
+	for (size_t i = 0; i < kept; i++) {
+		const struct ct_fw_oom *x = &v[i];
+		ct_fmt_dur(ct_model_since_start(m, x->ts), t, sizeof t);
+		fprintf(f,
+			"\nPyTorch failure %zu at %s: asked %s (%" PRIu64 " bytes) on device %d; allocated %s, "
+			"reserved %s (reserved but unallocated %s), device free %s\n",
+			i + 1, t, ct_fmt_bytes(x->size, b1, sizeof b1), x->size, x->device,
+			ct_fmt_bytes(x->allocated, b2, sizeof b2), ct_fmt_bytes(x->reserved, b3, sizeof b3),
+			ct_fmt_bytes(ct_sat_sub(x->reserved, x->allocated), b4, sizeof b4),
+			ct_fmt_bytes(x->device_free, b1, sizeof b1));
+		ct_text_stack(f, m, x->stack_id);
+		size_t n;
+		struct ct_item *items = fw_oom_items(m, x, &n);
+		ct_text_items(f, o, m, items, n);
+		free(items);
+	}
+	if (total > kept)
+		fprintf(f, "\n... and %" PRIu64 " more (the first %d are kept)\n", total - kept, CT_FW_OOMS_KEPT);
+	fputc('\n', f);
+}
+
+void ct_json_fw_ooms(struct ct_json *j, const struct ct_report_opts *o, struct ct_model *const *ms, size_t nm)
+{
+	(void)o;
+	int any = 0;
+	for (size_t d = 0; d < nm; d++)
+		any |= ms[d]->fw_events > 0;
+	if (!any)
+		return; /* no framework layer: the report as before */
+	ct_json_key(j, "framework");
+	ct_json_arr(j);
+	for (size_t d = 0; d < nm; d++) {
+		size_t kept;
+		uint64_t total;
+		const struct ct_fw_oom *v = ct_fw_ooms(ms[d], &kept, &total);
+		for (size_t i = 0; i < kept; i++) {
+			const struct ct_fw_oom *x = &v[i];
+			ct_json_obj(j);
+			ct_json_kv_str(j, "framework", "pytorch");
+			ct_json_kv_u64(j, "pid", ms[d]->pid);
+			ct_json_kv_u64(j, "time_ns", ct_model_since_start(ms[d], x->ts));
+			ct_json_kv_u64(j, "size", x->size);
+			ct_json_kv_i64(j, "device", x->device);
+			ct_json_kv_u64(j, "allocated_bytes", x->allocated);
+			ct_json_kv_u64(j, "reserved_bytes", x->reserved);
+			ct_json_kv_u64(j, "device_free_bytes", x->device_free);
+			ct_json_key(j, "stack");
+			ct_json_stack(j, ms[d], x->stack_id);
+			ct_json_key(j, "sites");
+			ct_json_arr(j);
+			size_t n;
+			struct ct_item *items = fw_oom_items(ms[d], x, &n);
+			for (size_t k = 0; k < n; k++)
+				ct_json_item(j, &items[k]);
+			free(items);
+			ct_json_arr_end(j);
+			ct_json_obj_end(j);
+		}
+	}
+	ct_json_arr_end(j);
+}

@@ -1,0 +1,138 @@
+# The two layers in the reports (analyzer/model/framework.c, analyses/layers.c): a
+# training loop on the stand-in for PyTorch's caching allocator (tests/fake/c10_cuda.cc,
+# torch's block rules and memory_stats()), driven from Python (tests/e2e/torch_fake.py
+# layout), with the stand-in torch package's optimizer steps (tests/e2e/pyfw) and no
+# marks. What it keeps per step is freed only by the interpreter's teardown.
+#   - tensors kept per step: leaked at the program's exit (torch_block, at the script's
+#     line) and growing step after step (optimizer steps), while the CUDA layer's
+#     segments read "cache"; the gate fails on them; blocks made once before the loop
+#     (a model's weights) are held at exit, not leaked;
+#   - the same loop keeping nothing: no leaked site, the gate passes;
+#   - peak allocated and peak reserved = the allocator's own peaks, to the byte (blocks
+#     handed out whole included), in the default and expandable modes; allocated at exit;
+#   - the peak report: by owner, tensors + cached free = PyTorch's segments;
+#   - cudaMallocAsync backend (no trace events): the CUDA layer's allocations of PyTorch
+#     are tensors, leaked at the same line, not cache;
+#   - OOM: PyTorch's out-of-memory with the tensors live then.
+. tests/e2e/lib.sh
+command -v python3 >/dev/null || { echo "python3 not found"; exit 77; }
+C10=$ROOT/$BUILD/tests/torch/libc10_cuda.so
+[ -f "$C10" ] || fail "no stand-in libc10_cuda.so: build $C10 (make tests)"
+DRIVER=$ROOT/tests/e2e/torch_fake.py
+site=$T/site
+mkdir -p "$site/torch/lib"
+cp "$C10" "$site/torch/lib/"
+printf "__version__ = '2.11.0+cu130'\n" >"$site/torch/version.py"
+STEPS=12
+KEEP_LINE=$(grep -n "# KEEP-LINE" "$DRIVER" | cut -d: -f1)
+
+# run NAME SCENARIO [VAR=VALUE...]
+run() {
+	rn=$1 rsc=$2
+	shift 2
+	traced "$rn" env PYTHONPATH="$ROOT/tests/e2e/pyfw" TORCH_FAKE_OPTIM=1 TORCH_FAKE_STEPS=$STEPS "$@" \
+		python3 "$DRIVER" "$FAKE" "$site" "$rsc" "$T/$rn.json" 2>"$T/$rn.err" ||
+		{ cat "$T/$rn.err"; fail "$rn: the driver failed"; }
+}
+
+# leaked_at NAME: "kind class count bytes" of every leak site not "cache" whose stack has the KEEP line
+leaked_at() {
+	report "$T/$1.leaks.json" leaks "$(dump_of "$1")"
+	python3 - "$T/$1.leaks.json" "$DRIVER" "$KEEP_LINE" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))["leaks"]
+for s in j["sites"]:
+    if s["class"] != "cache" and any(f.get("file") == sys.argv[2] and f.get("line") == int(sys.argv[3]) for f in s["stack"]):
+        print(s["kind"], s["class"], s["count"], s["bytes"])
+PY
+}
+
+# figures NAME: the framework layer's figures of device 0 against the stand-in's memory_stats()
+figures() {
+	report "$T/$1.sum.json" summary "$(dump_of "$1")"
+	python3 - "$T/$1.sum.json" "$T/$1.json" <<'PY' || fail "$1: framework figures"
+import json, sys
+d = json.load(open(sys.argv[1]))["summary"]["framework"]["devices"][0]
+allocated, peak_allocated, reserved, peak_reserved = json.load(open(sys.argv[2]))["stats"]["0"]
+got = (d["peak_allocated_bytes"], d["peak_reserved_bytes"], d["exit_bytes"], d["sizes_estimated"], d["exit_marked"],
+       d["exit_blocks"] - d["leaked_blocks"])
+want = (peak_allocated, peak_reserved, allocated, 0, True, 3)
+print("ok" if got == want else "FAIL", "peak allocated, peak reserved, held at exit, estimated, exit marked,",
+      "held and not leaked (the weights):", got, "want", want)
+sys.exit(got != want)
+PY
+}
+
+# Default mode, 4 MiB kept per step.
+run keep layout
+figures keep
+leaked_bytes() {
+	jget "$T/$1.sum.json" 'j["summary"]["framework"]["devices"][0]["leaked_bytes"] if j["summary"]["framework"]["devices"][0]["leaked_bytes"] >= '$STEPS' * 4 << 20 else -1'
+}
+expect_eq "keep: leaked at the KEEP line" "$(leaked_at keep)" "torch_block leaked $STEPS $(leaked_bytes keep)"
+expect_eq "keep: the CUDA layer's segments" \
+	"$(jget "$T/keep.leaks.json" 'sorted(set((s["kind"], s["class"]) for s in j["leaks"]["sites"] if s["kind"] != "torch_block"))')" \
+	"[('device', 'cache')]"
+expect_eq "keep: growth without marks" \
+	"$(jget "$T/keep.leaks.json" '([(s["kind"], s["grew_steps"]) for s in j["leaks"]["growth"]["sites"]], j["leaks"]["growth"]["series"][0]["kind"])')" \
+	"([('torch_block', 8)], 'optimizer')"
+"$REPORT" leaks "$(dump_of keep)" >"$T/keep.txt"
+head -n 1 "$T/keep.txt" | grep -q "^cumtrace leaks: $STEPS framework blocks, .* kept from step to step, still allocated at the program's exit; CUDA layer: " ||
+	fail "keep: the first line: $(head -n 1 "$T/keep.txt")"
+echo "ok: leaks text first line"
+rc=0
+"$REPORT" leaks --fail-on-leak "$(dump_of keep)" >/dev/null 2>&1 || rc=$?
+expect_eq "keep: gate" "$rc" 1
+
+# The peak: by owner, the framework layer, then the CUDA layer.
+report "$T/keep.peak.json" peak "$(dump_of keep)"
+python3 - "$T/keep.peak.json" "$T/keep.json" <<'PY' || fail "keep: peak owners"
+import json, sys
+p = json.load(open(sys.argv[1]))["peak"]
+stats = json.load(open(sys.argv[2]))["stats"]["0"]
+o, fw = p["owners"], p["framework"][0]
+ok = (o["pytorch"] == p["bytes"] and o["pytorch_tensors"] + o["pytorch_cached_free"] == o["pytorch"]
+      and fw["peak_allocated_bytes"] == stats[1] and fw["peak_reserved_bytes"] == stats[3]
+      and sum(s["bytes"] for s in fw["sites"]) == stats[1])
+print("ok" if ok else "FAIL", "peak owners", o, "framework", {k: v for k, v in fw.items() if k != "sites"})
+sys.exit(not ok)
+PY
+"$REPORT" peak "$(dump_of keep)" >"$T/keep.peak.txt"
+grep -q "^  by owner at the peak: PyTorch .* (tensors .* + cached free .*)$" "$T/keep.peak.txt" ||
+	fail "peak text: $(head -n 3 "$T/keep.peak.txt")"
+grep -q "^PyTorch, device 0: peak allocated .* peak reserved " "$T/keep.peak.txt" || fail "peak text: no framework line"
+echo "ok: peak text"
+
+# The same loop keeping nothing: no leaked site, a warm cache is "cache" and passes the gate.
+run clean layout TORCH_FAKE_KEEP=0
+figures clean
+report "$T/clean.leaks.json" leaks "$(dump_of clean)"
+expect_eq "clean: leak classes" \
+	"$(jget "$T/clean.leaks.json" 'sorted(set((s["kind"], s["class"]) for s in j["leaks"]["sites"]))')" \
+	"[('device', 'cache')]"
+expect_eq "clean: growth" "$(jget "$T/clean.leaks.json" 'len(j["leaks"]["growth"]["sites"])')" 0
+rc=0
+"$REPORT" leaks --fail-on-leak "$(dump_of clean)" >/dev/null 2>&1 || rc=$?
+expect_eq "clean: gate" "$rc" 0
+
+# Expandable segments: the same figures and verdicts.
+run expandable layout PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
+figures expandable
+expect_eq "expandable: leaked at the KEEP line" "$(leaked_at expandable)" \
+	"torch_block leaked $STEPS $(leaked_bytes expandable)"
+
+# cudaMallocAsync: one CUDA call per tensor, no trace events; the same verdict at the same line.
+run async layout PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync
+expect_eq "async: leaked at the KEEP line" "$(leaked_at async)" "device leaked $STEPS $((STEPS * 4 << 20))"
+expect_eq "async: nothing else leaked (the weights are held, then freed by the teardown)" \
+	"$(jget "$T/async.leaks.json" 'len([s for s in j["leaks"]["sites"] if s["class"] != "cache"])')" 1
+
+# OOM: PyTorch's out-of-memory, with the tensors live then.
+traced oom env TORCH_FAKE_STEPS=2 python3 "$DRIVER" "$FAKE" "$site" basic "$T/oom.json" 2>"$T/oom.err" ||
+	fail "oom: the driver failed"
+report "$T/oom.oom.json" oom "$(dump_of oom)"
+expect_eq "oom: framework" \
+	"$(jget "$T/oom.oom.json" '[(x["framework"], x["device"], x["size"] >= 1 << 40, len(x["sites"]) > 0) for x in j["oom"]["framework"]]')" \
+	"[('pytorch', 0, True, True)]"
+"$REPORT" oom "$(dump_of oom)" | grep -q "^PyTorch failure 1 at .*: asked 1.0 TiB" || fail "oom text"
+echo "ok: oom text"
