@@ -48,10 +48,13 @@ static void judge(struct ct_finding *f)
 	ct_classify_frames(frames, k, f->it.leak && f->it.leak->reason_op, &f->why);
 	if (f->why.cls == CT_CLASS_CACHE &&
 	    (ct_kind_is_framework(f->it.kind) ||
-	     (ct_fw_torch_uncached(f->it.m) && !strcmp(ct_rule_get((size_t)f->why.rule)->allocator, "pytorch")))) {
+	     (f->it.leak && f->it.leak->kept && ct_fw_torch_uncached(f->it.m) &&
+	      !strcmp(ct_rule_get((size_t)f->why.rule)->allocator, "pytorch")))) {
 		/* a block the framework handed out is the program's (a tensor, an array), whatever
-		 * allocator frames are innermost, and so is every allocation of PyTorch without
-		 * its cache (one tensor each): never "cache" */
+		 * allocator frames are innermost, and so is an allocation of PyTorch without its
+		 * cache (one tensor each) kept from step to step: never "cache". (PyTorch's own
+		 * state made once, as the cuBLAS workspaces it allocates and never frees, stays
+		 * "cache".) */
 		f->why = (struct ct_class_result){CT_CLASS_LEAKED, -1, -1};
 	}
 	f->cls = f->growth ? CT_CLASS_GROWTH : f->why.cls;

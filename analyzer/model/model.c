@@ -342,8 +342,9 @@ static int leak_eq(const void *ctx, uint32_t idx, const void *key)
 	       a->reason_op == b->reason_op;
 }
 
-static void add_leak(struct ct_model *m, const struct ct_site *s, const struct ct_block *e,
-		     uint8_t reason_op, uint16_t reason_api)
+/* Count e in its leak group; returns the group's index. */
+static uint32_t add_leak(struct ct_model *m, const struct ct_site *s, const struct ct_block *e,
+			 uint8_t reason_op, uint16_t reason_api)
 {
 	struct ct_leak k = {.stack_id = s->stack_id,
 			    .api = s->api,
@@ -374,13 +375,15 @@ static void add_leak(struct ct_model *m, const struct ct_site *s, const struct c
 		m->reset_leak_count++;
 		m->reset_leak_bytes = ct_sat_add(m->reset_leak_bytes, e->size);
 	}
+	return i;
 }
 
 void ct_model_fw_leak(struct ct_model *m, uint32_t site, uint64_t size, uint64_t ts)
 {
 	struct ct_block e = {.size = size, .ts = ts, .site = site};
 	uint64_t count = m->leak_count, bytes = m->leak_bytes;
-	add_leak(m, &m->sites[site], &e, 0, 0);
+	uint32_t l = add_leak(m, &m->sites[site], &e, 0, 0); /* may move m->leaks */
+	m->leaks[l].kept = 1;
 	/* the CUDA layer's totals stay its own */
 	m->leak_count = count;
 	m->leak_bytes = bytes;
@@ -401,8 +404,8 @@ void ct_model_notify_fw(struct ct_model *m, const struct ct_rec_event *ev, const
 
 const char *ct_leak_reason(const struct ct_leak *l, char *buf, size_t cap)
 {
-	if (!l->reason_op && ct_kind_is_framework(l->kind)) {
-		snprintf(buf, cap, "allocated at exit");
+	if (!l->reason_op && l->kept) {
+		snprintf(buf, cap, "kept from step to step, live at exit");
 	} else if (!l->reason_op) {
 		snprintf(buf, cap, "live at exit");
 	} else if (l->reason_api && l->reason_api < CT_API_COUNT) {
@@ -809,8 +812,10 @@ static void exit_point(struct ct_model *m, uint64_t ts)
 			m->exit_kept[i / 8] |= (uint8_t)(1u << (i % 8));
 	for (size_t i = 0; m->live_mask && i <= m->live_mask; i++) {
 		const struct ct_block *e = &m->live[i];
-		if (e->ns && exit_kept(m, e))
-			add_leak(m, &m->sites[e->site], e, 0, 0);
+		if (e->ns && exit_kept(m, e)) {
+			uint32_t l = add_leak(m, &m->sites[e->site], e, 0, 0); /* may move m->leaks */
+			m->leaks[l].kept = 1;
+		}
 	}
 	free(first);
 	free(last);

@@ -92,6 +92,7 @@ struct ct_leak {
 	int16_t device;
 	uint16_t reason_api; /* API of the checkpoint; CT_API_none = live at exit */
 	uint8_t reason_op;   /* CT_OP_DEVICE_RESET, CT_OP_CTX_DESTROY, or 0 (exit) */
+	uint8_t kept;	     /* judged at the exit point: kept from step to step (model.c) */
 	uint64_t count, bytes;
 	uint64_t first_ts; /* earliest allocation */
 };

@@ -19,8 +19,9 @@ unless said: plain LD_PRELOAD, no wrapper, no marks.
               (PYTHONPATH=kit/python): the series used is the explicit one, N-1 steps
   off         the optim loop with CUMTRACE_PYTHON_BOOT=0: no step is recorded
   cupy        CuPy's default pool: a first array (made before the bootstrap), then arrays
-              kept and freed; at exit the live bytes of the dump's cupy_alloc / cupy_free
-              events plus the first cupy.used_bytes counter must equal pool.used_bytes()
+              kept and freed; at the exit mark (the teardown frees the rest after it) the live
+              bytes of the dump's cupy_alloc / cupy_free events plus the first
+              cupy.used_bytes counter must equal pool.used_bytes()
   jax         a few jitted steps with cumtrace.step() (XLA_PYTHON_CLIENT_PREALLOCATE=false):
               the last jax.bytes_in_use / peak_bytes_in_use counter of each device must equal
               memory_stats() read right after the last step
@@ -192,6 +193,8 @@ def cupy_check(args):
     live = {}
     first_counter = None
     for l in out.splitlines():
+        if re.search(r" mark ts=\d+ (exit|kind6) ", l):
+            break  # the program's exit point: the interpreter's teardown frees the rest
         m = re.search(r"framework ts=\d+ (cupy_alloc|cupy_free) ptr=(0x[0-9a-f]+) size=(\d+)", l)
         if m:
             if m.group(1) == "cupy_alloc":
