@@ -75,8 +75,8 @@ struct growth {
 
 const char *ct_series_kind_name(int kind)
 {
-	static const char *const names[] = {"instant", "range", "start/end", "step", "optimizer"};
-	return kind >= 0 && kind <= CT_SERIES_OPTIMIZER ? names[kind] : "unknown";
+	static const char *const names[] = {"instant", "range", "start/end", "step", "optimizer", "inferred"};
+	return kind >= 0 && kind <= CT_SERIES_INFERRED ? names[kind] : "unknown";
 }
 
 void ct_growth_params(const struct ct_report_opts *o, unsigned *min_grew, unsigned *window)
@@ -414,7 +414,10 @@ static void on_mark(void *ctx, struct ct_model *m, const struct ct_mark *mk)
 		if (mk->aux == CT_STEP_OPTIMIZER)
 			g->result.optimizer_boundaries++;
 		boundary(g, m, intern(g, mk->name),
-			 mk->aux == CT_STEP_OPTIMIZER ? CT_SERIES_OPTIMIZER : CT_SERIES_STEP, -1);
+			 mk->aux == CT_STEP_OPTIMIZER   ? CT_SERIES_OPTIMIZER
+			 : mk->aux == CT_STEP_INFERRED ? CT_SERIES_INFERRED
+						       : CT_SERIES_STEP,
+			 -1);
 		break;
 	default:
 		break;
@@ -434,7 +437,8 @@ static int cmp_gsite(const void *a, const void *b)
 /* Does s win over optimizer steps (explicit marks, ranges or steps, enough of them)? */
 static int series_explicit(const struct growth *g, const struct gseries *s)
 {
-	return g->keys[s->key].kind != CT_SERIES_OPTIMIZER && s->nb >= CT_GROWTH_EXPLICIT_MIN;
+	return g->keys[s->key].kind != CT_SERIES_OPTIMIZER && g->keys[s->key].kind != CT_SERIES_INFERRED &&
+	       s->nb >= CT_GROWTH_EXPLICIT_MIN;
 }
 
 static void on_finish(void *ctx, struct ct_model *m)

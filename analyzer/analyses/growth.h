@@ -19,7 +19,9 @@
  * series with the most boundaries, where explicit ones win: a series of
  * optimizer steps (CT_MARK_STEP from the optimizer hook, one series per
  * optimizer class) is used only when no series of marks, NVTX ranges or
- * explicit steps has at least CT_GROWTH_EXPLICIT_MIN boundaries.
+ * explicit steps has at least CT_GROWTH_EXPLICIT_MIN boundaries. Inferred
+ * steps (a program without any: model.h, struct ct_infer) are the only
+ * series when present.
  */
 #ifndef CT_ANALYZER_GROWTH_H
 #define CT_ANALYZER_GROWTH_H
@@ -41,7 +43,8 @@ enum ct_series_kind {
 	CT_SERIES_RANGE = 1,   /* push/pop ranges with one name at one depth */
 	CT_SERIES_STARTEND = 2, /* start/end ranges with one name */
 	CT_SERIES_STEP = 3,	/* explicit step marks (cumtrace_step, cumtrace.step()) with one name */
-	CT_SERIES_OPTIMIZER = 4 /* optimizer steps (the Python package's torch hook) of one optimizer class */
+	CT_SERIES_OPTIMIZER = 4, /* optimizer steps (the Python package's torch hook) of one optimizer class */
+	CT_SERIES_INFERRED = 5	 /* each allocation of the inferred clock site (model.h, struct ct_infer) */
 };
 
 struct ct_series_info {

@@ -107,7 +107,8 @@ static void text_growth(FILE *f, const struct ct_report_opts *o, struct ct_model
 		return;
 	}
 	uint64_t steps = g->series.boundaries ? g->series.boundaries - 1 : 0;
-	int stepk = g->series.kind == CT_SERIES_STEP || g->series.kind == CT_SERIES_OPTIMIZER;
+	int stepk = g->series.kind == CT_SERIES_STEP || g->series.kind == CT_SERIES_OPTIMIZER ||
+		    g->series.kind == CT_SERIES_INFERRED;
 	if (g->optimizer_boundaries && g->series.kind != CT_SERIES_OPTIMIZER)
 		fprintf(f, "growth: %" PRIu64 " step%s from optimizer hooks not used: explicit marks win\n",
 			g->optimizer_boundaries, g->optimizer_boundaries == 1 ? "" : "s");
@@ -116,7 +117,9 @@ static void text_growth(FILE *f, const struct ct_report_opts *o, struct ct_model
 	fprintf(f, "\" (%s", g->series.kind == CT_SERIES_INSTANT	? "instants"
 			      : g->series.kind == CT_SERIES_STEP	? "explicit steps"
 			      : g->series.kind == CT_SERIES_OPTIMIZER ? "steps from optimizer hooks"
-								      : "ranges");
+			      : g->series.kind == CT_SERIES_INFERRED
+				      ? "steps inferred from the allocations: no marks, no optimizer steps"
+				      : "ranges");
 	if (g->series.kind == CT_SERIES_RANGE)
 		fprintf(f, " at depth %d", g->series.depth);
 	else if (g->series.kind == CT_SERIES_STARTEND)

@@ -405,6 +405,22 @@ int main(int argc, char **argv)
 			rc = 2;
 			break;
 		}
+		struct ct_infer clock;
+		if (st != CT_READ_ERROR && ct_model_infer_clock(m, &clock)) {
+			/* no step boundaries of its own: read it again with inferred ones */
+			ct_model_free(m);
+			ct_model_init(m);
+			ct_symtab_set_symbolize(m->syms, symbols);
+			ct_model_infer(m, &clock);
+			ct_report_attach(m, &o);
+			ct_gate_attach(m, &o);
+			st = ct_model_load(m, dumps[d], &ropts);
+			if (st == CT_READ_ERROR) {
+				fprintf(stderr, PROG ": %s: %s\n", dumps[d], m->read.error);
+				rc = 2;
+				break;
+			}
+		}
 		if (st == CT_READ_TRUNCATED)
 			fprintf(stderr,
 				PROG ": warning: %s: truncated at offset %llu (partial record); reporting what was read\n",

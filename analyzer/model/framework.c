@@ -345,6 +345,7 @@ static void block_alloc(struct ct_model *m, struct ct_fw *fw, int which, const s
 	}
 	uint32_t si = ct_model_site(m, ev->stack_id, ev->api,
 				    which == CT_FW_TORCH ? CT_KIND_TORCH_BLOCK : CT_KIND_CUPY_BLOCK, ev->device);
+	ct_model_clock(m, si, ev->ts_ns);
 	struct ct_site *s = &m->sites[si];
 	site_touch(d, s);
 	s->live_count++;
@@ -691,6 +692,12 @@ void ct_fw_put_summary(FILE *f, struct ct_model *const *ms, size_t n)
 {
 	uint64_t api[CT_API_COUNT + 1];
 	uint64_t total = ct_fw_totals(ms, n, api);
+	for (size_t d = 0; d < n; d++)
+		if (ms[d]->infer.on)
+			fprintf(f,
+				"  steps: %" PRIu64 " inferred from the allocations (no marks, no optimizer steps: each"
+				" allocation of the first site of the %" PRIu64 " that most sites made)\n",
+				ms[d]->infer.boundaries, ms[d]->infer.period);
 	if (!total)
 		return;
 	fprintf(f, "  framework events: %" PRIu64 " (", total);
@@ -767,7 +774,9 @@ void ct_fw_json(struct ct_json *j, struct ct_model *const *ms, size_t n)
 		if (api[a])
 			ct_json_kv_u64(j, a < CT_API_COUNT ? ct_api_name(a) : "unknown", api[a]);
 	ct_json_obj_end(j);
-	if (n == 1)
+	if (n == 1) {
 		ct_fw_json_devs(j, ms[0]);
+		ct_json_kv_u64(j, "inferred_steps", ms[0]->infer.boundaries);
+	}
 	ct_json_obj_end(j);
 }

@@ -45,8 +45,8 @@ void ct_model_free(struct ct_model *m)
 			m->obs[i].destroy(m->obs[i].ctx);
 	ct_fw_free(m->fw);
 	free(m->exit_kept);
-	free(m->step_ts[0]);
-	free(m->step_ts[1]);
+	for (int k = 0; k < 3; k++)
+		free(m->step_ts[k]);
 	ct_markq_free(m->markq);
 	ct_pytab_free(m->py);
 	ct_marks_free(m->marks_list);
@@ -285,6 +285,9 @@ uint32_t ct_model_site(struct ct_model *m, uint32_t stack_id, uint16_t api, uint
 	i = (uint32_t)m->nsites++;
 	m->sites[i] = k;
 	ct_imap_put(&m->sitemap, h, i);
+	if (m->infer.on && m->infer.site == UINT32_MAX && stack_id == m->infer.stack_id &&
+	    api == m->infer.api && kind == m->infer.kind && device == m->infer.device)
+		m->infer.site = i;
 	return i;
 }
 
@@ -531,6 +534,7 @@ static void do_alloc(struct ct_model *m, const struct ct_rec_event *ev, uint8_t 
 	}
 	uint16_t api = ev->api < CT_API_COUNT ? ev->api : CT_API_COUNT;
 	uint32_t si = ct_model_site(m, ev->stack_id, api, kind, ev->device);
+	ct_model_clock(m, si, ev->ts_ns);
 	struct ct_site *s = &m->sites[si];
 	site_touch(m, s);
 	s->live_count++;
@@ -757,7 +761,7 @@ static int exit_kept(const struct ct_model *m, const struct ct_block *e)
 
 static void add_step(struct ct_model *m, uint64_t source, uint64_t ts)
 {
-	int k = source == CT_STEP_EXPLICIT ? 0 : source == CT_STEP_OPTIMIZER ? 1 : -1;
+	int k = source == CT_STEP_EXPLICIT ? 0 : source == CT_STEP_OPTIMIZER ? 1 : source == CT_STEP_INFERRED ? 2 : -1;
 	if (k < 0)
 		return;
 	m->step_ts[k] = ct_xgrow(m->step_ts[k], &m->capstep[k], m->nstep[k] + 1, sizeof *m->step_ts[k]);
@@ -766,8 +770,8 @@ static void add_step(struct ct_model *m, uint64_t source, uint64_t ts)
 
 int ct_model_spans_steps(const struct ct_model *m, uint64_t first_ts, uint64_t last_ts)
 {
-	/* explicit steps win, as in the growth report */
-	int k = m->nstep[0] >= CT_EXIT_STEPS_MIN ? 0 : 1;
+	/* explicit steps win, as in the growth report; inferred ones only stand in for none */
+	int k = m->nstep[0] >= CT_EXIT_STEPS_MIN ? 0 : m->nstep[1] >= CT_EXIT_STEPS_MIN ? 1 : 2;
 	const uint64_t *v = m->step_ts[k];
 	size_t n = m->nstep[k], lo = 0, hi = n;
 	if (n < CT_EXIT_STEPS_MIN)
@@ -819,6 +823,76 @@ static void exit_point(struct ct_model *m, uint64_t ts)
 	}
 	free(first);
 	free(last);
+}
+
+static void release_marks(struct ct_model *m, uint64_t ts);
+
+void ct_model_clock(struct ct_model *m, uint32_t si, uint64_t ts)
+{
+	if (!m->infer.on || si != m->infer.site)
+		return;
+	release_marks(m, ts);
+	static char name[] = "inferred";
+	struct ct_mark mk = {.ts_ns = ts, .aux = CT_STEP_INFERRED, .kind = CT_MARK_STEP, .seq = UINT64_MAX,
+			     .name = name};
+	m->infer.boundaries++;
+	add_step(m, CT_STEP_INFERRED, ts);
+	for (size_t i = 0; i < m->nobs; i++)
+		if (m->obs[i].mark)
+			m->obs[i].mark(m->obs[i].ctx, m, &mk);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return (x > y) - (x < y);
+}
+
+int ct_model_infer_clock(const struct ct_model *m, struct ct_infer *out)
+{
+	const struct ct_marklist *l = m->marks_list;
+	memset(out, 0, sizeof *out);
+	if (!m->exit_seen && !m->fw_events)
+		return 0; /* not a Python program under the bootstrap */
+	if (l && (l->instants || l->ranges || l->steps[0] || l->steps[CT_STEP_EXPLICIT] || l->steps[CT_STEP_OPTIMIZER]))
+		return 0; /* the program has boundaries of its own */
+	uint64_t *v = ct_xcalloc(m->nsites + 1, sizeof *v);
+	size_t n = 0;
+	for (size_t i = 0; i < m->nsites; i++)
+		if (m->sites[i].allocs >= CT_INFER_MIN)
+			v[n++] = m->sites[i].allocs;
+	qsort(v, n, sizeof *v, cmp_u64);
+	uint64_t best = 0;
+	size_t best_n = 0;
+	for (size_t i = 0; i < n;) {
+		size_t j = i;
+		while (j < n && v[j] == v[i])
+			j++;
+		if (j - i > best_n) { /* ties: the smaller count (the outer loop) */
+			best_n = j - i;
+			best = v[i];
+		}
+		i = j;
+	}
+	free(v);
+	if (best_n < 2)
+		return 0;
+	for (size_t i = 0; i < m->nsites; i++) {
+		const struct ct_site *s = &m->sites[i];
+		if (s->allocs != best)
+			continue;
+		*out = (struct ct_infer){.on = 1, .stack_id = s->stack_id, .api = s->api, .kind = s->kind,
+					 .device = s->device, .period = best, .site = UINT32_MAX};
+		return 1;
+	}
+	return 0;
+}
+
+void ct_model_infer(struct ct_model *m, const struct ct_infer *clock)
+{
+	m->infer = *clock;
+	m->infer.site = UINT32_MAX;
+	m->infer.boundaries = 0;
 }
 
 /* Hand the marks up to ts to the observers. */

@@ -188,6 +188,28 @@ struct ct_analysis {
 struct ct_retired;
 struct ct_fw;
 
+/*
+ * Steps inferred from the allocation stream, for a program that marks none:
+ * each allocation of one site (the clock) is a step boundary. The clock is
+ * chosen after a first reading (ct_model_infer_clock): of the sites that
+ * allocated at least CT_INFER_MIN times, the allocation count most of them
+ * share (a loop's iterations: each of its sites allocates once per
+ * iteration), shared by at least two sites, and of those the site seen
+ * first. The dump is then read again with it (commands/main.c).
+ */
+#define CT_INFER_MIN 4
+#define CT_STEP_INFERRED 3 /* the source of an inferred boundary (never in a dump) */
+struct ct_infer {
+	int on;
+	uint32_t stack_id;
+	uint16_t api;
+	uint8_t kind;
+	int16_t device;
+	uint64_t period;     /* the clock's allocation count in the first reading */
+	uint32_t site;	     /* the clock's site in this reading, UINT32_MAX until seen */
+	uint64_t boundaries; /* inferred boundaries made */
+};
+
 struct ct_model {
 	/* process */
 	int have_process;
@@ -215,9 +237,11 @@ struct ct_model {
 	uint64_t exit_ts;
 	uint8_t *exit_kept;
 	size_t exit_nsites;
-	/* step boundaries (CT_MARK_STEP) in time order: [0] explicit, [1] optimizer */
-	uint64_t *step_ts[2];
-	size_t nstep[2], capstep[2];
+	/* step boundaries (CT_MARK_STEP) in time order: [0] explicit, [1] optimizer, [2] inferred */
+	uint64_t *step_ts[3];
+	size_t nstep[3], capstep[3];
+	/* steps inferred from the allocation stream (set before the dump is read: ct_model_infer) */
+	struct ct_infer infer;
 	uint64_t end_ts, end_events, end_dropped, end_stacks;
 	int have_ts;
 	uint64_t first_ts, last_ts;
@@ -327,6 +351,17 @@ const struct ct_dev_peak *ct_model_dev_peak(const struct ct_model *m, int device
  */
 #define CT_EXIT_STEPS_MIN 3
 int ct_model_spans_steps(const struct ct_model *m, uint64_t first_ts, uint64_t last_ts);
+/*
+ * After a reading of a dump without step boundaries (no step marks, NVTX
+ * ranges or instants), of a Python program (an exit point or framework
+ * events): the clock for inferred steps into out (out->on set); 0 when the
+ * allocations show no period.
+ */
+int ct_model_infer_clock(const struct ct_model *m, struct ct_infer *out);
+/* Read the dump with inferred steps (before ct_model_load): clock from ct_model_infer_clock. */
+void ct_model_infer(struct ct_model *m, const struct ct_infer *clock);
+/* An allocation of site si at ts: a step boundary before it when si is the inferred clock. */
+void ct_model_clock(struct ct_model *m, uint32_t si, uint64_t ts);
 /* The site (stack, api, kind, device), made when new. */
 uint32_t ct_model_site(struct ct_model *m, uint32_t stack_id, uint16_t api, uint8_t kind,
 		       int16_t device);

@@ -8,6 +8,7 @@
 #     segments read "cache"; the gate fails on them; blocks made once before the loop
 #     (a model's weights) are held at exit, not leaked;
 #   - the same loop keeping nothing: no leaked site, the gate passes;
+#   - the loop without an optimizer: steps inferred from the allocations, the same verdicts;
 #   - peak allocated and peak reserved = the allocator's own peaks, to the byte (blocks
 #     handed out whole included), in the default and expandable modes; allocated at exit;
 #   - the peak report: by owner, tensors + cached free = PyTorch's segments;
@@ -26,7 +27,7 @@ printf "__version__ = '2.11.0+cu130'\n" >"$site/torch/version.py"
 STEPS=12
 KEEP_LINE=$(grep -n "# KEEP-LINE" "$DRIVER" | cut -d: -f1)
 
-# run NAME SCENARIO [VAR=VALUE...]
+# run NAME SCENARIO [VAR=VALUE...] (an optimizer step ends each step unless TORCH_FAKE_OPTIM=0)
 run() {
 	rn=$1 rsc=$2
 	shift 2
@@ -83,6 +84,15 @@ echo "ok: leaks text first line"
 rc=0
 "$REPORT" leaks --fail-on-leak "$(dump_of keep)" >/dev/null 2>&1 || rc=$?
 expect_eq "keep: gate" "$rc" 1
+
+# No optimizer, no marks (an inference or custom loop): steps inferred from the allocations.
+run inferred layout TORCH_FAKE_OPTIM=0
+expect_eq "inferred: leaked at the KEEP line" "$(leaked_at inferred)" "torch_block leaked $STEPS $(leaked_bytes keep)"
+expect_eq "inferred: growth without marks or optimizer" \
+	"$(jget "$T/inferred.leaks.json" '([(s["kind"], s["grew_steps"]) for s in j["leaks"]["growth"]["sites"]], [(s["name"], s["kind"], s["boundaries"]) for s in j["leaks"]["growth"]["series"]])')" \
+	"([('torch_block', 8)], [('inferred', 'inferred', $STEPS)])"
+"$REPORT" summary "$(dump_of inferred)" | grep -q "^  steps: $STEPS inferred from the allocations" || fail "inferred: summary"
+echo "ok: inferred: summary line"
 
 # The peak: by owner, the framework layer, then the CUDA layer.
 report "$T/keep.peak.json" peak "$(dump_of keep)"

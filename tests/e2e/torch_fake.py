@@ -148,7 +148,7 @@ def layout():
     keep = []
     keeping = os.environ.get("TORCH_FAKE_KEEP", "1") == "1"
     opt = None
-    if os.environ.get("TORCH_FAKE_OPTIM") == "1":
+    if os.environ.get("TORCH_FAKE_OPTIM", "0") == "1":
         import torch as torch_py  # the stand-in package: torch.optim's global step hooks
         opt = torch_py.optim.SGD([])
     weights = [alloc(n) for n in (1 << 20, 3 << 20, 4096)]  # WEIGHTS-LINE: made once, held to the end
