@@ -298,6 +298,21 @@ static uint64_t torch_take(struct ct_fw *fw, struct ct_fw_dev *d, uint64_t ptr, 
 
 /* ---- blocks -------------------------------------------------------------------------------- */
 
+/* The timeline's framework series: allocated (used) bytes as the block kind, PyTorch's
+ * reserved bytes as torch_segment, per device. */
+static void tl_put(struct ct_model *m, uint8_t kind, int16_t device, uint64_t ts, uint64_t v)
+{
+	if (!m->tl.started)
+		ct_tl_start(&m->tl, ts);
+	ct_tl_touch(&m->tl, ts);
+	ct_tl_update(&m->tl, kind, device, ts, v);
+}
+
+static uint8_t block_kind(int which)
+{
+	return which == CT_FW_TORCH ? CT_KIND_TORCH_BLOCK : CT_KIND_CUPY_BLOCK;
+}
+
 static void peak_check(struct ct_model *m, struct ct_fw_dev *d, uint64_t ts)
 {
 	(void)m;
@@ -355,6 +370,7 @@ static void block_alloc(struct ct_model *m, struct ct_fw *fw, int which, const s
 	d->blocks++;
 	d->allocated = ct_sat_add(d->allocated, size);
 	peak_check(m, d, ev->ts_ns);
+	tl_put(m, block_kind(which), ev->device, ev->ts_ns, d->allocated);
 	uint32_t i = node_new(fw);
 	struct node *n = &fw->nodes[i];
 	n->ptr = ev->ptr;
@@ -388,6 +404,7 @@ static struct node *block_release(struct ct_model *m, struct ct_fw *fw, const st
 	s->live_count--;
 	s->live_bytes = ct_sat_sub(s->live_bytes, n->size);
 	d->allocated = ct_sat_sub(d->allocated, n->size);
+	tl_put(m, block_kind(n->fw), s->device, ev->ts_ns, d->allocated);
 	n->state = NODE_PENDING;
 	return n;
 }
@@ -446,12 +463,14 @@ static void torch_oom(struct ct_model *m, struct ct_fw *fw, const struct ct_rec_
 	}
 }
 
-static void segment(struct ct_fw *fw, const struct ct_rec_event *ev, int add, int expandable)
+static void segment(struct ct_model *m, struct ct_fw *fw, const struct ct_rec_event *ev, int add,
+		    int expandable)
 {
 	struct ct_fw_dev *d = dev_of(fw, CT_FW_TORCH, ev->device);
 	uint64_t end = end_of(ev->ptr, ev->size);
 	if (add) {
 		d->reserved = ct_sat_add(d->reserved, ev->size);
+		tl_put(m, CT_KIND_TORCH_SEGMENT, ev->device, ev->ts_ns, d->reserved);
 		if (d->reserved > d->peak_reserved) {
 			d->peak_reserved = d->reserved;
 			d->peak_reserved_ts = ev->ts_ns;
@@ -460,6 +479,7 @@ static void segment(struct ct_fw *fw, const struct ct_rec_event *ev, int add, in
 		return;
 	}
 	d->reserved = ct_sat_sub(d->reserved, ev->size);
+	tl_put(m, CT_KIND_TORCH_SEGMENT, ev->device, ev->ts_ns, d->reserved);
 	uint32_t h = hole_holding(fw, ev->ptr, end);
 	if (h == NODE_NONE)
 		return;
@@ -489,16 +509,16 @@ void ct_fw_event(struct ct_model *m, const struct ct_rec_event *ev)
 		block_reusable(m, fw, ev);
 		break;
 	case CT_API_torch_segment_alloc:
-		segment(fw, ev, 1, 0);
+		segment(m, fw, ev, 1, 0);
 		break;
 	case CT_API_torch_segment_free:
-		segment(fw, ev, 0, 0);
+		segment(m, fw, ev, 0, 0);
 		break;
 	case CT_API_torch_segment_map:
-		segment(fw, ev, 1, 1);
+		segment(m, fw, ev, 1, 1);
 		break;
 	case CT_API_torch_segment_unmap:
-		segment(fw, ev, 0, 1);
+		segment(m, fw, ev, 0, 1);
 		break;
 	case CT_API_torch_oom:
 		torch_oom(m, fw, ev);
