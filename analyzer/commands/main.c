@@ -53,6 +53,9 @@ static void usage(FILE *f)
 	      "  --buckets N        timeline buckets (1..4096; default 60)\n"
 	      "  --top N            sites shown per list (default 20; 0 = all)\n"
 	      "  --no-symbols       do not read debug info: show module+offset only\n"
+	      "  --full-stacks      every frame in text stacks (default: runs of frames in\n"
+	      "                     framework, runtime and interpreter libraries folded to one\n"
+	      "                     line, nothing outside main)\n"
 	      "  --native           show native frames only (no Python frames)\n"
 	      "  --python-only      show Python frames only, where a stack has them\n"
 	      "  --of WHAT          flamegraph: leaks (default), peak or allocs\n"
@@ -332,6 +335,8 @@ int main(int argc, char **argv)
 				usage_error("--native and --python-only: choose one");
 			frames_opt = "--python-only";
 			ct_frames_set_mode(CT_FRAMES_PYTHON);
+		} else if (!strcmp(a, "--full-stacks")) {
+			ct_stack_set_full(1);
 		} else if (!strcmp(a, "--no-symbols")) {
 			symbols = 0;
 		} else {

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/util.h"
+#include "model/classify.h"
 #include "model/marks.h"
 #include "model/pystack.h"
 
@@ -271,6 +272,79 @@ const char *ct_frame_label(const struct ct_frame *fr, int with_line, char *buf, 
 	return buf;
 }
 
+/* ---- text stacks: the user's frames, the libraries' folded ---------------------------------- */
+
+static int stack_full; /* --full-stacks */
+
+void ct_stack_set_full(int on)
+{
+	stack_full = on;
+}
+
+/* Frames of these modules (file names) or paths are folded in text stacks: frameworks, CUDA
+ * runtimes, the interpreter and its ctypes, C and C++ runtimes. */
+static const char *const fold_modules[] = {
+	"libtorch*", "libc10*",	   "libcublas*", "libcudnn*", "libnccl*",   "libffi.so*",
+	"_ctypes*",  "libpython*", "python*",	 "libcudart*", "libcuda.so*", "libc.so*",
+	"libstdc++*", "libgcc_s*", "libcupy*",	 "libjax*",   "xla_extension*",
+};
+static const char *const fold_paths[] = {"*/torch/lib/*", "*/cupy/*", "*/cupy_backends/*", "*/jaxlib/*",
+					 "*/nvidia/*/lib/*"};
+
+static int frame_folds(const struct ct_frame *fr)
+{
+	if (fr->python || !fr->module)
+		return 0;
+	for (size_t i = 0; i < sizeof fold_modules / sizeof *fold_modules; i++)
+		if (fr->module_name && ct_glob(fold_modules[i], fr->module_name, 1))
+			return 1;
+	for (size_t i = 0; i < sizeof fold_paths / sizeof *fold_paths; i++)
+		if (ct_glob(fold_paths[i], fr->module, 1))
+			return 1;
+	return 0;
+}
+
+/* The C library's start-up, outside main: never shown. */
+static int frame_startup(const struct ct_frame *fr)
+{
+	static const char *const names[] = {"__libc_start_call_main", "__libc_start_main",
+					    "__libc_start_main_impl", "__libc_start_main_alias_2", "_start"};
+	for (size_t i = 0; fr->function && !fr->python && i < sizeof names / sizeof *names; i++)
+		if (!strcmp(fr->function, names[i]))
+			return 1;
+	return 0;
+}
+
+/* "      ... 24 frames in libtorch_cpu.so, libc10_cuda.so" for frames [i, j) */
+static void put_folded(FILE *f, const struct ct_frame *v, size_t i, size_t j)
+{
+	const char *names[3];
+	size_t nn = 0, more = 0;
+	for (size_t k = i; k < j; k++) {
+		const char *n = v[k].module_name ? v[k].module_name : "?";
+		size_t x = 0;
+		while (x < nn && strcmp(names[x], n))
+			x++;
+		if (x < nn)
+			continue;
+		if (nn < 3)
+			names[nn++] = n;
+		else
+			more++;
+	}
+	fprintf(f, "      ... %zu frames in ", j - i);
+	for (size_t x = 0; x < nn; x++) {
+		if (x)
+			fputs(", ", f);
+		ct_put_safe(f, names[x]);
+	}
+	if (more)
+		fprintf(f, " and %zu more", more);
+	fputs(" (--full-stacks shows them)\n", f);
+}
+
+static void put_frame(FILE *f, const struct ct_frame *fr);
+
 void ct_text_stack(FILE *f, struct ct_model *m, uint32_t stack_id)
 {
 	if (!stack_id) {
@@ -284,42 +358,65 @@ void ct_text_stack(FILE *f, struct ct_model *m, uint32_t stack_id)
 	size_t n = ct_frames_resolve(m, stack_id, frames, CT_FRAMES_MAX);
 	if (!n)
 		fputs("      (empty stack)\n", f);
-	for (size_t i = 0; i < n; i++) {
-		const struct ct_frame *fr = &frames[i];
-		if (fr->python) {
-			fputs("      py ", f);
-			ct_put_safe(f, fr->function ? fr->function : "?");
-			fputs(" (", f);
-			ct_put_safe(f, fr->file ? fr->file : "?");
-			fprintf(f, ":%u)\n", fr->line);
+	if (stack_full) {
+		for (size_t i = 0; i < n; i++)
+			put_frame(f, &frames[i]);
+		return;
+	}
+	while (n > 1 && frame_startup(&frames[n - 1]))
+		n--;
+	for (size_t i = 0; i < n;) {
+		size_t j = i;
+		while (j < n && frame_folds(&frames[j]))
+			j++;
+		if (j - i >= 2) {
+			put_folded(f, frames, i, j);
+			i = j;
 			continue;
 		}
-		fputs("      at ", f);
-		if (fr->function)
-			ct_put_safe(f, fr->function);
-		else
-			fputc('?', f);
-		if (fr->file) {
-			fputs(" (", f);
-			ct_put_safe(f, fr->file_short ? fr->file_short : fr->file);
-			if (fr->line)
-				fprintf(f, ":%u", fr->line);
-			fputc(')', f);
-		}
-		if (fr->module) {
-			fputs("  in ", f);
-			ct_put_safe(f, fr->module_name);
-			if (!fr->file)
-				fprintf(f, "+0x%" PRIx64, fr->offset);
-			if (fr->build_id_mismatch)
-				fputs(" (build id differs from the recorded one: not symbolized)", f);
-		} else {
-			fprintf(f, "  0x%" PRIx64, fr->ip);
-		}
-		if (fr->inlined)
-			fputs("  (inlined)", f);
-		fputc('\n', f);
+		put_frame(f, &frames[i]);
+		/* nothing outside the program's own main */
+		if (frames[i].function && !frames[i].python && !strcmp(frames[i].function, "main") && j == i)
+			return;
+		i++;
 	}
+}
+
+static void put_frame(FILE *f, const struct ct_frame *fr)
+{
+	if (fr->python) {
+		fputs("      py ", f);
+		ct_put_safe(f, fr->function ? fr->function : "?");
+		fputs(" (", f);
+		ct_put_safe(f, fr->file ? fr->file : "?");
+		fprintf(f, ":%u)\n", fr->line);
+		return;
+	}
+	fputs("      at ", f);
+	if (fr->function)
+		ct_put_safe(f, fr->function);
+	else
+		fputc('?', f);
+	if (fr->file) {
+		fputs(" (", f);
+		ct_put_safe(f, fr->file_short ? fr->file_short : fr->file);
+		if (fr->line)
+			fprintf(f, ":%u", fr->line);
+		fputc(')', f);
+	}
+	if (fr->module) {
+		fputs("  in ", f);
+		ct_put_safe(f, fr->module_name);
+		if (!fr->file)
+			fprintf(f, "+0x%" PRIx64, fr->offset);
+		if (fr->build_id_mismatch)
+			fputs(" (build id differs from the recorded one: not symbolized)", f);
+	} else {
+		fprintf(f, "  0x%" PRIx64, fr->ip);
+	}
+	if (fr->inlined)
+		fputs("  (inlined)", f);
+	fputc('\n', f);
 }
 
 void ct_json_stack(struct ct_json *j, struct ct_model *m, uint32_t stack_id)

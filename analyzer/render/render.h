@@ -81,6 +81,8 @@ void ct_text_items(FILE *f, const struct ct_report_opts *o, struct ct_model *m,
  * "module+0xOFF", else "0xIP". Returns buf (truncated to cap).
  */
 const char *ct_frame_label(const struct ct_frame *fr, int with_line, char *buf, size_t cap);
+/* --full-stacks: text stacks show every frame (default: library runs folded, nothing outside main). */
+void ct_stack_set_full(int on);
 /* A stack as indented "at func (file:line) in module" lines. */
 void ct_text_stack(FILE *f, struct ct_model *m, uint32_t stack_id);
 /* A stack as a JSON array of frame objects. */
