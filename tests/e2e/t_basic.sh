@@ -26,3 +26,11 @@ expect_eq kinds \
 # The failed 64 GiB request is in the summary as a failure of cudaMalloc.
 expect_eq cudaMalloc.failures "$(jget "$T/leaks.json" 'j["summary"]["apis"]["cudaMalloc"]["failures"]')" 1
 expect_eq clean_exit "$(jget "$T/leaks.json" 'j["dumps"][0]["clean_exit"]')" True
+
+# Text stacks stop at main: the C library's start-up is not shown (--full-stacks shows it).
+"$REPORT" leaks "$dump" >"$T/leaks.txt"
+"$REPORT" leaks --full-stacks "$dump" >"$T/leaks-full.txt"
+grep -q "^      at main (" "$T/leaks.txt" || fail "no main frame in the text stacks"
+! grep -q "__libc_start\|^      at _start" "$T/leaks.txt" || fail "start-up frames in the text stacks"
+grep -q "__libc_start_call_main\|__libc_start_main" "$T/leaks-full.txt" || fail "--full-stacks: no start-up frame"
+echo "ok: text stacks stop at main; --full-stacks shows the start-up"

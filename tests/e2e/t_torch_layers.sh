@@ -81,6 +81,15 @@ expect_eq "keep: growth without marks" \
 head -n 1 "$T/keep.txt" | grep -q "^cumtrace leaks: $STEPS framework blocks, .* kept from step to step, still allocated at the program's exit; CUDA layer: " ||
 	fail "keep: the first line: $(head -n 1 "$T/keep.txt")"
 echo "ok: leaks text first line"
+# The stacks in the user's words: the stand-in's and ctypes' frames folded to one line
+# before the script's, every frame with --full-stacks.
+grep -q "^      \.\.\. [0-9]* frames in libc10_cuda.so, .* (--full-stacks shows them)$" "$T/keep.txt" ||
+	fail "keep: no folded line: $(sed -n 5,12p "$T/keep.txt")"
+"$REPORT" leaks --full-stacks "$(dump_of keep)" >"$T/keep-full.txt"
+grep -q "^      at .*(tests/fake/c10_cuda.cc:[0-9]*)  in libc10_cuda.so" "$T/keep-full.txt" ||
+	fail "keep: --full-stacks shows no stand-in frame"
+! grep -q "^      at .* in libc10_cuda.so" "$T/keep.txt" || fail "keep: a stand-in frame not folded"
+echo "ok: stacks folded, --full-stacks unfolds"
 rc=0
 "$REPORT" leaks --fail-on-leak "$(dump_of keep)" >/dev/null 2>&1 || rc=$?
 expect_eq "keep: gate" "$rc" 1
