@@ -63,14 +63,16 @@ e2e/t_bomb e2e/t_export_perfetto e2e/t_suppress e2e/t_hostile_dlopen e2e/t_html_
 # every traced program with threads, fork, exec, signals or the writer's error
 # paths, the reader's read-ahead thread (unit/test_reader, t_fuzz_regress).
 # These are left out there: they check what a report or export says, after the
-# reading, on one thread, of programs with one thread; the ASan+UBSan pass and the
-# plain pass run them. Each prints SKIP with this reason.
+# reading, on one thread, of programs with one thread (t_ranks: several such
+# programs); the plain pass runs them all, the ASan+UBSan pass those not in
+# asan_skip. Each prints SKIP with this reason.
 tsan_skip="unit/test_analyzer unit/test_golden unit/test_leaks unit/test_ranks e2e/t_export_flame
 e2e/t_export_golden e2e/t_export_memviz e2e/t_export_perfetto e2e/t_html e2e/t_html_chromium
 e2e/t_ci_formats e2e/t_gate e2e/t_suppress e2e/t_diff e2e/t_frag e2e/t_peaks e2e/t_leak_classes
 e2e/t_oom e2e/t_symbols e2e/t_symbols_cxx e2e/t_symbols_embed e2e/t_ctdump e2e/t_hostile_totals
 e2e/t_hostile_memory e2e/t_hostile_output e2e/t_python_offsets e2e/t_python_gpucheck
-e2e/t_python_versions e2e/t_growth e2e/t_streams e2e/t_bomb unit/test_symbols e2e/t_torch_layers"
+e2e/t_python_versions e2e/t_growth e2e/t_streams e2e/t_bomb unit/test_symbols e2e/t_torch_layers
+e2e/t_ranks"
 # (t_bomb checks the reorder window's memory bound on compressed bombs: the
 # reader's thread is the same one unit/test_reader and t_fuzz_regress run there.)
 
@@ -102,8 +104,11 @@ list_tests() {
 # programs that other tests trace too; the analyzer code they run is what the
 # fuzz step of .ci/run runs under ASan+UBSan, every command and format, and the
 # plain pass runs them (t_fuzz_regress: its inputs are the ones the fuzz step
-# replays under ASan+UBSan first). Each prints SKIP with this reason.
-asan_skip="e2e/t_fuzz_regress e2e/t_export_flame e2e/t_export_golden e2e/t_export_memviz e2e/t_export_perfetto e2e/t_html
+# replays under ASan+UBSan first; t_python_versions: the offset tables per
+# version, which t_python's run under ASan+UBSan reads with the same code;
+# t_ranks and t_torch_layers: reports of several dumps and of framework events,
+# whose seeds the fuzz step runs). Each prints SKIP with this reason.
+asan_skip="e2e/t_fuzz_regress e2e/t_python_versions e2e/t_ranks e2e/t_torch_layers e2e/t_export_flame e2e/t_export_golden e2e/t_export_memviz e2e/t_export_perfetto e2e/t_html
 e2e/t_html_chromium e2e/t_ci_formats e2e/t_gate e2e/t_suppress e2e/t_diff e2e/t_frag e2e/t_peaks
 e2e/t_leak_classes e2e/t_oom e2e/t_streams e2e/t_growth"
 

@@ -32,6 +32,7 @@
 #include "analyses/growth.h"
 #include "base/util.h"
 #include "model/classify.h"
+#include "model/framework.h"
 #include "model/marks.h"
 #include "model/pystack.h"
 #include "render/render.h"
@@ -763,6 +764,45 @@ static void html_phases(FILE *f, const struct ct_report_opts *o, const struct ct
 	free(v);
 }
 
+/* The two layers at the peak (analyses/layers.c): owners, then each framework dev's peaks and blocks. */
+static void html_layers(FILE *f, const struct ct_report_opts *o, struct ct_model *m)
+{
+	char b1[32], b2[32], b3[32];
+	size_t nfw;
+	const struct ct_fw_dev *fw = ct_fw_devs(m, &nfw);
+	uint64_t own[CT_OWNER_COUNT];
+	ct_view_owners(m, own);
+	int named = 0;
+	for (int w = 0; w < CT_OWNER_OTHER; w++)
+		named |= own[w] != 0;
+	if (!named && !nfw)
+		return;
+	fputs("<p>By owner at the peak:", f);
+	for (int w = 0, first = 1; w < CT_OWNER_COUNT; w++) {
+		if (!own[w] && !(w == CT_OWNER_PYTORCH && nfw))
+			continue;
+		fprintf(f, "%s %s <strong>%s</strong>", first ? "" : ",", ct_owner_name(w),
+			ct_fmt_bytes(own[w], b1, sizeof b1));
+		first = 0;
+	}
+	fputs("</p>\n", f);
+	for (size_t i = 0; i < nfw; i++) {
+		const struct ct_fw_dev *d = &fw[i];
+		ct_fmt_dur(ct_model_since_start(m, d->peak_allocated_ts), b3, sizeof b3);
+		if (d->fw == CT_FW_TORCH)
+			fprintf(f, "<h4>%s, device %d: peak allocated %s at %s, peak reserved %s</h4>\n",
+				ct_fw_name(d->fw), d->device, ct_fmt_bytes(d->peak_allocated, b1, sizeof b1), b3,
+				ct_fmt_bytes(d->peak_reserved, b2, sizeof b2));
+		else
+			fprintf(f, "<h4>%s, device %d: peak used %s at %s</h4>\n", ct_fw_name(d->fw), d->device,
+				ct_fmt_bytes(d->peak_allocated, b1, sizeof b1), b3);
+		size_t n;
+		struct ct_item *v = ct_view_fw_peak_items(m, d, &n);
+		html_item_list(f, o, v, n);
+		free(v);
+	}
+}
+
 static void html_peak(FILE *f, const struct ct_report_opts *o, struct ct_model *m, size_t d)
 {
 	char b1[32], b2[32];
@@ -781,6 +821,7 @@ static void html_peak(FILE *f, const struct ct_report_opts *o, struct ct_model *
 	struct ct_item *v = ct_peak_items(one, 1, &n);
 	html_item_list(f, o, v, n);
 	free(v);
+	html_layers(f, o, m);
 	size_t nd, more;
 	const struct ct_dev_peak **dp = ct_view_dev_peaks(m, &nd, &more);
 	if (nd > 1) {

@@ -37,6 +37,11 @@ tsan_build() {
 	return 1
 }
 
+# sanitized_build: true in a build with any sanitizer (SANITIZE set).
+sanitized_build() {
+	[ -n "${SANITIZE:-}" ]
+}
+
 # no_fork_under_tsan: skip (exit 77) a test of traced fork children in a ThreadSanitizer build.
 no_fork_under_tsan() {
 	if tsan_build; then

@@ -272,7 +272,16 @@ START_TEST(embedded_symbols)
 		ck_assert_ptr_null(fr[4].module);
 		ck_assert_uint_eq(fr[4].ip, 0x300000);
 
+		/* text stacks stop at main; --full-stacks shows the frames outside it */
 		char *out = render(m, CT_CMD_LEAKS, CT_FMT_TEXT, 20);
+		ck_assert_ptr_nonnull(strstr(out, "      at inner_fn (inner.h:11)  in libx.so  (inlined)\n"
+						  "      at outer_fn(int) (outer.c:22)  in libx.so\n"
+						  "      at main (main.c:33)  in libx.so\n"));
+		ck_assert_ptr_null(strstr(out, "libx.so+0x301"));
+		free(out);
+		ct_stack_set_full(1);
+		out = render(m, CT_CMD_LEAKS, CT_FMT_TEXT, 20);
+		ct_stack_set_full(0);
 		ck_assert_ptr_nonnull(strstr(out, "      at inner_fn (inner.h:11)  in libx.so  (inlined)\n"
 						  "      at outer_fn(int) (outer.c:22)  in libx.so\n"
 						  "      at main (main.c:33)  in libx.so\n"
