@@ -48,6 +48,17 @@ static int owner_of(struct ct_model *m, uint32_t stack_id)
 	return CT_OWNER_OTHER;
 }
 
+int ct_view_owners_shown(struct ct_model *m, uint64_t out[CT_OWNER_COUNT])
+{
+	size_t nfw;
+	ct_fw_devs(m, &nfw);
+	ct_view_owners(m, out);
+	int named = 0;
+	for (int w = 0; w < CT_OWNER_OTHER; w++)
+		named |= out[w] != 0;
+	return named || nfw; /* else only the program's own memory: nothing to break down */
+}
+
 void ct_view_owners(struct ct_model *m, uint64_t out[CT_OWNER_COUNT])
 {
 	memset(out, 0, CT_OWNER_COUNT * sizeof *out);
@@ -96,12 +107,8 @@ void ct_text_owners(FILE *f, struct ct_model *m)
 	size_t nd;
 	ct_fw_devs(m, &nd);
 	uint64_t own[CT_OWNER_COUNT];
-	ct_view_owners(m, own);
-	int named = 0;
-	for (int o = 0; o < CT_OWNER_OTHER; o++)
-		named |= own[o] != 0;
-	if (!named && !nd)
-		return; /* only the program's own memory: nothing to break down */
+	if (!ct_view_owners_shown(m, own))
+		return;
 	fputs("  by owner at the peak:", f);
 	int first = 1;
 	for (int o = 0; o < CT_OWNER_COUNT; o++) {
@@ -252,7 +259,6 @@ void ct_text_fw_ooms(FILE *f, const struct ct_report_opts *o, struct ct_model *m
 
 void ct_json_fw_ooms(struct ct_json *j, const struct ct_report_opts *o, struct ct_model *const *ms, size_t nm)
 {
-	(void)o;
 	int any = 0;
 	for (size_t d = 0; d < nm; d++)
 		any |= ms[d]->fw_events > 0;
@@ -277,14 +283,10 @@ void ct_json_fw_ooms(struct ct_json *j, const struct ct_report_opts *o, struct c
 			ct_json_kv_u64(j, "device_free_bytes", x->device_free);
 			ct_json_key(j, "stack");
 			ct_json_stack(j, ms[d], x->stack_id);
-			ct_json_key(j, "sites");
-			ct_json_arr(j);
 			size_t n;
 			struct ct_item *items = fw_oom_items(ms[d], x, &n);
-			for (size_t k = 0; k < n; k++)
-				ct_json_item(j, &items[k]);
+			ct_json_items(j, o, items, n);
 			free(items);
-			ct_json_arr_end(j);
 			ct_json_obj_end(j);
 		}
 	}

@@ -771,11 +771,7 @@ static void html_layers(FILE *f, const struct ct_report_opts *o, struct ct_model
 	size_t nfw;
 	const struct ct_fw_dev *fw = ct_fw_devs(m, &nfw);
 	uint64_t own[CT_OWNER_COUNT];
-	ct_view_owners(m, own);
-	int named = 0;
-	for (int w = 0; w < CT_OWNER_OTHER; w++)
-		named |= own[w] != 0;
-	if (!named && !nfw)
+	if (!ct_view_owners_shown(m, own))
 		return;
 	fputs("<p>By owner at the peak:", f);
 	for (int w = 0, first = 1; w < CT_OWNER_COUNT; w++) {

@@ -5,7 +5,9 @@
  * Per dump (pid = the traced process's pid):
  *   - counter tracks ("C") of live bytes per (memory kind, device), at most
  *     one sample per track per --counter-us: each sample is the most bytes
- *     live in its interval, so no peak is coalesced away;
+ *     live in its interval, so no peak is coalesced away; with a framework
+ *     layer also "PyTorch allocated N", "PyTorch reserved N", "CuPy used N"
+ *     per device N (model/framework.h), sampled the same way;
  *   - allocation lifetimes as async slices ("b"/"e", category "alloc.KIND")
  *     named "API SIZE", args ptr, size, stream, device, stack id, site (the
  *     innermost Python frame, else the innermost frame) and how the block
@@ -49,6 +51,7 @@
 
 #define PF_SPOOL_MEM (1u << 20) /* spool bytes kept in memory before the temp file */
 #define PF_MAX_TRACKS 256	/* counter tracks per dump, like the timeline's series */
+#define PF_FW_TRACKS 32		/* more: the framework layer's (kind, device), after them */
 #define PF_MAX_THREADS 65536	/* threads with names and NVTX push depth */
 #define PF_MAX_OPEN 4096	/* NVTX start/end ranges open at once */
 #define PF_RANGE_NAME 256	/* bytes of an open start/end range's name kept */
@@ -113,7 +116,12 @@ struct pf_state {
 	struct pf_spool spool;
 	struct pf_slice *heap; /* min-heap: the smallest kept slice at [0] */
 	size_t nheap, capheap;
-	struct pf_track tracks[PF_MAX_TRACKS];
+	struct pf_track tracks[PF_MAX_TRACKS + PF_FW_TRACKS];
+	struct {
+		uint8_t kind;
+		int16_t device;
+	} fw[PF_FW_TRACKS]; /* the (kind, device) of track PF_MAX_TRACKS + i */
+	size_t nfw;
 	struct pf_thread *threads;
 	size_t nthreads, capthreads;
 	struct ct_imap threadmap;
@@ -330,7 +338,7 @@ static void track_close(struct pf_state *st, uint32_t kd, struct pf_track *t)
  */
 static void track_update(struct pf_state *st, uint32_t kd, uint64_t ts, uint64_t v)
 {
-	if (kd >= PF_MAX_TRACKS) {
+	if (kd >= PF_MAX_TRACKS + PF_FW_TRACKS) {
 		st->untracked++;
 		return;
 	}
@@ -365,7 +373,24 @@ static void ob_alloc(void *ctx, struct ct_model *m, const struct ct_rec_event *e
 {
 	struct pf_state *st = ctx;
 	uint32_t kd = m->sites[b->site].kd;
-	track_update(st, kd, ev->ts_ns, m->kd[kd].live_bytes);
+	track_update(st, kd < PF_MAX_TRACKS ? kd : UINT32_MAX, ev->ts_ns, m->kd[kd].live_bytes);
+}
+
+/* The framework layer's counters: one track per (kind, device) after the CUDA layer's. */
+static void ob_fw_bytes(void *ctx, struct ct_model *m, uint64_t ts, uint8_t kind, int16_t device,
+			uint64_t bytes)
+{
+	struct pf_state *st = ctx;
+	(void)m;
+	size_t i = 0;
+	while (i < st->nfw && (st->fw[i].kind != kind || st->fw[i].device != device))
+		i++;
+	if (i == st->nfw && st->nfw < PF_FW_TRACKS) {
+		st->fw[i].kind = kind;
+		st->fw[i].device = device;
+		st->nfw++;
+	}
+	track_update(st, i < st->nfw ? PF_MAX_TRACKS + (uint32_t)i : UINT32_MAX, ts, bytes);
 }
 
 static void ob_release(void *ctx, struct ct_model *m, const struct ct_rec_event *ev,
@@ -374,7 +399,8 @@ static void ob_release(void *ctx, struct ct_model *m, const struct ct_rec_event 
 	struct pf_state *st = ctx;
 	uint32_t kd = m->sites[b->site].kd;
 	/* the model has not removed the block yet */
-	track_update(st, kd, ev->ts_ns, ct_sat_sub(m->kd[kd].live_bytes, b->size));
+	track_update(st, kd < PF_MAX_TRACKS ? kd : UINT32_MAX, ev->ts_ns,
+		     ct_sat_sub(m->kd[kd].live_bytes, b->size));
 	struct pf_slice s = {.start = b->ts,
 			     .end = ev->ts_ns > b->ts ? ev->ts_ns : b->ts,
 			     .ptr = b->ptr,
@@ -521,7 +547,7 @@ static void ob_finish(void *ctx, struct ct_model *m)
 	uint64_t end = m->have_ts && m->last_ts > st->last_ts ? m->last_ts : st->last_ts;
 	struct live_ctx lc = {st, end};
 	ct_model_foreach_live(m, finish_live, &lc);
-	for (uint32_t kd = 0; kd < PF_MAX_TRACKS; kd++) {
+	for (uint32_t kd = 0; kd < PF_MAX_TRACKS + PF_FW_TRACKS; kd++) {
 		struct pf_track *t = &st->tracks[kd];
 		if (!t->used)
 			continue;
@@ -574,7 +600,7 @@ const struct ct_analysis ct_analysis_perfetto = {
 	.name = "perfetto",
 	.attach = perfetto_attach,
 	.observe = {.alloc = ob_alloc, .release = ob_release, .event = ob_event, .mark = ob_mark,
-		    .finish = ob_finish, .destroy = ob_destroy},
+		    .fw_bytes = ob_fw_bytes, .finish = ob_finish, .destroy = ob_destroy},
 };
 
 /* ---- rendering ------------------------------------------------------------------------- */
@@ -682,6 +708,19 @@ static void render_spool(struct pf_out *w, struct ct_model *m, struct pf_state *
 	while (reader_next(rd, &r)) {
 		switch (r.type) {
 		case PF_COUNTER:
+			if (r.tid >= PF_MAX_TRACKS && r.tid - PF_MAX_TRACKS < st->nfw) {
+				/* the framework layer: "PyTorch allocated 0", "PyTorch reserved 0", "CuPy used 0" */
+				uint8_t k = st->fw[r.tid - PF_MAX_TRACKS].kind;
+				ev_start(w, r.ts);
+				fprintf(w->f, ",\"ph\":\"C\",\"pid\":%" PRIu32 ",\"name\":\"%s %s %d\""
+					      ",\"args\":{\"bytes\":%" PRIu64 "}}",
+					w->pid, k == CT_KIND_CUPY_BLOCK ? "CuPy" : "PyTorch",
+					k == CT_KIND_CUPY_BLOCK	      ? "used"
+					: k == CT_KIND_TORCH_SEGMENT ? "reserved"
+								     : "allocated",
+					st->fw[r.tid - PF_MAX_TRACKS].device, r.a);
+				break;
+			}
 			if (r.tid >= m->nkd)
 				break;
 			ev_start(w, r.ts);

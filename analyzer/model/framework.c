@@ -298,14 +298,17 @@ static uint64_t torch_take(struct ct_fw *fw, struct ct_fw_dev *d, uint64_t ptr, 
 
 /* ---- blocks -------------------------------------------------------------------------------- */
 
-/* The timeline's framework series: allocated (used) bytes as the block kind, PyTorch's
- * reserved bytes as torch_segment, per device. */
+/* A framework dev's bytes are v from ts on: allocated (used) bytes as the block kind,
+ * PyTorch's reserved bytes as torch_segment. Into the timeline, and to the observers. */
 static void tl_put(struct ct_model *m, uint8_t kind, int16_t device, uint64_t ts, uint64_t v)
 {
 	if (!m->tl.started)
 		ct_tl_start(&m->tl, ts);
 	ct_tl_touch(&m->tl, ts);
 	ct_tl_update(&m->tl, kind, device, ts, v);
+	for (size_t i = 0; i < m->nobs; i++)
+		if (m->obs[i].fw_bytes)
+			m->obs[i].fw_bytes(m->obs[i].ctx, m, ts, kind, device, v);
 }
 
 static uint8_t block_kind(int which)

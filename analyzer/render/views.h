@@ -45,6 +45,8 @@ const char *ct_owner_name(int owner); /* "PyTorch", "cuBLAS/cuDNN", ... */
 const char *ct_owner_key(int owner);  /* "pytorch", "cublas_cudnn", ... */
 /* Device bytes (all devices) live at m's peak, by owner. */
 void ct_view_owners(struct ct_model *m, uint64_t out[CT_OWNER_COUNT]);
+/* The same; nonzero when worth showing (an owner but "other" has bytes, or a framework layer exists). */
+int ct_view_owners_shown(struct ct_model *m, uint64_t out[CT_OWNER_COUNT]);
 struct ct_fw_dev;
 /* The blocks of a framework dev live at its peak of allocated (used) bytes, by site, largest first. */
 struct ct_item *ct_view_fw_peak_items(struct ct_model *m, const struct ct_fw_dev *d, size_t *n);

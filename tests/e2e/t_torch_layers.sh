@@ -14,7 +14,8 @@
 #   - the peak report: by owner, tensors + cached free = PyTorch's segments;
 #   - cudaMallocAsync backend (no trace events): the CUDA layer's allocations of PyTorch
 #     are tensors, leaked at the same line, not cache;
-#   - OOM: PyTorch's out-of-memory with the tensors live then.
+#   - OOM: PyTorch's out-of-memory with the tensors live then;
+#   - Perfetto: PyTorch's allocated and reserved bytes as counter tracks.
 . tests/e2e/lib.sh
 command -v python3 >/dev/null || { echo "python3 not found"; exit 77; }
 C10=$ROOT/$BUILD/tests/torch/libc10_cuda.so
@@ -121,6 +122,19 @@ grep -q "^  by owner at the peak: PyTorch .* (tensors .* + cached free .*)$" "$T
 	fail "peak text: $(head -n 3 "$T/keep.peak.txt")"
 grep -q "^PyTorch, device 0: peak allocated .* peak reserved " "$T/keep.peak.txt" || fail "peak text: no framework line"
 echo "ok: peak text"
+
+# Perfetto: PyTorch's allocated and reserved bytes as counter tracks whose maxima are its peaks
+# (every change: --counter-us 0), and Perfetto's importer rules hold (check_perfetto.py).
+"$REPORT" perfetto --counter-us 0 -o "$T/keep.pf.json" "$(dump_of keep)" || fail "perfetto exited $?"
+python3 "$ROOT/tests/e2e/check_perfetto.py" "$T/keep.pf.json" "$T/keep.pf.sum" || fail "check_perfetto.py rejected the trace"
+expect_eq "keep: perfetto framework counters" \
+	"$(python3 -c 'import json, sys
+j = json.load(open(sys.argv[1])); mx = {}
+for e in j["traceEvents"]:
+    if e.get("ph") == "C" and e["name"].startswith("PyTorch"):
+        mx[e["name"]] = max(mx.get(e["name"], 0), e["args"]["bytes"])
+print(sorted(mx.items()))' "$T/keep.pf.json")" \
+	"$(jget "$T/keep.json" '[("PyTorch allocated 0", j["stats"]["0"][1]), ("PyTorch reserved 0", j["stats"]["0"][3])]')"
 
 # The same loop keeping nothing: no leaked site, a warm cache is "cache" and passes the gate.
 run clean layout TORCH_FAKE_KEEP=0
