@@ -7,6 +7,7 @@
 #include "analyses/analyses.h"
 #include "base/util.h"
 #include "commands/options.h"
+#include "model/classify.h"
 #include "model/marks.h"
 #include "model/model.h"
 
@@ -109,7 +110,8 @@ static uint64_t str_hash(const char *s)
 static uint32_t intern(struct growth *g, const char *name)
 {
 	char cut[NAME_LEN_MAX + 1];
-	snprintf(cut, sizeof cut, "%s", name ? name : "");
+	/* "step 17" and "step 18" are one series: "step #" (marks.h) */
+	ct_mark_series_name(name, cut, sizeof cut);
 	uint64_t h = str_hash(cut);
 	uint32_t i = ct_imap_get(&g->namemap, h, name_eq, g, cut);
 	if (i != CT_IMAP_NONE)
@@ -249,7 +251,8 @@ static int series_of(struct growth *g, uint32_t key)
 		     s->seq < g->series[victim].seq))
 			victim = k;
 	}
-	if (g->steps && strcmp(g->names[g->keys[key].name], g->steps))
+	if (g->steps && strcmp(g->names[g->keys[key].name], g->steps) &&
+	    !ct_glob(g->steps, g->names[g->keys[key].name], 1))
 		return -1;
 	int k = free_slot;
 	if (k < 0 && g->keys[key].count > g->keys[g->series[victim].key].count)

@@ -35,6 +35,7 @@
 #define PHASE_OPEN_MAX CT_PHASE_OPEN_MAX /* views.h */
 #define PHASE_ROWS_MAX CT_PHASE_ROWS_MAX
 #define PHASE_ROW_NONE UINT32_MAX
+#define PHASE_NAME_MAX 256 /* bytes of a phase's name kept (longer names are cut, and may merge) */
 
 enum phase_kind { PHASE_START, PHASE_MARK, PHASE_RANGE };
 static const char *const phase_kind_names[] = {"start", "mark", "range"};
@@ -96,8 +97,10 @@ static int row_eq(const void *ctx, uint32_t idx, const void *key)
 	return p->rows[idx].kind == k->kind && !strcmp(p->rows[idx].name, k->name);
 }
 
-static uint32_t row_of(struct phases *p, const char *name, unsigned kind)
+static uint32_t row_of(struct phases *p, const char *mark_name, unsigned kind)
 {
+	char name[PHASE_NAME_MAX];
+	ct_mark_series_name(mark_name, name, sizeof name); /* "step 17" -> "step #" (marks.h) */
 	struct row_key k = {name, kind};
 	uint64_t h = name_hash(name, kind);
 	uint32_t i = ct_imap_get(&p->rowmap, h, row_eq, p, &k);

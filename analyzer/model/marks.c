@@ -70,6 +70,36 @@ void ct_marks_add(struct ct_marklist *l, uint64_t ts_ns, uint64_t aux, uint32_t 
 	mk->name = ct_xstrndup(name ? name : "", name ? strnlen(name, name_len) : 0);
 }
 
+static int is_digit(char c)
+{
+	return c >= '0' && c <= '9';
+}
+
+const char *ct_mark_series_name(const char *name, char *out, size_t cap)
+{
+	const char *s = name ? name : "";
+	size_t n = strlen(s), k = n;
+	while (k > 0 && is_digit(s[k - 1]))
+		k--;
+	if (k == n) { /* no number at the end */
+		snprintf(out, cap, "%s", s);
+		return out;
+	}
+	if (k > 1 && s[k - 1] == '/' && is_digit(s[k - 2])) { /* "2/10": the number before the '/' too */
+		k--;
+		while (k > 0 && is_digit(s[k - 1]))
+			k--;
+	}
+	/* a counter after a separator ("step 17", "iter_3", "step=5"), or the whole name; a number
+	 * glued to a word names a thing ("layer1", "conv2"): kept */
+	if (k > 0 && !strchr(" _-:=#", s[k - 1])) {
+		snprintf(out, cap, "%s", s);
+		return out;
+	}
+	snprintf(out, cap, "%.*s#", (int)k, s);
+	return out;
+}
+
 const char *ct_mark_kind_name(unsigned kind)
 {
 	static const char *const names[] = {"instant", "push", "pop", "start", "end", "step", "exit"};

@@ -63,6 +63,15 @@ int ct_markq_pop(struct ct_markq *q, uint64_t until, struct ct_mark *out);
 void ct_marks_sort(struct ct_marklist *l);
 /* "instant", "push", "pop", "start", "end", "step" */
 const char *ct_mark_kind_name(unsigned kind);
+/*
+ * The name of the series a mark or range belongs to: its name with a counter at
+ * its end replaced by '#' ("step 17" and "step 18" -> "step #", "epoch 2/10" ->
+ * "epoch #", "iter_3" -> "iter_#", "42" -> "#"): a number after a space, '_',
+ * '-', ':', '=' or '#', or the whole name. Other names are unchanged ("layer1",
+ * "conv2": a number glued to a word names a thing). Into out (cap bytes, cut
+ * when longer); returns out.
+ */
+const char *ct_mark_series_name(const char *name, char *out, size_t cap);
 /* A step mark's source (its aux): "explicit", "optimizer", "unknown". */
 const char *ct_step_source_name(uint64_t source);
 

@@ -3,7 +3,7 @@
 # Each iteration appends a 1 MiB buffer to a list that is never trimmed (the
 # planted growth leak) and uses a steady cache (libtorch_cuda.so: 4 MiB
 # taken in the first iteration and reused); cumtrace_mark("iteration")
-# separates the iterations. argv: FAKE_DIR LIBS_DIR
+# separates the iterations (PY_GROWTH_MARK below). argv: FAKE_DIR LIBS_DIR
 import ctypes
 import os
 import sys
@@ -27,7 +27,10 @@ def train_step():
     torch.fake_torch_release(buf)
 
 
+# PY_GROWTH_MARK: the marks' name, "%d" replaced by the iteration's number ("step %d": step 0,
+# step 1, ...); default "iteration"
+name = os.environ.get("PY_GROWTH_MARK", "iteration")
 for i in range(10):
-    mark(b"iteration")
+    mark((name.replace("%d", str(i))).encode())
     train_step()
-mark(b"iteration")
+mark((name.replace("%d", "10")).encode())

@@ -61,6 +61,21 @@ expect_eq py_growth "$(jget "$T/py.json" '[(s["grew_steps"], s["growth_bytes"], 
 expect_eq py_frame \
 	"$(jget "$T/py.json" '[(f["file"], f["function"], f["line"]) for f in j["leaks"]["growth"]["sites"][0]["stack"] if f.get("python")][0]')" \
 	"('$script', 'train_step', $line)"
+# Marks named with the iteration's number ("step 0" .. "step 10", "epoch 3/10") are one series
+# ("step #"), for growth and for the peak's phases; --steps takes the series name or a glob.
+traced pynum env PY_GROWTH_MARK="step %d" python3 "$script" "$FAKE" "$ROOT/$BUILD/tests/libs"
+report "$T/pynum.json" leaks "$(dump_of pynum)"
+expect_eq pynum_series "$(jget "$T/pynum.json" '[(s["name"], s["steps"]) for s in j["leaks"]["growth"]["series"]]')" "[('step #', 10)]"
+expect_eq pynum_growth "$(jget "$T/pynum.json" '[(s["grew_steps"], s["growth_bytes"]) for s in j["leaks"]["growth"]["sites"]]')" \
+	"[(8, 8388608)]"
+report "$T/pynum-glob.json" leaks --steps 'step*' "$(dump_of pynum)"
+expect_eq pynum_glob "$(jget "$T/pynum-glob.json" '[(s["name"], s["steps"]) for s in j["leaks"]["growth"]["series"]]')" "[('step #', 10)]"
+report "$T/pynum-peak.json" peak "$(dump_of pynum)"
+expect_eq pynum_phases "$(jget "$T/pynum-peak.json" '[(p["name"], p["count"]) for p in j["peak"]["phases"] if p["kind"] == "mark"]')" "[('step #', 11)]"
+traced pyfrac env PY_GROWTH_MARK="epoch %d/10" python3 "$script" "$FAKE" "$ROOT/$BUILD/tests/libs"
+report "$T/pyfrac.json" leaks "$(dump_of pyfrac)"
+expect_eq pyfrac_series "$(jget "$T/pyfrac.json" '[(s["name"], s["steps"]) for s in j["leaks"]["growth"]["series"]]')" "[('epoch #', 10)]"
+
 # at exit the list is a plain leak of the user's code, the cache is PyTorch's
 expect_eq py_exit "$(jget "$T/py.json" '[(s["class"], s["allocator"], s["count"]) for s in j["leaks"]["sites"]]')" \
 	"[('leaked', None, 10), ('cache', 'pytorch', 1)]"
