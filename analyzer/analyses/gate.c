@@ -244,6 +244,18 @@ int ct_gate_check(const struct ct_report_opts *o, struct ct_model *const *ms, si
 	}
 	struct ct_assessment *a = ct_assess(o, ms, n, base);
 	char b1[32];
+	if (o->fail_on_leak && (a->fail_classes & CT_CLASS_BIT(CT_CLASS_GROWTH)))
+		for (size_t d = 0; d < n; d++) {
+			/* growth was asked for and cannot be judged: said, never passed silently */
+			const struct ct_growth_result *g = ct_growth_get(ms[d]);
+			uint64_t steps = g && g->have_series && g->series.boundaries ? g->series.boundaries - 1 : 0;
+			if (!g || steps < g->min_grew)
+				fprintf(stderr,
+					"cumtrace-report: %s: growth not judged: %s (mark steps: cumtrace.step(), "
+					"NVTX ranges, --steps)\n",
+					ms[d]->path ? ms[d]->path : "(memory)",
+					!g || !g->have_series ? "no step boundaries" : "fewer steps than --growth needs");
+		}
 	if (o->fail_on_leak && a->failing.sites) {
 		struct ct_tally per[CT_CLASS_COUNT];
 		memset(per, 0, sizeof per);

@@ -34,3 +34,10 @@ grep -q "^      at main (" "$T/leaks.txt" || fail "no main frame in the text sta
 ! grep -q "__libc_start\|^      at _start" "$T/leaks.txt" || fail "start-up frames in the text stacks"
 grep -q "__libc_start_call_main\|__libc_start_main" "$T/leaks-full.txt" || fail "--full-stacks: no start-up frame"
 echo "ok: text stacks stop at main; --full-stacks shows the start-up"
+
+# --fail-on growth on a program without steps: said on stderr, not passed silently.
+rc=0
+"$REPORT" leaks --fail-on growth "$dump" >/dev/null 2>"$T/growth.err" || rc=$?
+expect_eq "fail-on growth, no steps: exit" "$rc" 0
+expect_eq "fail-on growth, no steps: stderr" "$(cat "$T/growth.err")" \
+	"cumtrace-report: $dump: growth not judged: no step boundaries (mark steps: cumtrace.step(), NVTX ranges, --steps)"
