@@ -340,6 +340,7 @@ static void ct_session_reset(struct ct_session *s)
 
 static void ct_fork_prepare(void)
 {
+	ct_writer_wait_up(); /* never fork in the middle of its start (session.h) */
 	pthread_mutex_lock(&ct_round_lock);
 	pthread_mutex_lock(&ct_direct_lock);
 	pthread_mutex_lock(&ct_overflow_lock);

@@ -41,6 +41,7 @@ struct ct_session {
 	pthread_t writer_thread;
 	_Atomic int writer_joinable; /* started, and nobody has joined it yet */
 	_Atomic int writer_stop;
+	_Atomic int writer_up; /* the writer thread runs its own code (its runtime's start is over) */
 	/*
 	 * The thread that is starting tracing. Another thread waits for it; the
 	 * starting thread itself, re-entered (a handler the shim does not wrap
@@ -119,6 +120,13 @@ CT_HIDDEN int ct_writer_map(void);
 CT_HIDDEN int ct_writer_spawn(void);
 /* Stop the writer thread and wait for it to end; the first caller does, later ones return. */
 CT_HIDDEN void ct_writer_join(void);
+/*
+ * Before a fork: wait (at most 200 ms) until a writer thread that was just
+ * created runs its own code. While it starts, its C library (and a
+ * sanitizer's runtime) allocate; a fork in the middle would leave the
+ * child an allocator lock held by a thread that does not exist there.
+ */
+CT_HIDDEN void ct_writer_wait_up(void);
 /*
  * Copy every ring to the file. Caller holds ct_round_lock. in_signal = 1 in
  * a fatal signal's handler: no dl_iterate_phdr (it takes the loader's lock,

@@ -309,6 +309,7 @@ static void *ct_writer_main(void *arg)
 	long ms = ct_option(CT_OPT_FLUSH_MS);
 	struct timespec interval = {ms / 1000, (ms % 1000) * 1000000L};
 	ct_tls.in_hook = 1; /* nothing this thread does is traced */
+	atomic_store(&ct_session.writer_up, 1);
 	while (!atomic_load(&ct_session.writer_stop)) {
 		if (atomic_exchange(&ct_kick_word, 0) == 0) {
 			atomic_store(&ct_writer_sleeping, 1);
@@ -387,6 +388,16 @@ int ct_writer_spawn(void)
 	if (rc == EINVAL)
 		rc = pthread_create(&ct_session.writer_thread, NULL, ct_writer_main, NULL);
 	return rc;
+}
+
+void ct_writer_wait_up(void)
+{
+	for (int i = 0; i < 2000 && atomic_load(&ct_session.writer_joinable) &&
+			!atomic_load(&ct_session.writer_up);
+	     i++) {
+		struct timespec ts = {0, 100000}; /* 100 us */
+		nanosleep(&ts, NULL);
+	}
 }
 
 /* Stop the writer thread and wait for it to end; the first caller does, later ones return. */
