@@ -192,11 +192,7 @@ void ct_json_layers(struct ct_json *j, const struct ct_report_opts *o, struct ct
 		for (size_t i = 0; i < nd; i++) {
 			const struct ct_fw_dev *d = &v[i];
 			ct_json_obj(j);
-			ct_json_kv_str(j, "framework", d->fw == CT_FW_TORCH ? "pytorch" : "cupy");
-			ct_json_kv_u64(j, "pid", ms[k]->pid);
-			ct_json_kv_i64(j, "device", d->device);
-			ct_json_kv_u64(j, "peak_allocated_bytes", d->peak_allocated);
-			ct_json_kv_u64(j, "peak_allocated_ns", ct_model_since_start(ms[k], d->peak_allocated_ts));
+			ct_fw_json_dev_head(j, ms[k], d);
 			if (d->fw == CT_FW_TORCH) {
 				ct_json_kv_u64(j, "peak_reserved_bytes", d->peak_reserved);
 				ct_json_kv_u64(j, "peak_reserved_ns", ct_model_since_start(ms[k], d->peak_reserved_ts));

@@ -316,9 +316,8 @@ static uint8_t block_kind(int which)
 	return which == CT_FW_TORCH ? CT_KIND_TORCH_BLOCK : CT_KIND_CUPY_BLOCK;
 }
 
-static void peak_check(struct ct_model *m, struct ct_fw_dev *d, uint64_t ts)
+static void peak_check(struct ct_fw_dev *d, uint64_t ts)
 {
-	(void)m;
 	if (d->allocated > d->peak_allocated) {
 		d->peak_allocated = d->allocated;
 		d->peak_allocated_ts = ts;
@@ -372,7 +371,7 @@ static void block_alloc(struct ct_model *m, struct ct_fw *fw, int which, const s
 	s->bytes_allocated = ct_sat_add(s->bytes_allocated, size);
 	d->blocks++;
 	d->allocated = ct_sat_add(d->allocated, size);
-	peak_check(m, d, ev->ts_ns);
+	peak_check(d, ev->ts_ns);
 	tl_put(m, block_kind(which), ev->device, ev->ts_ns, d->allocated);
 	uint32_t i = node_new(fw);
 	struct node *n = &fw->nodes[i];
@@ -750,6 +749,15 @@ void ct_fw_put_summary(FILE *f, struct ct_model *const *ms, size_t n)
 	}
 }
 
+void ct_fw_json_dev_head(struct ct_json *j, const struct ct_model *m, const struct ct_fw_dev *d)
+{
+	ct_json_kv_str(j, "framework", d->fw == CT_FW_TORCH ? "pytorch" : "cupy");
+	ct_json_kv_u64(j, "pid", m->pid);
+	ct_json_kv_i64(j, "device", d->device);
+	ct_json_kv_u64(j, "peak_allocated_bytes", d->peak_allocated);
+	ct_json_kv_u64(j, "peak_allocated_ns", ct_model_since_start(m, d->peak_allocated_ts));
+}
+
 void ct_fw_json_devs(struct ct_json *j, const struct ct_model *m)
 {
 	size_t nd;
@@ -759,11 +767,7 @@ void ct_fw_json_devs(struct ct_json *j, const struct ct_model *m)
 	for (size_t i = 0; i < nd; i++) {
 		const struct ct_fw_dev *d = &v[i];
 		ct_json_obj(j);
-		ct_json_kv_str(j, "framework", d->fw == CT_FW_TORCH ? "pytorch" : "cupy");
-		ct_json_kv_u64(j, "pid", m->pid);
-		ct_json_kv_i64(j, "device", d->device);
-		ct_json_kv_u64(j, "peak_allocated_bytes", d->peak_allocated);
-		ct_json_kv_u64(j, "peak_allocated_ns", ct_model_since_start(m, d->peak_allocated_ts));
+		ct_fw_json_dev_head(j, m, d);
 		if (d->fw == CT_FW_TORCH) {
 			ct_json_kv_u64(j, "reserved_at_peak_allocated_bytes", d->reserved_at_peak_allocated);
 			ct_json_kv_u64(j, "peak_reserved_bytes", d->peak_reserved);

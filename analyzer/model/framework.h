@@ -152,6 +152,8 @@ void ct_fw_put_summary(FILE *f, struct ct_model *const *ms, size_t n);
 
 /* JSON summary: "framework": {"events": N, "by_api": {...}, "devices": [...]}; nothing when none. */
 void ct_fw_json(struct ct_json *j, struct ct_model *const *ms, size_t n);
+/* A framework dev's first keys: framework, pid, device, peak_allocated_bytes, peak_allocated_ns. */
+void ct_fw_json_dev_head(struct ct_json *j, const struct ct_model *m, const struct ct_fw_dev *d);
 /* The "devices" array of m alone (peak reports). */
 void ct_fw_json_devs(struct ct_json *j, const struct ct_model *m);
 
