@@ -117,7 +117,7 @@ static void text_summary(FILE *f, const struct ct_report_opts *o, struct ct_mode
 	if (m->marks)
 		fprintf(f, "  marks: %" PRIu64 " (%" PRIu64 " ranges, %" PRIu64 " instants)\n",
 			m->marks, m->marks_list->ranges, m->marks_list->instants);
-	ct_marks_put_summary(f, m->marks_list);
+	ct_marks_put_summary(f, m->marks_list, &m->infer);
 }
 
 /*

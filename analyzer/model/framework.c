@@ -552,19 +552,11 @@ static void exit_point(struct ct_model *m, struct ct_fw *fw)
 	if (fw->exited)
 		return;
 	fw->exited = 1;
-	size_t n = m->nsites;
-	uint64_t *first = ct_xcalloc(n + 1, sizeof *first), *last = ct_xcalloc(n + 1, sizeof *last);
-	for (size_t i = 0; i < n; i++)
-		first[i] = UINT64_MAX;
-	for (size_t i = 0; i < fw->nnodes; i++) {
-		const struct node *b = &fw->nodes[i];
-		if (b->state != NODE_ALLOCATED)
-			continue;
-		if (b->ts < first[b->site])
-			first[b->site] = b->ts;
-		if (b->ts > last[b->site])
-			last[b->site] = b->ts;
-	}
+	struct ct_spans *sp = ct_spans_new(m->nsites);
+	for (size_t i = 0; i < fw->nnodes; i++)
+		if (fw->nodes[i].state == NODE_ALLOCATED)
+			ct_spans_add(sp, fw->nodes[i].site, fw->nodes[i].ts);
+	uint8_t *kept = ct_spans_kept(m, sp);
 	for (size_t i = 0; i < fw->nnodes; i++) {
 		const struct node *b = &fw->nodes[i];
 		if (b->state != NODE_ALLOCATED)
@@ -572,14 +564,13 @@ static void exit_point(struct ct_model *m, struct ct_fw *fw)
 		struct ct_fw_dev *d = dev_of(fw, b->fw, m->sites[b->site].device);
 		d->exit_blocks++;
 		d->exit_bytes = ct_sat_add(d->exit_bytes, b->size);
-		if (ct_model_spans_steps(m, first[b->site], last[b->site])) {
+		if (kept[b->site / 8] >> (b->site % 8) & 1) {
 			d->leaked_blocks++;
 			d->leaked_bytes = ct_sat_add(d->leaked_bytes, b->size);
 			ct_model_fw_leak(m, b->site, b->size, b->ts);
 		}
 	}
-	free(first);
-	free(last);
+	free(kept);
 }
 
 void ct_fw_mark(struct ct_model *m, const struct ct_mark *mk)
@@ -714,12 +705,6 @@ void ct_fw_put_summary(FILE *f, struct ct_model *const *ms, size_t n)
 {
 	uint64_t api[CT_API_COUNT + 1];
 	uint64_t total = ct_fw_totals(ms, n, api);
-	for (size_t d = 0; d < n; d++)
-		if (ms[d]->infer.on)
-			fprintf(f,
-				"  steps: %" PRIu64 " inferred from the allocations (no marks, no optimizer steps: each"
-				" allocation of the first site of the %" PRIu64 " that most sites made)\n",
-				ms[d]->infer.boundaries, ms[d]->infer.period);
 	if (!total)
 		return;
 	fprintf(f, "  framework events: %" PRIu64 " (", total);
@@ -801,9 +786,7 @@ void ct_fw_json(struct ct_json *j, struct ct_model *const *ms, size_t n)
 		if (api[a])
 			ct_json_kv_u64(j, a < CT_API_COUNT ? ct_api_name(a) : "unknown", api[a]);
 	ct_json_obj_end(j);
-	if (n == 1) {
+	if (n == 1)
 		ct_fw_json_devs(j, ms[0]);
-		ct_json_kv_u64(j, "inferred_steps", ms[0]->infer.boundaries);
-	}
 	ct_json_obj_end(j);
 }

@@ -796,24 +796,12 @@ static void exit_point(struct ct_model *m, uint64_t ts)
 {
 	m->exit_seen = 1;
 	m->exit_ts = ts;
-	size_t n = m->nsites;
-	uint64_t *first = ct_xcalloc(n + 1, sizeof *first), *last = ct_xcalloc(n + 1, sizeof *last);
-	for (size_t i = 0; i < n; i++)
-		first[i] = UINT64_MAX;
-	for (size_t i = 0; m->live_mask && i <= m->live_mask; i++) {
-		const struct ct_block *e = &m->live[i];
-		if (!e->ns)
-			continue;
-		if (e->ts < first[e->site])
-			first[e->site] = e->ts;
-		if (e->ts > last[e->site])
-			last[e->site] = e->ts;
-	}
-	m->exit_kept = ct_xcalloc(n / 8 + 1, 1);
-	m->exit_nsites = n;
-	for (size_t i = 0; i < n; i++)
-		if (first[i] != UINT64_MAX && ct_model_spans_steps(m, first[i], last[i]))
-			m->exit_kept[i / 8] |= (uint8_t)(1u << (i % 8));
+	struct ct_spans *sp = ct_spans_new(m->nsites);
+	for (size_t i = 0; m->live_mask && i <= m->live_mask; i++)
+		if (m->live[i].ns)
+			ct_spans_add(sp, m->live[i].site, m->live[i].ts);
+	m->exit_nsites = m->nsites;
+	m->exit_kept = ct_spans_kept(m, sp);
 	for (size_t i = 0; m->live_mask && i <= m->live_mask; i++) {
 		const struct ct_block *e = &m->live[i];
 		if (e->ns && exit_kept(m, e)) {
@@ -821,8 +809,44 @@ static void exit_point(struct ct_model *m, uint64_t ts)
 			m->leaks[l].kept = 1;
 		}
 	}
-	free(first);
-	free(last);
+}
+
+struct ct_spans {
+	size_t n;
+	uint64_t *first, *last;
+};
+
+struct ct_spans *ct_spans_new(size_t nsites)
+{
+	struct ct_spans *sp = ct_xcalloc(1, sizeof *sp);
+	sp->n = nsites;
+	sp->first = ct_xcalloc(nsites + 1, sizeof *sp->first);
+	sp->last = ct_xcalloc(nsites + 1, sizeof *sp->last);
+	for (size_t i = 0; i < nsites; i++)
+		sp->first[i] = UINT64_MAX;
+	return sp;
+}
+
+void ct_spans_add(struct ct_spans *sp, uint32_t site, uint64_t ts)
+{
+	if (site >= sp->n)
+		return;
+	if (ts < sp->first[site])
+		sp->first[site] = ts;
+	if (ts > sp->last[site])
+		sp->last[site] = ts;
+}
+
+uint8_t *ct_spans_kept(const struct ct_model *m, struct ct_spans *sp)
+{
+	uint8_t *kept = ct_xcalloc(sp->n / 8 + 1, 1);
+	for (size_t i = 0; i < sp->n; i++)
+		if (sp->first[i] != UINT64_MAX && ct_model_spans_steps(m, sp->first[i], sp->last[i]))
+			kept[i / 8] |= (uint8_t)(1u << (i % 8));
+	free(sp->first);
+	free(sp->last);
+	free(sp);
+	return kept;
 }
 
 static void release_marks(struct ct_model *m, uint64_t ts);

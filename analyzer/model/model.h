@@ -351,10 +351,16 @@ const struct ct_dev_peak *ct_model_dev_peak(const struct ct_model *m, int device
  * Were blocks made at first_ts and at last_ts made in different steps, with at
  * least one whole step between them (two boundaries in (first_ts, last_ts])?
  * The boundaries are the explicit steps when there are CT_EXIT_STEPS_MIN of
- * them, else the optimizer's; 0 with fewer than CT_EXIT_STEPS_MIN.
+ * them, else the optimizer's, else the inferred ones; 0 with fewer than CT_EXIT_STEPS_MIN.
  */
 #define CT_EXIT_STEPS_MIN 3
 int ct_model_spans_steps(const struct ct_model *m, uint64_t first_ts, uint64_t last_ts);
+/* Sites whose blocks held now were made across steps (ct_model_spans_steps): add each held
+ * block's (site, ts), then ct_spans_kept frees sp and returns a bitmap by site (free it). */
+struct ct_spans;
+struct ct_spans *ct_spans_new(size_t nsites);
+void ct_spans_add(struct ct_spans *sp, uint32_t site, uint64_t ts);
+uint8_t *ct_spans_kept(const struct ct_model *m, struct ct_spans *sp);
 /*
  * After a reading of a dump without step boundaries (no step marks, NVTX
  * ranges or instants), of a Python program (an exit point or framework

@@ -62,7 +62,7 @@ static void json_dumps(struct ct_json *j, struct ct_model *const *ms, size_t nm)
 		ct_json_kv_u64(j, "stacks", ct_symtab_stack_count(m->syms));
 		ct_json_kv_u64(j, "modules", ct_symtab_module_count(m->syms));
 		ct_json_kv_u64(j, "marks", m->marks);
-		ct_marks_json(j, m->marks_list);
+		ct_marks_json(j, m->marks_list, &m->infer);
 		ct_json_kv_u64(j, "start_monotonic_ns", ct_model_start_ns(m));
 		ct_json_kv_u64(j, "start_realtime_ns", m->start_realtime_ns);
 		ct_json_kv_u64(j, "duration_ns", ct_model_duration_ns(m));

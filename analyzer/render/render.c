@@ -632,9 +632,14 @@ void ct_render_per_format(FILE *f, const struct ct_report_opts *o, struct ct_mod
 	}
 }
 
-void ct_marks_put_summary(FILE *f, const struct ct_marklist *l)
+void ct_marks_put_summary(FILE *f, const struct ct_marklist *l, const struct ct_infer *inf)
 {
-	if (l->steps[0] || l->steps[CT_STEP_EXPLICIT] || l->steps[CT_STEP_OPTIMIZER]) {
+	if (inf->on)
+		fprintf(f,
+			"  steps: %" PRIu64 " inferred from the allocations (no marks, no optimizer steps: each"
+			" allocation of the first site of the %" PRIu64 " that most sites made)\n",
+			inf->boundaries, inf->period);
+	else if (l->steps[0] || l->steps[CT_STEP_EXPLICIT] || l->steps[CT_STEP_OPTIMIZER]) {
 		fprintf(f, "  steps: %" PRIu64 " explicit (cumtrace.step), %" PRIu64 " from optimizer hooks",
 			l->steps[CT_STEP_EXPLICIT], l->steps[CT_STEP_OPTIMIZER]);
 		if (l->steps[0])
@@ -661,14 +666,17 @@ void ct_marks_put_summary(FILE *f, const struct ct_marklist *l)
 			l->counter_samples, CT_COUNTERS_MAX);
 }
 
-void ct_marks_json(struct ct_json *j, const struct ct_marklist *l)
+void ct_marks_json(struct ct_json *j, const struct ct_marklist *l, const struct ct_infer *inf)
 {
-	if (l->steps[0] || l->steps[CT_STEP_EXPLICIT] || l->steps[CT_STEP_OPTIMIZER]) {
+	if (inf->on || l->steps[0] || l->steps[CT_STEP_EXPLICIT] || l->steps[CT_STEP_OPTIMIZER]) {
 		ct_json_key(j, "steps");
 		ct_json_obj(j);
 		ct_json_kv_u64(j, "explicit", l->steps[CT_STEP_EXPLICIT]);
 		ct_json_kv_u64(j, "optimizer", l->steps[CT_STEP_OPTIMIZER]);
 		ct_json_kv_u64(j, "unknown", l->steps[0]);
+		ct_json_kv_u64(j, "inferred", inf->on ? inf->boundaries : 0);
+		if (inf->on)
+			ct_json_kv_u64(j, "inferred_period", inf->period);
 		ct_json_obj_end(j);
 	}
 	if (!l->ncounters)

@@ -128,8 +128,8 @@ struct ct_marklist;
  * Summary lines for the steps and counters of one dump ("  steps: ...",
  * "  counter NAME (device D): ..."); nothing when it has none.
  */
-void ct_marks_put_summary(FILE *f, const struct ct_marklist *l);
+void ct_marks_put_summary(FILE *f, const struct ct_marklist *l, const struct ct_infer *inf);
 /* The same in a dump's JSON object: "steps" and "counters", only when there are any. */
-void ct_marks_json(struct ct_json *j, const struct ct_marklist *l);
+void ct_marks_json(struct ct_json *j, const struct ct_marklist *l, const struct ct_infer *inf);
 
 #endif

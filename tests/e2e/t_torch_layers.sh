@@ -103,6 +103,10 @@ expect_eq "inferred: growth without marks or optimizer" \
 	"([('torch_block', 8)], [('inferred', 'inferred', $STEPS)])"
 "$REPORT" summary "$(dump_of inferred)" | grep -q "^  steps: $STEPS inferred from the allocations" || fail "inferred: summary"
 echo "ok: inferred: summary line"
+report "$T/inferred.sum.json" summary "$(dump_of inferred)"
+expect_eq "inferred: the dump's steps in JSON" \
+	"$(jget "$T/inferred.sum.json" '(lambda s: (s["inferred"], s["explicit"], s["optimizer"]))(j["dumps"][0]["steps"])')" \
+	"($STEPS, 0, 0)"
 
 # The peak: by owner, the framework layer, then the CUDA layer.
 report "$T/keep.peak.json" peak "$(dump_of keep)"
