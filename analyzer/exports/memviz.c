@@ -16,18 +16,32 @@
  *    "allocator_settings": {...}}
  * with frames [{"filename", "line", "name"}], innermost first.
  *
- * cumtrace sees CUDA allocations, not the caching allocator's blocks: every
- * device allocation (kinds device and vmm_mapped, size > 0) is a segment
- * holding one active block of its size. The trace has "segment_alloc" then
- * "alloc" for an allocation, and "free_requested", "free_completed",
+ * With PyTorch's allocator events (the framework layer, model/framework.h) the
+ * snapshot is torch's own: its segments live at the exit point (the mapped
+ * ranges of an expandable segment that touch are one segment) with the
+ * layer's blocks inside them (allocated, free requested: active_pending_free,
+ * free: inactive; a block's size is the allocator's, its requested_size the
+ * same), and the trace is torch's actions as its tracker saw them (alloc,
+ * free_requested, free_completed, segment_alloc / segment_free / segment_map /
+ * segment_unmap, oom with the device's free bytes). The CUDA layer's entries
+ * at an address where a PyTorch segment ever started are those segments' own
+ * calls and are left out; the CUDA layer's other device allocations (cuBLAS's,
+ * NCCL's, a library's cudaMalloc) are segments of one block as below.
+ *
+ * Without it, cumtrace sees CUDA allocations, not the caching allocator's
+ * blocks: every device allocation (kinds device and vmm_mapped, size > 0) is a
+ * segment holding one active block of its size. The trace has "segment_alloc"
+ * then "alloc" for an allocation, and "free_requested", "free_completed",
  * "segment_free" for its end (MemoryViz merges the first two into "free"),
  * so that replaying it backwards from the segments (as the viewer's
  * "Allocator State History" does) always finds each block in a segment. An
  * allocation that failed out of memory (result 2) is an "oom" entry, with
- * device_free 0 (cumtrace does not know it). Frames are the Python frames
- * when the stack has some, else the native ones. The trace keeps the latest
- * --max-entries entries (a ring, like torch's); the segments are the device
- * allocations live at the end of the dump. A negative device counts as 0.
+ * device_free the free bytes the shim read right after it (CT_REC_MEMINFO; 0
+ * when it could not, and for failures after the first CT_OOM_KEEP). Frames
+ * are the Python frames when the stack has some, else the native ones. The
+ * trace keeps the latest --max-entries entries (a ring, like torch's); the
+ * segments are the device allocations live at the end of the dump. A
+ * negative device counts as 0.
  *
  * The pickle is protocol 2 and uses only opcodes that both Python's
  * unpickler and MemoryViz.js's own unpickle() read: PROTO, EMPTY_DICT,
@@ -43,10 +57,13 @@
 
 #include "analyses/analyses.h"
 #include "base/util.h"
+#include "model/framework.h"
 #include "model/pystack.h"
 #include "render/render.h"
+#include "render/views.h"
 
 #define MV_SMALL_SEGMENT (1u << 20) /* torch's small pool: blocks up to 1 MiB */
+#define MV_SMALL_BUFFER (2u << 20)  /* ... in segments of 2 MiB */
 #define PK_BATCH 1000
 
 /* ---- a pickle writer ------------------------------------------------------------------------ */
@@ -80,7 +97,8 @@ enum {
 	X(segment_pool_id) X(is_expandable) X(frames) X(blocks) X(size) X(state)                   \
 	X(active_allocated) X(large) X(small) X(action) X(addr) X(time_us) X(device_free) X(alloc) \
 	X(free_requested) X(free_completed) X(segment_alloc) X(segment_free) X(oom) X(filename)    \
-	X(line) X(name) X(compile_context) X(user_metadata) X(external_annotations)
+	X(line) X(name) X(compile_context) X(user_metadata) X(external_annotations)                \
+	X(segment_map) X(segment_unmap) X(active_pending_free) X(inactive)
 
 enum pk_key {
 #define PK_ENUM_(n) K_##n,
@@ -201,15 +219,22 @@ static void pk_key(struct pk *p, enum pk_key k)
 	p->key_memo[k] = pk_put(p) + 1;
 }
 
+static void pk_kv_uint(struct pk *p, enum pk_key k, uint64_t v)
+{
+	pk_key(p, k);
+	pk_uint(p, v);
+}
+
 /* ---- the trace ring --------------------------------------------------------------------- */
 
 enum mv_action { MV_SEGMENT_ALLOC, MV_ALLOC, MV_FREE_REQUESTED, MV_FREE_COMPLETED,
-		 MV_SEGMENT_FREE, MV_OOM };
+		 MV_SEGMENT_FREE, MV_OOM, MV_SEGMENT_MAP, MV_SEGMENT_UNMAP };
 
 static const enum pk_key action_key[] = {
 	[MV_SEGMENT_ALLOC] = K_segment_alloc,	  [MV_ALLOC] = K_alloc,
 	[MV_FREE_REQUESTED] = K_free_requested, [MV_FREE_COMPLETED] = K_free_completed,
 	[MV_SEGMENT_FREE] = K_segment_free,	  [MV_OOM] = K_oom,
+	[MV_SEGMENT_MAP] = K_segment_map,	  [MV_SEGMENT_UNMAP] = K_segment_unmap,
 };
 
 struct mv_entry {
@@ -217,6 +242,16 @@ struct mv_entry {
 	uint32_t stack;
 	int16_t device;
 	uint8_t action;
+	uint8_t torch; /* from PyTorch's allocator (framework events), not the CUDA layer */
+	uint32_t tid;
+};
+
+/* A PyTorch segment (torch_segment_alloc) or mapped range of an expandable segment. */
+struct mv_seg {
+	uint64_t ptr, end, stream;
+	uint32_t stack;
+	int16_t device;
+	uint8_t expandable;
 };
 
 struct mv_state {
@@ -224,6 +259,12 @@ struct mv_state {
 	size_t cap, head, n;   /* the oldest entry is at head */
 	size_t alloc;
 	uint64_t dropped;
+	/* PyTorch's segments: those live now, and every address one started at */
+	struct mv_seg *segs;
+	size_t nsegs, capsegs;
+	struct ct_imap seg_addrs; /* keys: ct_mix64(address); values: index into seg_addr */
+	uint64_t *seg_addr;
+	size_t nseg_addr, capseg_addr;
 };
 
 static int mv_kind(unsigned kind)
@@ -298,14 +339,100 @@ static void ob_event(void *ctx, struct ct_model *m, const struct ct_rec_event *e
 			     .stream = ev->stream,
 			     .stack = ev->stack_id,
 			     .device = mv_dev(ev->device),
-			     .action = MV_OOM};
+			     .action = MV_OOM,
+			     .tid = ev->tid};
 	ring_push(ctx, &e);
+}
+
+static int addr_eq(const void *ctx, uint32_t idx, const void *key)
+{
+	return ((const struct mv_state *)ctx)->seg_addr[idx] == *(const uint64_t *)key;
+}
+
+/* Did a PyTorch segment ever start at addr (its CUDA allocation is in the trace as torch's)? */
+static int torch_segment_addr(const struct mv_state *st, uint64_t addr)
+{
+	return ct_imap_get(&st->seg_addrs, ct_mix64(addr), addr_eq, st, &addr) != CT_IMAP_NONE;
+}
+
+static void seg_add(struct mv_state *st, const struct ct_rec_event *ev, int expandable)
+{
+	if (!torch_segment_addr(st, ev->ptr)) {
+		st->seg_addr = ct_xgrow(st->seg_addr, &st->capseg_addr, st->nseg_addr + 1,
+					sizeof *st->seg_addr);
+		st->seg_addr[st->nseg_addr] = ev->ptr;
+		ct_imap_put(&st->seg_addrs, ct_mix64(ev->ptr), (uint32_t)st->nseg_addr++);
+	}
+	st->segs = ct_xgrow(st->segs, &st->capsegs, st->nsegs + 1, sizeof *st->segs);
+	st->segs[st->nsegs++] = (struct mv_seg){.ptr = ev->ptr,
+						.end = ev->ptr + ev->size >= ev->ptr ? ev->ptr + ev->size
+										      : UINT64_MAX,
+						.stream = ev->stream,
+						.stack = ev->stack_id,
+						.device = mv_dev(ev->device),
+						.expandable = (uint8_t)expandable};
+}
+
+/* [ptr, ptr + size) is no longer reserved: cut it out of the segments (unmaps may split one). */
+static void seg_cut(struct mv_state *st, uint64_t ptr, uint64_t size)
+{
+	uint64_t end = ptr + size >= ptr ? ptr + size : UINT64_MAX;
+	for (size_t i = 0; i < st->nsegs; i++) {
+		struct mv_seg *g = &st->segs[i];
+		if (g->end <= ptr || g->ptr >= end)
+			continue;
+		if (g->ptr < ptr && g->end > end) { /* the middle: two pieces */
+			struct mv_seg tail = *g;
+			tail.ptr = end;
+			g->end = ptr;
+			st->segs = ct_xgrow(st->segs, &st->capsegs, st->nsegs + 1, sizeof *st->segs);
+			st->segs[st->nsegs++] = tail;
+			continue;
+		}
+		if (g->ptr < ptr)
+			g->end = ptr;
+		else if (g->end > end)
+			g->ptr = end;
+		else
+			st->segs[i--] = st->segs[--st->nsegs];
+	}
+}
+
+static void ob_fw_event(void *ctx, struct ct_model *m, const struct ct_rec_event *ev)
+{
+	struct mv_state *st = ctx;
+	enum mv_action a;
+	(void)m;
+	switch (ev->api) {
+	case CT_API_torch_alloc: a = MV_ALLOC; break;
+	case CT_API_torch_free_requested: a = MV_FREE_REQUESTED; break;
+	case CT_API_torch_free_completed: a = MV_FREE_COMPLETED; break;
+	case CT_API_torch_segment_alloc: a = MV_SEGMENT_ALLOC; seg_add(st, ev, 0); break;
+	case CT_API_torch_segment_map: a = MV_SEGMENT_MAP; seg_add(st, ev, 1); break;
+	case CT_API_torch_segment_free: a = MV_SEGMENT_FREE; seg_cut(st, ev->ptr, ev->size); break;
+	case CT_API_torch_segment_unmap: a = MV_SEGMENT_UNMAP; seg_cut(st, ev->ptr, ev->size); break;
+	case CT_API_torch_oom: a = MV_OOM; break;
+	default: return;
+	}
+	/* torch_oom: ptr holds the device's free bytes (format.h) */
+	struct mv_entry e = {.ts = ev->ts_ns,
+			     .addr = ev->ptr,
+			     .size = ev->size,
+			     .stream = ev->stream,
+			     .stack = ev->stack_id,
+			     .device = mv_dev(ev->device),
+			     .action = (uint8_t)a,
+			     .torch = 1};
+	ring_push(st, &e);
 }
 
 static void ob_destroy(void *ctx)
 {
 	struct mv_state *st = ctx;
 	free(st->ring);
+	free(st->segs);
+	free(st->seg_addr);
+	ct_imap_free(&st->seg_addrs);
 	free(st);
 }
 
@@ -319,7 +446,11 @@ static void *memviz_attach(struct ct_model *m, const struct ct_report_opts *o)
 const struct ct_analysis ct_analysis_memviz = {
 	.name = "memviz",
 	.attach = memviz_attach,
-	.observe = {.alloc = ob_alloc, .release = ob_release, .event = ob_event, .destroy = ob_destroy},
+	.observe = {.alloc = ob_alloc,
+		    .release = ob_release,
+		    .event = ob_event,
+		    .fw_event = ob_fw_event,
+		    .destroy = ob_destroy},
 };
 
 /* ---- rendering --------------------------------------------------------------------------- */
@@ -331,6 +462,8 @@ struct frames_memo {
 struct mv_out {
 	struct pk pk;
 	struct ct_model *m;
+	struct ct_oom_view *ooms; /* the CUDA layer's failures kept in detail (analyses/oom.c) */
+	size_t nooms;
 	struct frames_memo *fm; /* frames lists already written */
 	size_t nfm, capfm;
 	struct ct_imap fmap;
@@ -349,8 +482,7 @@ static void write_frame(struct pk *p, const char *file, unsigned line, const cha
 	pk_op(p, PK_MARK);
 	pk_key(p, K_filename);
 	pk_str(p, file);
-	pk_key(p, K_line);
-	pk_uint(p, line);
+	pk_kv_uint(p, K_line, line);
 	pk_key(p, K_name);
 	pk_str(p, name);
 	pk_op(p, PK_SETITEMS);
@@ -403,6 +535,16 @@ static uint64_t time_us(const struct ct_model *m, uint64_t ts)
 	return ts / 1000;
 }
 
+/* A CUDA-layer failure's device free bytes, as the shim read them right after it (0 unread). */
+static uint64_t oom_free(const struct mv_out *o, const struct mv_entry *e)
+{
+	uint64_t t = ct_model_since_start(o->m, e->ts);
+	for (size_t i = 0; i < o->nooms; i++)
+		if (o->ooms[i].tid == e->tid && o->ooms[i].time_ns == t && o->ooms[i].have_info)
+			return o->ooms[i].free_bytes;
+	return 0;
+}
+
 static void write_entry(struct mv_out *o, const struct mv_entry *e)
 {
 	struct pk *p = &o->pk;
@@ -411,15 +553,12 @@ static void write_entry(struct mv_out *o, const struct mv_entry *e)
 	pk_key(p, K_action);
 	pk_key(p, action_key[e->action]);
 	pk_key(p, e->action == MV_OOM ? K_device_free : K_addr);
-	pk_uint(p, e->addr);
-	pk_key(p, K_size);
-	pk_uint(p, e->size);
-	pk_key(p, K_stream);
-	pk_uint(p, e->stream);
+	pk_uint(p, e->action == MV_OOM && !e->torch ? oom_free(o, e) : e->addr);
+	pk_kv_uint(p, K_size, e->size);
+	pk_kv_uint(p, K_stream, e->stream);
 	pk_key(p, K_frames);
 	write_frames(o, e->stack);
-	pk_key(p, K_time_us);
-	pk_uint(p, time_us(o->m, e->ts));
+	pk_kv_uint(p, K_time_us, time_us(o->m, e->ts));
 	/* torch >= 2.6 writes these on every entry; the values it writes when it has none */
 	pk_key(p, K_compile_context);
 	pk_str(p, "N/A");
@@ -428,78 +567,189 @@ static void write_entry(struct mv_out *o, const struct mv_entry *e)
 	pk_op(p, PK_SETITEMS);
 }
 
-struct seg_list {
-	const struct ct_block **v;
-	size_t n, cap;
+/* A segment of the snapshot: a PyTorch segment with its blocks, or a CUDA allocation. */
+struct out_seg {
+	uint64_t ptr, size, stream;
+	uint32_t stack;
+	int16_t device;
+	uint8_t expandable;
+	const struct ct_fw_block *blocks; /* PyTorch's, in address order; NULL: one block, the whole */
+	size_t nblocks;
 };
 
+struct seg_list {
+	struct out_seg *v;
+	size_t n, cap;
+	const struct mv_state *st;
+};
+
+static void seg_push(struct seg_list *l, const struct out_seg *g)
+{
+	l->v = ct_xgrow(l->v, &l->cap, l->n + 1, sizeof *l->v);
+	l->v[l->n++] = *g;
+}
+
+/* A device allocation of the CUDA layer that is not one of PyTorch's segments. */
 static void collect_segment(void *ctx, const struct ct_model *m, const struct ct_block *b)
 {
 	struct seg_list *l = ctx;
-	if (!mv_kind(m->sites[b->site].kind) || !b->size)
+	const struct ct_site *s = &m->sites[b->site];
+	if (!mv_kind(s->kind) || !b->size || torch_segment_addr(l->st, b->ptr))
 		return;
-	l->v = ct_xgrow(l->v, &l->cap, l->n + 1, sizeof *l->v);
-	l->v[l->n++] = b;
+	seg_push(l, &(struct out_seg){.ptr = b->ptr,
+				      .size = b->size,
+				      .stream = b->stream,
+				      .stack = s->stack_id,
+				      .device = mv_dev(s->device)});
 }
 
-static const struct ct_model *sort_model;
+struct block_list {
+	struct ct_fw_block *v;
+	size_t n, cap;
+};
 
-static int cmp_segment(const void *a, const void *b)
+static void collect_block(void *ctx, const struct ct_fw_block *b)
 {
-	const struct ct_block *x = *(const struct ct_block *const *)a;
-	const struct ct_block *y = *(const struct ct_block *const *)b;
-	int dx = mv_dev(sort_model->sites[x->site].device);
-	int dy = mv_dev(sort_model->sites[y->site].device);
-	if (dx != dy)
-		return dx < dy ? -1 : 1;
+	struct block_list *l = ctx;
+	if (b->fw != CT_FW_TORCH || !b->size)
+		return;
+	l->v = ct_xgrow(l->v, &l->cap, l->n + 1, sizeof *l->v);
+	l->v[l->n++] = *b;
+}
+
+static int cmp_block(const void *a, const void *b)
+{
+	uint64_t x = ((const struct ct_fw_block *)a)->ptr, y = ((const struct ct_fw_block *)b)->ptr;
+	return (x > y) - (x < y);
+}
+
+static int cmp_seg_addr(const void *a, const void *b)
+{
+	const struct out_seg *x = a, *y = b;
+	if (x->device != y->device)
+		return x->device < y->device ? -1 : 1;
 	return (x->ptr > y->ptr) - (x->ptr < y->ptr);
 }
 
-static void write_segment(struct mv_out *o, const struct ct_block *b)
+/*
+ * PyTorch's segments now, as torch's snapshot shows them (the mapped ranges of an
+ * expandable segment that touch are one segment), each with the layer's blocks inside
+ * it; then the CUDA layer's other device allocations, one block each.
+ */
+static void collect_segments(struct seg_list *l, struct block_list *bl, const struct ct_model *m)
+{
+	const struct mv_state *st = l->st;
+	for (size_t i = 0; i < st->nsegs; i++) {
+		const struct mv_seg *g = &st->segs[i];
+		seg_push(l, &(struct out_seg){.ptr = g->ptr,
+					      .size = g->end - g->ptr,
+					      .stream = g->stream,
+					      .stack = g->stack,
+					      .device = g->device,
+					      .expandable = g->expandable,
+					      .blocks = bl->v});
+	}
+	if (l->n > 1)
+		qsort(l->v, l->n, sizeof *l->v, cmp_seg_addr);
+	size_t k = 0;
+	for (size_t i = 0; i < l->n; i++) {
+		struct out_seg *g = &l->v[i];
+		if (k && l->v[k - 1].expandable && g->expandable && l->v[k - 1].device == g->device &&
+		    l->v[k - 1].ptr + l->v[k - 1].size == g->ptr)
+			l->v[k - 1].size += g->size;
+		else
+			l->v[k++] = *g;
+	}
+	l->n = k;
+	ct_fw_foreach_block(m, collect_block, bl);
+	if (bl->n > 1)
+		qsort(bl->v, bl->n, sizeof *bl->v, cmp_block);
+	/* each segment's blocks: a run of the sorted blocks (segments do not overlap) */
+	for (size_t i = 0; i < l->n; i++) {
+		struct out_seg *g = &l->v[i];
+		size_t lo = 0, hi = bl->n;
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+			if (bl->v[mid].ptr < g->ptr)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		size_t e = lo;
+		while (e < bl->n && bl->v[e].ptr - g->ptr < g->size)
+			e++;
+		g->blocks = bl->v + lo;
+		g->nblocks = e - lo;
+	}
+	ct_model_foreach_live(m, collect_segment, l);
+	if (l->n > 1)
+		qsort(l->v, l->n, sizeof *l->v, cmp_seg_addr);
+}
+
+static void write_block(struct mv_out *o, uint64_t ptr, uint64_t size, enum pk_key state,
+			uint32_t stack)
 {
 	struct pk *p = &o->pk;
-	const struct ct_site *s = &o->m->sites[b->site];
 	pk_op(p, PK_EMPTY_DICT);
 	pk_op(p, PK_MARK);
-	pk_key(p, K_device);
-	pk_uint(p, (uint64_t)mv_dev(s->device));
-	pk_key(p, K_address);
-	pk_uint(p, b->ptr);
-	static const enum pk_key sizes[] = {K_total_size, K_allocated_size, K_active_size,
-					    K_requested_size};
-	for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
-		pk_key(p, sizes[i]);
-		pk_uint(p, b->size);
+	pk_kv_uint(p, K_address, ptr);
+	pk_kv_uint(p, K_size, size);
+	pk_kv_uint(p, K_requested_size, size);
+	pk_key(p, K_state);
+	pk_key(p, state);
+	pk_key(p, K_frames);
+	write_frames(o, stack);
+	pk_op(p, PK_SETITEMS);
+}
+
+static void write_segment(struct mv_out *o, const struct out_seg *g)
+{
+	struct pk *p = &o->pk;
+	uint64_t allocated = g->blocks ? 0 : g->size, active = allocated;
+	for (size_t i = 0; i < g->nblocks; i++) {
+		if (g->blocks[i].state == CT_FW_BLOCK_ALLOCATED)
+			allocated += g->blocks[i].size;
+		if (g->blocks[i].state != CT_FW_BLOCK_FREE)
+			active += g->blocks[i].size;
 	}
-	pk_key(p, K_stream);
-	pk_uint(p, b->stream);
+	pk_op(p, PK_EMPTY_DICT);
+	pk_op(p, PK_MARK);
+	pk_kv_uint(p, K_device, (uint64_t)g->device);
+	pk_kv_uint(p, K_address, g->ptr);
+	pk_kv_uint(p, K_total_size, g->size);
+	pk_kv_uint(p, K_allocated_size, allocated);
+	pk_kv_uint(p, K_active_size, active);
+	pk_kv_uint(p, K_requested_size, allocated);
+	pk_kv_uint(p, K_stream, g->stream);
 	pk_key(p, K_segment_type);
-	pk_key(p, b->size <= MV_SMALL_SEGMENT ? K_small : K_large);
-	pk_key(p, K_segment_pool_id);
-	pk_uint(p, 0);
+	/* torch's small pool: segments of 2 MiB (kSmallBuffer); one CUDA allocation: up to 1 MiB */
+	pk_key(p, g->size <= (g->blocks ? MV_SMALL_BUFFER : MV_SMALL_SEGMENT) && !g->expandable ? K_small : K_large);
+	pk_kv_uint(p, K_segment_pool_id, 0);
 	pk_uint(p, 0);
 	pk_op(p, PK_TUPLE2);
 	pk_key(p, K_is_expandable);
-	pk_bool(p, 0);
+	pk_bool(p, g->expandable);
 	pk_key(p, K_frames);
-	write_frames(o, s->stack_id);
+	write_frames(o, g->stack);
 	pk_key(p, K_blocks);
 	pk_op(p, PK_EMPTY_LIST);
-	pk_op(p, PK_MARK);
-	pk_op(p, PK_EMPTY_DICT);
-	pk_op(p, PK_MARK);
-	pk_key(p, K_address);
-	pk_uint(p, b->ptr);
-	pk_key(p, K_size);
-	pk_uint(p, b->size);
-	pk_key(p, K_requested_size);
-	pk_uint(p, b->size);
-	pk_key(p, K_state);
-	pk_key(p, K_active_allocated);
-	pk_key(p, K_frames);
-	write_frames(o, s->stack_id);
-	pk_op(p, PK_SETITEMS);
-	pk_op(p, PK_APPENDS);
+	if (!g->blocks) {
+		pk_op(p, PK_MARK);
+		write_block(o, g->ptr, g->size, K_active_allocated, g->stack);
+		pk_op(p, PK_APPENDS);
+	}
+	for (size_t i = 0; i < g->nblocks; i++) {
+		const struct ct_fw_block *b = &g->blocks[i];
+		static const enum pk_key state[] = {[CT_FW_BLOCK_ALLOCATED] = K_active_allocated,
+						    [CT_FW_BLOCK_PENDING] = K_active_pending_free,
+						    [CT_FW_BLOCK_FREE] = K_inactive};
+		if (i % PK_BATCH == 0)
+			pk_op(p, PK_MARK);
+		write_block(o, b->ptr, b->size, state[b->state],
+			    b->site == UINT32_MAX ? 0 : o->m->sites[b->site].stack_id);
+		if (i % PK_BATCH == PK_BATCH - 1 || i + 1 == g->nblocks)
+			pk_op(p, PK_APPENDS);
+	}
 	pk_op(p, PK_SETITEMS);
 }
 
@@ -525,22 +775,27 @@ static void render_memviz(FILE *f, const struct ct_report_opts *o, struct ct_mod
 	struct pk *p = &out.pk;
 	const struct mv_state *st = out.m && ct_model_state(out.m, &ct_analysis_memviz) ? ct_model_state(out.m, &ct_analysis_memviz)
 									 : &none;
-	struct seg_list segs = {0};
+	uint64_t oom_count, oom_bytes;
 	if (out.m)
-		ct_model_foreach_live(out.m, collect_segment, &segs);
-	sort_model = out.m;
-	if (segs.n > 1)
-		qsort(segs.v, segs.n, sizeof *segs.v, cmp_segment);
-	size_t *order = ct_xcalloc(st->n ? st->n : 1, sizeof *order);
-	for (size_t i = 0; i < st->n; i++)
-		order[i] = i;
+		out.ooms = ct_view_ooms(out.m, &out.nooms, &oom_count, &oom_bytes);
+	struct seg_list segs = {.st = st};
+	struct block_list blocks = {0};
+	if (out.m)
+		collect_segments(&segs, &blocks, out.m);
+	/* the trace: the CUDA layer's entries of PyTorch's segments are torch's own */
+	size_t *order = ct_xcalloc(st->n ? st->n : 1, sizeof *order), norder = 0;
+	for (size_t i = 0; i < st->n; i++) {
+		const struct mv_entry *e = &st->ring[(st->head + i) % st->cap];
+		if (e->torch || e->action == MV_OOM || !torch_segment_addr(st, e->addr))
+			order[norder++] = i;
+	}
 	sort_state = st;
-	if (st->n > 1)
-		qsort(order, st->n, sizeof *order, cmp_entry);
+	if (norder > 1)
+		qsort(order, norder, sizeof *order, cmp_entry);
 	int ndev = 1;
 	for (size_t i = 0; i < segs.n; i++)
-		if (mv_dev(out.m->sites[segs.v[i]->site].device) + 1 > ndev)
-			ndev = mv_dev(out.m->sites[segs.v[i]->site].device) + 1;
+		if (segs.v[i].device + 1 > ndev)
+			ndev = segs.v[i].device + 1;
 	for (size_t i = 0; i < st->n; i++)
 		if (st->ring[i].device + 1 > ndev)
 			ndev = st->ring[i].device + 1;
@@ -554,7 +809,7 @@ static void render_memviz(FILE *f, const struct ct_report_opts *o, struct ct_mod
 	for (size_t i = 0; i < segs.n; i++) {
 		if (i % PK_BATCH == 0)
 			pk_op(p, PK_MARK);
-		write_segment(&out, segs.v[i]);
+		write_segment(&out, &segs.v[i]);
 		if (i % PK_BATCH == PK_BATCH - 1 || i + 1 == segs.n)
 			pk_op(p, PK_APPENDS);
 	}
@@ -566,7 +821,7 @@ static void render_memviz(FILE *f, const struct ct_report_opts *o, struct ct_mod
 			pk_op(p, PK_MARK);
 		pk_op(p, PK_EMPTY_LIST);
 		size_t in_batch = 0;
-		for (; k < st->n; k++) {
+		for (; k < norder; k++) {
 			const struct mv_entry *e = &st->ring[(st->head + order[k]) % st->cap];
 			if (e->device != d)
 				break;
@@ -587,9 +842,11 @@ static void render_memviz(FILE *f, const struct ct_report_opts *o, struct ct_mod
 	pk_op(p, PK_EMPTY_DICT);
 	pk_op(p, PK_MARK);
 	pk_str(p, "cumtrace");
-	char about[128];
+	char about[192];
 	snprintf(about, sizeof about,
-		 "cumtrace-report %s: one segment per CUDA allocation, one block per segment",
+		 st->nseg_addr ? "cumtrace-report %s: PyTorch's segments and blocks (its allocator's events);"
+				 " other CUDA allocations: one segment, one block each"
+			       : "cumtrace-report %s: one segment per CUDA allocation, one block per segment",
 		 o->tool_version ? o->tool_version : "?");
 	pk_str(p, about);
 	pk_str(p, "trace_alloc_max_entries");
@@ -604,11 +861,13 @@ static void render_memviz(FILE *f, const struct ct_report_opts *o, struct ct_mod
 
 	free(order);
 	free(segs.v);
+	free(blocks.v);
+	free(out.ooms);
 	free(out.fm);
 	ct_imap_free(&out.fmap);
 }
 
 const struct ct_report ct_report_memviz = {
-	.uses = CT_USES(&ct_analysis_memviz),
+	.uses = CT_USES(&ct_analysis_memviz, &ct_analysis_oom),
 	.render = render_memviz,
 };

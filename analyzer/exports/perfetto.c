@@ -11,7 +11,8 @@
  *   - allocation lifetimes as async slices ("b"/"e", category "alloc.KIND")
  *     named "API SIZE", args ptr, size, stream, device, stack id, site (the
  *     innermost Python frame, else the innermost frame) and how the block
- *     ended; the --max-slices largest are kept;
+ *     ended; the framework layer's blocks the same way (category
+ *     "alloc.torch_block", "alloc.cupy_block"); the --max-slices largest are kept;
  *   - NVTX push/pop as "B"/"E" slices on their thread, start/end as async
  *     slices (category "nvtx"), marks as thread instants ("i");
  *   - allocations that failed out of memory (result 2) as process instants;
@@ -45,6 +46,7 @@
 
 #include "analyses/analyses.h"
 #include "base/util.h"
+#include "model/framework.h"
 #include "model/marks.h"
 #include "model/pystack.h"
 #include "render/render.h"
@@ -393,14 +395,10 @@ static void ob_fw_bytes(void *ctx, struct ct_model *m, uint64_t ts, uint8_t kind
 	track_update(st, i < st->nfw ? PF_MAX_TRACKS + (uint32_t)i : UINT32_MAX, ts, bytes);
 }
 
-static void ob_release(void *ctx, struct ct_model *m, const struct ct_rec_event *ev,
-		       const struct ct_block *b, int how)
+/* The slice of block b, from its allocation to ev (how: enum pf_end). */
+static void end_slice(struct pf_state *st, const struct ct_model *m, const struct ct_rec_event *ev,
+		      const struct ct_block *b, uint8_t how)
 {
-	struct pf_state *st = ctx;
-	uint32_t kd = m->sites[b->site].kd;
-	/* the model has not removed the block yet */
-	track_update(st, kd < PF_MAX_TRACKS ? kd : UINT32_MAX, ev->ts_ns,
-		     ct_sat_sub(m->kd[kd].live_bytes, b->size));
 	struct pf_slice s = {.start = b->ts,
 			     .end = ev->ts_ns > b->ts ? ev->ts_ns : b->ts,
 			     .ptr = b->ptr,
@@ -411,10 +409,28 @@ static void ob_release(void *ctx, struct ct_model *m, const struct ct_rec_event 
 			     .site = b->site,
 			     .end_api = ev->api,
 			     .kind = m->sites[b->site].kind,
-			     .how = how == CT_END_FREE	 ? PF_FREED
-				    : how == CT_END_UNSEEN ? PF_UNSEEN
-							   : PF_CHECKPOINT};
+			     .how = how};
 	add_slice(st, &s);
+}
+
+static void ob_release(void *ctx, struct ct_model *m, const struct ct_rec_event *ev,
+		       const struct ct_block *b, int how)
+{
+	struct pf_state *st = ctx;
+	uint32_t kd = m->sites[b->site].kd;
+	/* the model has not removed the block yet */
+	track_update(st, kd < PF_MAX_TRACKS ? kd : UINT32_MAX, ev->ts_ns,
+		     ct_sat_sub(m->kd[kd].live_bytes, b->size));
+	end_slice(st, m, ev, b,
+		  how == CT_END_FREE ? PF_FREED : how == CT_END_UNSEEN ? PF_UNSEEN : PF_CHECKPOINT);
+}
+
+/* A framework block (framework.h) no longer handed out: a slice of its kind, as above. */
+static void ob_fw_release(void *ctx, struct ct_model *m, const struct ct_rec_event *ev,
+			  const struct ct_block *b, int how)
+{
+	(void)how;
+	end_slice(ctx, m, ev, b, PF_FREED);
 }
 
 static int is_alloc_op(unsigned op)
@@ -522,6 +538,7 @@ static void ob_mark(void *ctx, struct ct_model *m, const struct ct_mark *mk)
 struct live_ctx {
 	struct pf_state *st;
 	uint64_t end;
+	const struct ct_model *m;
 };
 
 static void finish_live(void *ctx, const struct ct_model *m, const struct ct_block *b)
@@ -541,12 +558,29 @@ static void finish_live(void *ctx, const struct ct_model *m, const struct ct_blo
 	add_slice(lc->st, &s);
 }
 
+/* A framework block still handed out (at the exit point): live to the end, as above. */
+static void finish_fw_live(void *ctx, const struct ct_fw_block *b)
+{
+	struct live_ctx *lc = ctx;
+	if (b->state != CT_FW_BLOCK_ALLOCATED)
+		return;
+	struct pf_slice s = {.start = b->ts,
+			     .end = lc->end > b->ts ? lc->end : b->ts,
+			     .ptr = b->ptr,
+			     .size = b->size,
+			     .site = b->site,
+			     .kind = lc->m->sites[b->site].kind,
+			     .how = PF_LIVE};
+	add_slice(lc->st, &s);
+}
+
 static void ob_finish(void *ctx, struct ct_model *m)
 {
 	struct pf_state *st = ctx;
 	uint64_t end = m->have_ts && m->last_ts > st->last_ts ? m->last_ts : st->last_ts;
-	struct live_ctx lc = {st, end};
+	struct live_ctx lc = {st, end, m};
 	ct_model_foreach_live(m, finish_live, &lc);
+	ct_fw_foreach_block(m, finish_fw_live, &lc);
 	for (uint32_t kd = 0; kd < PF_MAX_TRACKS + PF_FW_TRACKS; kd++) {
 		struct pf_track *t = &st->tracks[kd];
 		if (!t->used)
@@ -600,7 +634,7 @@ const struct ct_analysis ct_analysis_perfetto = {
 	.name = "perfetto",
 	.attach = perfetto_attach,
 	.observe = {.alloc = ob_alloc, .release = ob_release, .event = ob_event, .mark = ob_mark,
-		    .fw_bytes = ob_fw_bytes, .finish = ob_finish, .destroy = ob_destroy},
+		    .fw_release = ob_fw_release, .fw_bytes = ob_fw_bytes, .finish = ob_finish, .destroy = ob_destroy},
 };
 
 /* ---- rendering ------------------------------------------------------------------------- */

@@ -539,6 +539,9 @@ void ct_fw_event(struct ct_model *m, const struct ct_rec_event *ev)
 	default:
 		break;
 	}
+	for (size_t o = 0; o < m->nobs; o++)
+		if (m->obs[o].fw_event)
+			m->obs[o].fw_event(m->obs[o].ctx, m, ev);
 }
 
 /*
@@ -637,6 +640,25 @@ const struct ct_fw_oom *ct_fw_ooms(const struct ct_model *m, size_t *kept, uint6
 int ct_fw_exit_marked(const struct ct_model *m)
 {
 	return m->fw && m->fw->exit_marked;
+}
+
+void ct_fw_foreach_block(const struct ct_model *m, void (*fn)(void *ctx, const struct ct_fw_block *b),
+			 void *ctx)
+{
+	for (size_t i = 0; m->fw && i < m->fw->nnodes; i++) {
+		const struct node *n = &m->fw->nodes[i];
+		if (n->state == NODE_UNUSED)
+			continue;
+		struct ct_fw_block b = {.ptr = n->ptr,
+					.size = n->size,
+					.ts = n->state == NODE_FREE ? 0 : n->ts,
+					.site = n->state == NODE_FREE ? UINT32_MAX : n->site,
+					.state = n->state == NODE_ALLOCATED ? CT_FW_BLOCK_ALLOCATED
+						 : n->state == NODE_PENDING ? CT_FW_BLOCK_PENDING
+									    : CT_FW_BLOCK_FREE,
+					.fw = n->fw};
+		fn(ctx, &b);
+	}
 }
 
 uint64_t ct_fw_unmatched(const struct ct_model *m)

@@ -134,6 +134,17 @@ const struct ct_fw_oom *ct_fw_ooms(const struct ct_model *m, size_t *kept, uint6
 int ct_fw_torch_uncached(const struct ct_model *m);
 /* Did the program mark its exit point (CT_MARK_EXIT)? */
 int ct_fw_exit_marked(const struct ct_model *m);
+/* A block of the layer: handed out, free requested (torch: still in use on a stream), or a
+ * free block of a followed torch segment (site UINT32_MAX). */
+enum ct_fw_block_state { CT_FW_BLOCK_ALLOCATED, CT_FW_BLOCK_PENDING, CT_FW_BLOCK_FREE };
+struct ct_fw_block {
+	uint64_t ptr, size, ts; /* ts: when handed out (free blocks: 0) */
+	uint32_t site;
+	uint8_t state, fw;
+};
+/* Every block of the layer now (at the exit point once it passed), in no order. */
+void ct_fw_foreach_block(const struct ct_model *m, void (*fn)(void *ctx, const struct ct_fw_block *b),
+			 void *ctx);
 /* Blocks handed out / freed that the layer could not match (lost events). */
 uint64_t ct_fw_unmatched(const struct ct_model *m);
 

@@ -157,6 +157,8 @@ struct ct_observer {
 			 const struct ct_block *b);
 	void (*fw_release)(void *ctx, struct ct_model *m, const struct ct_rec_event *ev,
 			   const struct ct_block *b, int how);
+	/* a framework event the layer applied (framework.h; not those after the exit point) */
+	void (*fw_event)(void *ctx, struct ct_model *m, const struct ct_rec_event *ev);
 	/* a framework dev's bytes changed (framework.h): kind CT_KIND_TORCH_BLOCK = PyTorch's
 	 * allocated, CT_KIND_TORCH_SEGMENT = its reserved, CT_KIND_CUPY_BLOCK = CuPy's used */
 	void (*fw_bytes)(void *ctx, struct ct_model *m, uint64_t ts, uint8_t kind, int16_t device,

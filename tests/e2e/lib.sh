@@ -9,7 +9,7 @@ REPORT=$ROOT/$BUILD/cumtrace-report
 PROGS=$ROOT/$BUILD/tests/progs
 FAKE=$ROOT/$BUILD/tests/fake
 T=$(mktemp -d "${TMPDIR:-/tmp}/cumtrace-test.XXXXXX")
-trap 'rm -rf "$T"' EXIT
+trap '[ -n "${KEEP_T:-}" ] || rm -rf "$T"' EXIT
 export CUMTRACE_QUIET=1
 
 # Under AddressSanitizer its runtime must come first in the preload list.

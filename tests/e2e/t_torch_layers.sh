@@ -139,6 +139,16 @@ for e in j["traceEvents"]:
         mx[e["name"]] = max(mx.get(e["name"], 0), e["args"]["bytes"])
 print(sorted(mx.items()))' "$T/keep.pf.json")" \
 	"$(jget "$T/keep.json" '[("PyTorch allocated 0", j["stats"]["0"][1]), ("PyTorch reserved 0", j["stats"]["0"][3])]')"
+# ... and each tensor's block as an allocation slice (category alloc.torch_block): one per
+# block handed out, those held at the exit point ending "live at exit".
+report "$T/keep.sum.json" summary "$(dump_of keep)"
+expect_eq "keep: perfetto torch_block slices (all, live at exit, bytes live at exit)" \
+	"$(python3 -c 'import json, sys
+j = json.load(open(sys.argv[1]))
+b = [e for e in j["traceEvents"] if e.get("ph") == "b" and e.get("cat") == "alloc.torch_block"]
+live = [e for e in b if e["args"]["end"] == "live at exit"]
+print((len(b), len(live), sum(e["args"]["size"] for e in live)))' "$T/keep.pf.json")" \
+	"$(jget "$T/keep.sum.json" '(lambda d: (j["summary"]["framework"]["by_api"]["torch_alloc"], d["exit_blocks"], d["exit_bytes"]))(j["summary"]["framework"]["devices"][0])')"
 
 # The same loop keeping nothing: no leaked site, a warm cache is "cache" and passes the gate.
 run clean layout TORCH_FAKE_KEEP=0
@@ -173,3 +183,36 @@ expect_eq "oom: framework" \
 	"[('pytorch', 0, True, True)]"
 "$REPORT" oom "$(dump_of oom)" | grep -q "^PyTorch failure 1 at .*: asked 1.0 TiB" || fail "oom text"
 echo "ok: oom text"
+
+# memviz: PyTorch's own segments with the blocks inside them and torch's trace actions,
+# read by the viewer's code (check_memviz.py); the blocks still allocated are the tensors
+# held at the exit point.
+for rn in keep expandable oom; do
+	"$REPORT" memviz -o "$T/$rn.pickle" "$(dump_of "$rn")" || fail "$rn: memviz exited $?"
+	python3 "$ROOT/tests/e2e/check_memviz.py" "$T/$rn.pickle" "$T/$rn.mv.json" || fail "$rn: check_memviz.py rejected it"
+done
+for rn in keep expandable; do
+	report "$T/$rn.sum.json" summary "$(dump_of "$rn")"
+	python3 - "$T/$rn.mv.json" "$T/$rn.json" "$T/$rn.sum.json" "$T/$rn.pickle" <<'PY' || fail "$rn: memviz blocks"
+import json, pickle, sys
+mv, stats = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))["stats"]["0"]
+api = json.load(open(sys.argv[3]))["summary"]["framework"]["by_api"]
+snap = pickle.load(open(sys.argv[4], "rb"))
+seg_action = "segment_map" if "torch_segment_map" in api else "segment_alloc"
+got = (mv["allocated_bytes"], mv["segment_bytes"], mv["actions"][0].get(seg_action), mv["actions"][0]["alloc"],
+       sorted({b["state"] for s in snap["segments"] for b in s["blocks"]}),
+       all(sum(b["size"] for b in s["blocks"]) == s["total_size"] for s in snap["segments"]))
+want = (stats[0], stats[2], api.get("torch_" + seg_action), api["torch_alloc"],
+        ["active_allocated", "active_pending_free", "inactive"], True)
+print("ok" if got == want else "FAIL", "allocated, reserved, segment and alloc actions, block states, blocks tile their segment:", got, "want", want)
+sys.exit(got != want)
+PY
+done
+python3 - "$T/oom.pickle" "$T/oom.oom.json" <<'PY' || fail "oom: memviz free bytes"
+import json, pickle, sys
+snap, o = pickle.load(open(sys.argv[1], "rb")), json.load(open(sys.argv[2]))["oom"]
+got = sorted(e["device_free"] for t in snap["device_traces"] for e in t if e["action"] == "oom")
+want = sorted([f["device_free_bytes"] for f in o["framework"]] + [f["free_bytes"] for f in o["failures"]])
+print("ok" if got == want and all(got) else "FAIL", "oom: the free bytes of each failure:", got, "want", want)
+sys.exit(got != want or not all(got))
+PY
