@@ -738,18 +738,35 @@ static void write_segment(struct mv_out *o, const struct out_seg *g)
 		write_block(o, g->ptr, g->size, K_active_allocated, g->stack);
 		pk_op(p, PK_APPENDS);
 	}
-	for (size_t i = 0; i < g->nblocks; i++) {
-		const struct ct_fw_block *b = &g->blocks[i];
+	/* MemoryViz places each block at the segment's address plus the sizes before it: the
+	 * blocks tile the segment, bytes the layer did not follow (lost events) as inactive */
+	uint64_t at = g->ptr, end = g->ptr + g->size;
+	size_t written = 0;
+	for (size_t i = 0; g->blocks && i <= g->nblocks; i++) {
 		static const enum pk_key state[] = {[CT_FW_BLOCK_ALLOCATED] = K_active_allocated,
 						    [CT_FW_BLOCK_PENDING] = K_active_pending_free,
 						    [CT_FW_BLOCK_FREE] = K_inactive};
-		if (i % PK_BATCH == 0)
-			pk_op(p, PK_MARK);
-		write_block(o, b->ptr, b->size, state[b->state],
-			    b->site == UINT32_MAX ? 0 : o->m->sites[b->site].stack_id);
-		if (i % PK_BATCH == PK_BATCH - 1 || i + 1 == g->nblocks)
-			pk_op(p, PK_APPENDS);
+		const struct ct_fw_block *b = i < g->nblocks ? &g->blocks[i] : NULL;
+		if (b && b->ptr < at)
+			continue; /* overlaps the one before (inconsistent events): left out */
+		uint64_t gap_end = b ? b->ptr : end;
+		for (int k = 0; k < 2; k++) {
+			if (k ? !b : gap_end <= at)
+				continue;
+			if (written % PK_BATCH == 0)
+				pk_op(p, PK_MARK);
+			if (k)
+				write_block(o, b->ptr, b->size, state[b->state],
+					    b->site == UINT32_MAX ? 0 : o->m->sites[b->site].stack_id);
+			else
+				write_block(o, at, gap_end - at, K_inactive, 0);
+			at = k ? b->ptr + b->size : gap_end;
+			if (++written % PK_BATCH == 0)
+				pk_op(p, PK_APPENDS);
+		}
 	}
+	if (written % PK_BATCH)
+		pk_op(p, PK_APPENDS);
 	pk_op(p, PK_SETITEMS);
 }
 

@@ -270,10 +270,60 @@ def process_alloc_data(snapshot, device, plot_segments):
     return peak, total
 
 
+def map_segment(segments, merge, seg):
+    """MemoryView's map_segment: put seg back (in address order); an expandable segment's
+    range (merge) joins its neighbours of the same stream that touch it."""
+    idx = next((k for k, x in enumerate(segments) if x["addr"] > seg["addr"]), -1)
+    if not merge:
+        segments.insert(idx if idx >= 0 else len(segments) - 1, seg)  # JS splice(-1, 0, x)
+        return
+    if idx == -1:
+        idx = len(segments)
+    segments.insert(idx, seg)
+    if idx + 1 < len(segments):
+        nxt = segments[idx + 1]
+        if seg["addr"] + seg["size"] == nxt["addr"] and seg["stream"] == nxt["stream"]:
+            seg["size"] += nxt["size"]
+            del segments[idx + 1]
+    if idx > 0:
+        prev = segments[idx - 1]
+        if prev["addr"] + prev["size"] == seg["addr"] and prev["stream"] == seg["stream"]:
+            prev["size"] += seg["size"]
+            del segments[idx]
+
+
+def unmap_segment(segments, merge, seg):
+    """MemoryView's unmap_segment: take seg away; a range (merge) is cut out of the segment
+    holding it. False where the viewer would find none (its findIndex gives -1)."""
+    if not merge:
+        idx = [k for k, x in enumerate(segments) if x["addr"] == seg["addr"]]
+        if not idx:
+            return False
+        segments.pop(idx[0])
+        return True
+    end = seg["addr"] + seg["size"]
+    idx = [k for k, x in enumerate(segments) if x["addr"] <= seg["addr"] and end <= x["addr"] + x["size"]]
+    if not idx:
+        return False
+    ex = segments[idx[0]]
+    ex_end = ex["addr"] + ex["size"]
+    if ex["addr"] == seg["addr"]:
+        ex["addr"] += seg["size"]
+        ex["size"] -= seg["size"]
+        if ex["size"] == 0:
+            segments.pop(idx[0])
+    elif ex_end == end:
+        ex["size"] -= seg["size"]
+    else:
+        ex["size"] = seg["addr"] - ex["addr"]
+        segments.insert(idx[0] + 1, {"addr": end, "size": ex_end - end, "stream": seg["stream"]})
+    return True
+
+
 def replay_history(snapshot, device):
     """MemoryView: undo events from the end down to each index; every block must lie in a segment."""
-    segments = sorted(({"addr": s["address"], "size": s["total_size"]} for s in snapshot["segments"]
-                       if s["device"] == device), key=lambda s: s["addr"])
+    segments = sorted(({"addr": s["address"], "size": s["total_size"], "stream": s["stream"]}
+                       for s in snapshot["segments"] if s["device"] == device), key=lambda s: s["addr"])
     blocks = {}
     for s in snapshot["segments"]:
         if s["device"] != device:
@@ -318,14 +368,14 @@ def replay_history(snapshot, device):
             blocks[e["addr"]] = {"addr": e["addr"], "size": e["size"], "free_requested": True}
         elif a == "alloc":
             blocks.pop(e["addr"], None)
-        elif a == "segment_free":
-            segments.append({"addr": e["addr"], "size": e["size"]})
-        elif a == "segment_alloc":
-            idx = [k for k, s in enumerate(segments) if s["addr"] == e["addr"]]
-            if not idx:
-                err("history of device %d: segment_alloc of unknown segment %#x" % (device, e["addr"]))
+        elif a in ("segment_free", "segment_unmap"):
+            map_segment(segments, a == "segment_unmap",
+                        {"addr": e["addr"], "size": e["size"], "stream": e["stream"]})
+        elif a in ("segment_alloc", "segment_map"):
+            if not unmap_segment(segments, a == "segment_map",
+                                 {"addr": e["addr"], "size": e["size"], "stream": e["stream"]}):
+                err("history of device %d: %s of unknown segment %#x" % (device, a, e["addr"]))
                 return
-            segments.pop(idx[0])
         if not check(i - 1):
             return
 

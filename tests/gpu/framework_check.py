@@ -28,6 +28,8 @@ import argparse
 import glob
 import json
 import os
+import pickle
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -149,6 +151,58 @@ def train(args, mode, keep):
                  "%d vs %d (exit marked: %s)" % (d["exit_bytes"], info["allocated"], d["exit_marked"]))
         pb.check("%s: no block size estimated" % tag, d["sizes_estimated"] == 0,
                  "%d of %d" % (d["sizes_estimated"], d["blocks"]))
+        steps = (s.get("dumps") or [{}])[0].get("steps", {})
+        pb.check("%s: the dump's steps (optimizer)" % tag, steps.get("optimizer") == args.steps, "%s" % steps)
+        exports(args, tag, dump, info)
+
+
+def exports(args, tag, dump, info):
+    """memviz with torch's blocks, read by torch's own _memory_viz; Perfetto's block slices."""
+    pickle_path = os.path.join(args.out, tag + ".pickle")
+    pb.report(args, tag, "memviz", dump, json_out=False, extra=("-o", pickle_path))
+    src = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e")
+    for what, cmd in (("check_memviz.py", [sys.executable, os.path.join(src, "check_memviz.py"), pickle_path]),
+                      ("torch _memory_viz stats", [sys.executable, "-m", "torch.cuda._memory_viz", "stats", pickle_path]),
+                      ("torch _memory_viz segment_plot", [sys.executable, "-m", "torch.cuda._memory_viz", "segment_plot",
+                                                          pickle_path, "-o", pickle_path + ".segments.html"]),
+                      ("torch _memory_viz trace_plot", [sys.executable, "-m", "torch.cuda._memory_viz", "trace_plot",
+                                                        pickle_path, "-o", pickle_path + ".trace.html"])):
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        pb.check("%s: memviz read by %s" % (tag, what), p.returncode == 0, p.stderr.strip()[-300:])
+    try:
+        snap = pickle.load(open(pickle_path, "rb"))
+    except (OSError, pickle.UnpicklingError, EOFError) as e:
+        pb.check("%s: memviz pickle" % tag, False, str(e))
+        return
+    actions, starts = {}, set()
+    for t in snap["device_traces"]:
+        for e in t:
+            actions[e["action"]] = actions.get(e["action"], 0) + 1
+            if e["action"] in ("segment_alloc", "segment_map"):
+                starts.add(e["addr"])
+    # torch's segments start where its trace made one; the others are CUDA allocations outside
+    # its allocator (cuBLAS workspaces), one block each
+    torch_segs = [g for g in snap["segments"] if g["address"] in starts]
+    allocated = sum(b["size"] for g in torch_segs for b in g["blocks"] if b["state"] == "active_allocated")
+    pb.verdict("INFO", "%s: memviz" % tag, "%d segments (%d of torch's), actions %s" % (
+        len(snap["segments"]), len(torch_segs), actions))
+    pb.check("%s: memviz: torch's segments' allocated blocks == memory_allocated()" % tag,
+             allocated == info["allocated"], "%d vs %d" % (allocated, info["allocated"]))
+    pb.check("%s: memviz: torch's segments == max reserved or less" % tag,
+             0 < sum(g["total_size"] for g in torch_segs) <= info["max_reserved"],
+             "%d" % sum(g["total_size"] for g in torch_segs))
+    pf = os.path.join(args.out, tag + ".perfetto.json")
+    pb.report(args, tag, "perfetto", dump, json_out=False, extra=("-o", pf))
+    try:
+        ev = json.load(open(pf))["traceEvents"]
+    except (OSError, ValueError, KeyError) as e:
+        pb.check("%s: perfetto" % tag, False, str(e))
+        return
+    live = [e for e in ev if e.get("ph") == "b" and e.get("cat") == "alloc.torch_block"
+            and e["args"]["end"] == "live at exit"]
+    pb.check("%s: perfetto torch_block slices live at exit == memory_allocated()" % tag,
+             sum(e["args"]["size"] for e in live) == info["allocated"],
+             "%d in %d slices vs %d" % (sum(e["args"]["size"] for e in live), len(live), info["allocated"]))
 
 
 def ranks(args):

@@ -1,17 +1,26 @@
 #!/usr/bin/env python3
 """Issue 16's cost figures on a GPU machine: a torch training loop's steps/s traced over
 untraced, with the framework layer on and off (CUMTRACE_TORCH=0), in PyTorch's four allocator
-modes, beside torch's own torch.cuda.memory._record_memory_history(stacks="python").
+modes, beside torch's own torch.cuda.memory._record_memory_history(stacks="python"); and the
+cost of one tensor allocation + free (ns) in each configuration.
 
-usage: python3 tests/gpu/fw_overhead.py --kit gpu-kit --out DIR [--steps N] [--reps R]
+usage: python3 tests/gpu/fw_overhead.py --kit gpu-kit --out DIR [--steps N] [--chunks C]
+                                        [--reps R] [--cpus LIST] [--modes M,...] [--pairs P]
 
-Each measurement is one process: N timed steps (after 10 warm-up steps) of an MLP (4 x 2048,
-fp32, batch 256, Adam) that also makes and drops a few small tensors per step, as data
-pipelines do. Per mode and repetition, in this order: untraced (then, in the same process,
-N more steps under _record_memory_history; not with cudaMallocAsync, which refuses it: nan),
-traced with the layer on, traced with it off.
-Prints one table row per mode: the medians of steps/s and the ratios to untraced. Goals
-(issue 16): on / untraced >= 0.97, off / untraced >= 0.99; a row that misses one says FAIL.
+Each measurement is one process: 30 warm-up steps, then C chunks of N timed steps of an MLP
+(4 x 2048, fp32, batch 256, Adam) that also makes and drops a few small tensors per step, as
+data pipelines do; the process's rate is the median of its chunks (a chunk that a machine
+hiccup slowed does not move it). Per mode and repetition the three configurations run in an
+order rotated by one each repetition (untraced first, then on first, then off first), so that
+no configuration always runs first or last; the untraced process then runs C more chunks under
+_record_memory_history (not with cudaMallocAsync, which refuses it: nan). With --cpus every
+process is pinned to the same CPUs (taskset). The row's figures are the medians over the
+repetitions. Goals (issue 16): on / untraced >= 0.97, off / untraced >= 0.99; a row that misses
+one says FAIL.
+
+Then, default mode only, P pairs of torch.empty(256 KiB) / del with no kernel in between: ns
+per pair untraced, layer on and layer off, their differences being the cost of recording one
+pair of tensor events (and what the CUDA layer alone costs when the pool never calls CUDA).
 """
 import argparse
 import json
@@ -21,8 +30,22 @@ import subprocess
 import sys
 
 CHILD = r'''
-import json, os, sys, time, torch
-steps, history = int(sys.argv[1]), sys.argv[2] == "1"
+import json, os, statistics, sys, time, torch
+steps, chunks, history, what = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "1", sys.argv[4]
+if what == "pairs":
+    x = torch.empty(1, device="cuda")
+    for _ in range(1000):
+        del x
+        x = torch.empty(65536, device="cuda")
+    rates = []
+    for _ in range(chunks):
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            del x
+            x = torch.empty(65536, device="cuda")
+        rates.append((time.perf_counter() - t0) / steps * 1e9)
+    print("RESULT " + json.dumps({"ns_per_pair": statistics.median(rates), "chunks": rates}), flush=True)
+    sys.exit(0)
 torch.manual_seed(0)
 layers = []
 for _ in range(4):
@@ -46,14 +69,16 @@ def timed(n):
     torch.cuda.synchronize()
     return n / (time.perf_counter() - t0)
 
-for _ in range(10):
+for _ in range(30):
     step()
-out = {"steps_per_s": timed(steps)}
+rates = [timed(steps) for _ in range(chunks)]
+out = {"steps_per_s": statistics.median(rates), "chunks": rates}
 if history:
     torch.cuda.memory._record_memory_history(stacks="python")
-    for _ in range(10):
+    for _ in range(30):
         step()
-    out["history_steps_per_s"] = timed(steps)
+    hrates = [timed(steps) for _ in range(chunks)]
+    out["history_steps_per_s"] = statistics.median(hrates)
     torch.cuda.memory._record_memory_history(enabled=None)
 print("RESULT " + json.dumps(out), flush=True)
 '''
@@ -66,7 +91,7 @@ MODES = {
 }
 
 
-def measure(args, script, mode, traced, layer, history):
+def measure(args, script, mode, traced, layer, history, what="train"):
     env = dict(os.environ)
     for k in ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_NO_CUDA_MEMORY_CACHING", "LD_PRELOAD"):
         env.pop(k, None)
@@ -76,10 +101,13 @@ def measure(args, script, mode, traced, layer, history):
         env["LD_PRELOAD"] = os.path.join(kit, "libcumtrace.so")
         env["LD_LIBRARY_PATH"] = os.path.join(kit, "lib") + (":" + env["LD_LIBRARY_PATH"]
                                                               if env.get("LD_LIBRARY_PATH") else "")
-        env["CUMTRACE_OUTPUT"] = os.path.join(args.out, "ovh-%s-%s.%%p.dump" % (mode, "on" if layer else "off"))
+        env["CUMTRACE_OUTPUT"] = os.path.join(args.out, "ovh-%s-%s-%s.%%p.dump" % (what, mode, "on" if layer else "off"))
         env["CUMTRACE_TORCH"] = "1" if layer else "0"
-    p = subprocess.run([sys.executable, script, str(args.steps), "1" if history else "0"], env=env,
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=300)
+    n = args.pairs if what == "pairs" else args.steps
+    cmd = [sys.executable, script, str(n), str(args.chunks), "1" if history else "0", what]
+    if args.cpus:
+        cmd = ["taskset", "-c", args.cpus] + cmd
+    p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=300)
     for line in p.stdout.splitlines():
         if line.startswith("RESULT "):
             return json.loads(line[len("RESULT "):])
@@ -87,32 +115,38 @@ def measure(args, script, mode, traced, layer, history):
     return None
 
 
+CONFIGS = (("untraced", False, False), ("on", True, True), ("off", True, False))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--kit", required=True)
     ap.add_argument("--out", required=True)
-    ap.add_argument("--steps", type=int, default=300)
-    ap.add_argument("--reps", type=int, default=2)
+    ap.add_argument("--steps", type=int, default=200)
+    ap.add_argument("--chunks", type=int, default=7)
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--cpus", default="")
+    ap.add_argument("--modes", default=",".join(MODES))
+    ap.add_argument("--pairs", type=int, default=20000)
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     script = os.path.join(args.out, "overhead_child.py")
     open(script, "w").write(CHILD)
     fails = 0
     print("%-11s %10s %10s %10s %10s %8s %8s %8s" % ("mode", "untraced", "history", "on", "off",
-                                                    "history", "on", "off"))
-    for mode in MODES:
+                                                    "history", "on", "off"), flush=True)
+    for mode in args.modes.split(","):
         v = {"untraced": [], "history": [], "on": [], "off": []}
-        for _ in range(args.reps):
-            # torch's history needs its caching allocator (cudaMallocAsync refuses it)
-            r = measure(args, script, mode, False, False, mode != "async")
-            if r:
-                v["untraced"].append(r["steps_per_s"])
+        for rep in range(args.reps):
+            for i in range(len(CONFIGS)):
+                key, traced, layer = CONFIGS[(i + rep) % len(CONFIGS)]
+                # torch's history needs its caching allocator (cudaMallocAsync refuses it)
+                r = measure(args, script, mode, traced, layer, key == "untraced" and mode != "async")
+                if not r:
+                    continue
+                v[key].append(r["steps_per_s"])
                 if "history_steps_per_s" in r:
                     v["history"].append(r["history_steps_per_s"])
-            for layer, key in ((True, "on"), (False, "off")):
-                r = measure(args, script, mode, True, layer, False)
-                if r:
-                    v[key].append(r["steps_per_s"])
         if not all(v[k] for k in ("untraced", "on", "off")):
             fails += 1
             continue
@@ -120,10 +154,26 @@ def main():
         ratio = {k: med[k] / med["untraced"] for k in ("history", "on", "off")}
         ok = ratio["on"] >= 0.97 and ratio["off"] >= 0.99
         fails += not ok
-        print("%-11s %10.1f %10.1f %10.1f %10.1f %8.3f %8.3f %8.3f  %s  (steps/s, medians of %d; ratios to untraced)" % (
-            mode, med["untraced"], med["history"], med["on"], med["off"], ratio["history"], ratio["on"],
-            ratio["off"], "PASS" if ok else "FAIL", args.reps))
-        print("RAW %s %s" % (mode, json.dumps(v)))
+        print("%-11s %10.1f %10.1f %10.1f %10.1f %8.3f %8.3f %8.3f  %s  (steps/s, medians of %d processes"
+              " x %d chunks of %d steps; ratios to untraced)" % (
+                  mode, med["untraced"], med["history"], med["on"], med["off"], ratio["history"], ratio["on"],
+                  ratio["off"], "PASS" if ok else "FAIL", args.reps, args.chunks, args.steps), flush=True)
+        print("RAW %s %s" % (mode, json.dumps(v)), flush=True)
+    if args.pairs:
+        v = {"untraced": [], "on": [], "off": []}
+        for rep in range(2):
+            for i in range(len(CONFIGS)):
+                key, traced, layer = CONFIGS[(i + rep) % len(CONFIGS)]
+                r = measure(args, script, "default", traced, layer, False, what="pairs")
+                if r:
+                    v[key].append(r["ns_per_pair"])
+        if all(v.values()):
+            med = {k: statistics.median(x) for k, x in v.items()}
+            print("pairs (torch.empty 256 KiB + del, default mode, ns per pair, medians): untraced %.0f, "
+                  "layer on %.0f (+%.0f: one alloc + free_requested + free_completed recorded), "
+                  "layer off %.0f (+%.0f)" % (med["untraced"], med["on"], med["on"] - med["untraced"],
+                                              med["off"], med["off"] - med["untraced"]), flush=True)
+            print("RAW pairs %s" % json.dumps(v), flush=True)
     return 1 if fails else 0
 
 

@@ -128,8 +128,8 @@ def run(args, tag, which, extra_env=None, steps=None, child=None, argv=(), launc
     return info, dump, p.stderr
 
 
-def report(args, tag, what, dump, json_out=True):
-    cmd = [os.path.join(args.kit, "cumtrace-report"), what, dump]
+def report(args, tag, what, dump, json_out=True, extra=()):
+    cmd = [os.path.join(args.kit, "cumtrace-report"), what, dump] + list(extra)
     if json_out:
         cmd += ["--format", "json"]
     env = dict(os.environ)
