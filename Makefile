@@ -5,7 +5,8 @@
 #   make check SANITIZE=address,undefined   the same, built with sanitizers in build-address,undefined/
 #   make check SANITIZE=thread              the same under ThreadSanitizer, in build-thread/
 #   make bench               capture-cost benchmark
-#   make install PREFIX=/usr/local   (PYTHON_SITE=DIR: where python3 finds the cumtrace package)
+#   make install PREFIX=/usr/local   (PYTHON_SITE=DIR: where python3 finds the cumtrace package;
+#                            DESTDIR=DIR: a staging root); make uninstall with the same variables
 #   V=1                      show the commands
 
 CUDA_HOME ?= /usr/local/cuda
@@ -316,8 +317,21 @@ $(BUILD)/python/cumtrace/%.py: python/cumtrace/%.py
 PYTHON3 ?= python3
 PYTHON_SITE ?= $(shell $(PYTHON3) -c 'import sysconfig; print(sysconfig.get_path("purelib", vars={"base": "$(PREFIX)"}))' 2>/dev/null)
 
+# ---- the man pages cumtrace(1) and cumtrace-report(1), from their one source
+# docs/man/pages.in and what the programs' --help says (scripts/mkman.py runs
+# them); tests/e2e/t_man.sh checks the pages against --help both ways.
+MAN_SRC := docs/man/pages.in
+MANS := $(BUILD)/man/cumtrace.1 $(BUILD)/man/cumtrace-report.1
+MAN_HELPS := --help-of cumtrace=$(BUILD)/cumtrace --help-of cumtrace-report=$(REPORT) \
+	--help-of 'symbolize=$(REPORT) symbolize'
+
+$(BUILD)/man/%.1: $(MAN_SRC) scripts/mkman.py README.md $(BUILD)/cumtrace $(REPORT)
+	@mkdir -p $(@D)
+	@echo "  MAN     $@"
+	$(Q)$(PYTHON3) scripts/mkman.py --page $* --version $(VERSION) $(MAN_HELPS) $(MAN_SRC) >$@.tmp && mv $@.tmp $@
+
 # ---- targets ---------------------------------------------------------------
-all: $(SHIM) $(REPORT) $(BUILD)/cumtrace $(PY_PKG)
+all: $(SHIM) $(REPORT) $(BUILD)/cumtrace $(PY_PKG) $(MANS)
 
 # The wrapper, pointed at this build folder (make install writes its own copy).
 $(BUILD)/cumtrace: bin/cumtrace Makefile
@@ -335,29 +349,38 @@ bench: all $(FAKE_CUDART) $(FAKE_CUDA) $(NULLRT) $(PROGS) $(GENDUMP)
 demo: all $(FAKE_CUDART) $(FAKE_CUDA) $(PROGS)
 	$(Q)BUILD=$(BUILD) sh scripts/demo.sh
 
+# Folders of PREFIX that install may create; uninstall removes them (and their
+# parents below PREFIX) when it leaves them empty.
+INSTALL_DIRS := bin include/cumtrace lib/cumtrace/python/cumtrace lib/pkgconfig share/man/man1
+HEADERS := $(wildcard include/cumtrace/*.h)
+
 install: all
-	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include/cumtrace
+	install -d $(INSTALL_DIRS:%=$(DESTDIR)$(PREFIX)/%)
 	install -m 755 $(SHIM) $(DESTDIR)$(PREFIX)/lib/libcumtrace.so
 	install -m 755 $(REPORT) $(DESTDIR)$(PREFIX)/bin/cumtrace-report
 	sed 's|@LIBDIR@|$(PREFIX)/lib|; s|@BINDIR@|$(PREFIX)/bin|; s|@VERSION@|$(VERSION)|' bin/cumtrace > $(DESTDIR)$(PREFIX)/bin/cumtrace
 	chmod 755 $(DESTDIR)$(PREFIX)/bin/cumtrace
 	install -m 755 bin/ctdump.py $(DESTDIR)$(PREFIX)/bin/ctdump.py
-	install -m 644 include/cumtrace/*.h $(DESTDIR)$(PREFIX)/include/cumtrace/
-	install -d $(DESTDIR)$(PREFIX)/lib/cumtrace/python/cumtrace
+	install -m 644 $(HEADERS) $(DESTDIR)$(PREFIX)/include/cumtrace/
 	install -m 644 $(PY_SRC) $(DESTDIR)$(PREFIX)/lib/cumtrace/python/cumtrace/
+	install -m 644 $(MANS) $(DESTDIR)$(PREFIX)/share/man/man1/
+	sed 's|@PREFIX@|$(PREFIX)|; s|@VERSION@|$(VERSION)|' include/cumtrace.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/cumtrace.pc
+	chmod 644 $(DESTDIR)$(PREFIX)/lib/pkgconfig/cumtrace.pc
 	if [ -n "$(PYTHON_SITE)" ]; then install -d $(DESTDIR)$(PYTHON_SITE)/cumtrace && \
 		install -m 644 $(PY_SRC) $(DESTDIR)$(PYTHON_SITE)/cumtrace/; fi
 
-# What install wrote, and nothing else; folders only when left empty.
+# What install wrote, and nothing else; its folders when left empty, up to
+# PREFIX (never PREFIX itself, nor anything above it).
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/lib/libcumtrace.so $(DESTDIR)$(PREFIX)/bin/cumtrace-report \
 		$(DESTDIR)$(PREFIX)/bin/cumtrace $(DESTDIR)$(PREFIX)/bin/ctdump.py \
-		$(DESTDIR)$(PREFIX)/include/cumtrace/cumtrace.h $(DESTDIR)$(PREFIX)/include/cumtrace/format.h
+		$(HEADERS:include/%=$(DESTDIR)$(PREFIX)/include/%) \
+		$(MANS:$(BUILD)/man/%=$(DESTDIR)$(PREFIX)/share/man/man1/%) $(DESTDIR)$(PREFIX)/lib/pkgconfig/cumtrace.pc
 	rm -f $(PY_SRC:python/cumtrace/%=$(DESTDIR)$(PREFIX)/lib/cumtrace/python/cumtrace/%)
-	if [ -n "$(PYTHON_SITE)" ]; then rm -f $(PY_SRC:python/cumtrace/%=$(DESTDIR)$(PYTHON_SITE)/cumtrace/%); \
-		rmdir $(DESTDIR)$(PYTHON_SITE)/cumtrace 2>/dev/null || true; fi
-	-rmdir $(DESTDIR)$(PREFIX)/include/cumtrace $(DESTDIR)$(PREFIX)/lib/cumtrace/python/cumtrace \
-		$(DESTDIR)$(PREFIX)/lib/cumtrace/python $(DESTDIR)$(PREFIX)/lib/cumtrace 2>/dev/null
+	if [ -n "$(PYTHON_SITE)" ]; then rm -f $(PY_SRC:python/cumtrace/%=$(DESTDIR)$(PYTHON_SITE)/cumtrace/%); fi
+	for d in $(INSTALL_DIRS:%=$(DESTDIR)$(PREFIX)/%) $(if $(PYTHON_SITE),$(DESTDIR)$(PYTHON_SITE)/cumtrace); do \
+		while case $$d in "$(DESTDIR)$(PREFIX)"/?*) rmdir "$$d" 2>/dev/null ;; *) false ;; esac; do d=$${d%/*}; done; \
+	done
 
 clean:
 	rm -rf build build-*

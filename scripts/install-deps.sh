@@ -1,9 +1,10 @@
 #!/bin/sh
 # Install what building and testing cumtrace needs, from Debian packages.
 # Idempotent: installs only what is missing. Needs root (or sudo). chromium: the
-# html report's browser test (tests/e2e/t_html_chromium.sh).
+# html report's browser test (tests/e2e/t_html_chromium.sh); groff-base, man-db: the
+# man pages' checks (t_man, t_install); python3-yaml: the CI examples' (t_ci_examples).
 set -eu
-pkgs="build-essential pkg-config libunwind-dev check libdw-dev libelf-dev libzstd-dev python3 clang libclang-rt-14-dev valgrind chromium"
+pkgs="build-essential pkg-config libunwind-dev check libdw-dev libelf-dev libzstd-dev python3 clang libclang-rt-14-dev valgrind chromium groff-base man-db python3-yaml"
 missing=
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -28,6 +28,11 @@ if [ "${1:-}" = --one ]; then
 		echo "SKIP $name: not run under ASan+UBSan: a report's contents; the fuzz step runs every report under ASan+UBSan (tests/run.sh, asan_skip)"
 		exit 0
 	fi
+	if [ "$1" = skip-plain-only ]; then
+		echo skip >"$res_dir/$key"
+		echo "SKIP $name: not run under a sanitizer: packaging, the same in every build; the plain pass runs it (tests/run.sh, plain_only)"
+		exit 0
+	fi
 	start=$(date +%s)
 	timeout 300 "$@" >"$log_dir/$name.log" 2>&1
 	rc=$?
@@ -114,13 +119,25 @@ asan_skip="e2e/t_fuzz_regress e2e/t_python_versions e2e/t_ranks e2e/t_torch_laye
 e2e/t_html_chromium e2e/t_ci_formats e2e/t_gate e2e/t_suppress e2e/t_diff e2e/t_frag e2e/t_peaks
 e2e/t_leak_classes e2e/t_oom e2e/t_streams e2e/t_growth e2e/t_bomb"
 
-# Under a sanitizer a test of its skip list runs as "NAME skip-tsan" or "NAME
-# skip-asan": --one says why it is left out.
+# Under any sanitizer these are left out: they check packaging (make install and
+# uninstall, the man pages against --help, the CI examples of docs/ci/), which is
+# the same in every build, and make install takes the plain build. Each prints
+# SKIP with this reason.
+plain_only="e2e/t_install e2e/t_man e2e/t_ci_examples"
+
+# Under a sanitizer a test of its skip list runs as "NAME skip-tsan", "NAME
+# skip-asan" or "NAME skip-plain-only": --one says why it is left out.
 tsan_filter() {
 	# the lists on one line each, once
 	tsan_one=$(echo $tsan_skip)
 	asan_one=$(echo $asan_skip)
 	while read -r name cmd; do
+		case "${SANITIZE:-}: $plain_only " in
+		?*:*" $name "*)
+			echo "$name skip-plain-only"
+			continue
+			;;
+		esac
 		case "${SANITIZE:-}: $tsan_one " in
 		thread:*" $name "*) echo "$name skip-tsan" ;;
 		*)
