@@ -314,6 +314,9 @@ $(BUILD)/python/cumtrace/%.py: python/cumtrace/%.py
 	@mkdir -p $(@D)
 	$(Q)cp $< $@
 PYTHON3 ?= python3
+# The pytest plugin's entry point (python/entry_points.txt, group pytest11) in the
+# metadata folder a pip install writes: pytest loads cumtrace.pytest_plugin by itself.
+PY_DIST := cumtrace-$(VERSION).dist-info
 PYTHON_SITE ?= $(shell $(PYTHON3) -c 'import sysconfig; print(sysconfig.get_path("purelib", vars={"base": "$(PREFIX)"}))' 2>/dev/null)
 
 # ---- targets ---------------------------------------------------------------
@@ -345,8 +348,12 @@ install: all
 	install -m 644 include/cumtrace/*.h $(DESTDIR)$(PREFIX)/include/cumtrace/
 	install -d $(DESTDIR)$(PREFIX)/lib/cumtrace/python/cumtrace
 	install -m 644 $(PY_SRC) $(DESTDIR)$(PREFIX)/lib/cumtrace/python/cumtrace/
-	if [ -n "$(PYTHON_SITE)" ]; then install -d $(DESTDIR)$(PYTHON_SITE)/cumtrace && \
-		install -m 644 $(PY_SRC) $(DESTDIR)$(PYTHON_SITE)/cumtrace/; fi
+	sed -i 's|@LIBDIR@|$(PREFIX)/lib|; s|@BINDIR@|$(PREFIX)/bin|' $(DESTDIR)$(PREFIX)/lib/cumtrace/python/cumtrace/pytest_plugin.py
+	if [ -n "$(PYTHON_SITE)" ]; then install -d $(DESTDIR)$(PYTHON_SITE)/cumtrace $(DESTDIR)$(PYTHON_SITE)/$(PY_DIST) && \
+		install -m 644 $(PY_SRC) $(DESTDIR)$(PYTHON_SITE)/cumtrace/ && \
+		sed -i 's|@LIBDIR@|$(PREFIX)/lib|; s|@BINDIR@|$(PREFIX)/bin|' $(DESTDIR)$(PYTHON_SITE)/cumtrace/pytest_plugin.py && \
+		printf 'Metadata-Version: 2.1\nName: cumtrace\nVersion: $(VERSION)\n' >$(DESTDIR)$(PYTHON_SITE)/$(PY_DIST)/METADATA && \
+		install -m 644 python/entry_points.txt $(DESTDIR)$(PYTHON_SITE)/$(PY_DIST)/; fi
 
 # What install wrote, and nothing else; folders only when left empty.
 uninstall:
@@ -354,8 +361,9 @@ uninstall:
 		$(DESTDIR)$(PREFIX)/bin/cumtrace $(DESTDIR)$(PREFIX)/bin/ctdump.py \
 		$(DESTDIR)$(PREFIX)/include/cumtrace/cumtrace.h $(DESTDIR)$(PREFIX)/include/cumtrace/format.h
 	rm -f $(PY_SRC:python/cumtrace/%=$(DESTDIR)$(PREFIX)/lib/cumtrace/python/cumtrace/%)
-	if [ -n "$(PYTHON_SITE)" ]; then rm -f $(PY_SRC:python/cumtrace/%=$(DESTDIR)$(PYTHON_SITE)/cumtrace/%); \
-		rmdir $(DESTDIR)$(PYTHON_SITE)/cumtrace 2>/dev/null || true; fi
+	if [ -n "$(PYTHON_SITE)" ]; then rm -f $(PY_SRC:python/cumtrace/%=$(DESTDIR)$(PYTHON_SITE)/cumtrace/%) \
+		$(DESTDIR)$(PYTHON_SITE)/$(PY_DIST)/METADATA $(DESTDIR)$(PYTHON_SITE)/$(PY_DIST)/entry_points.txt; \
+		rmdir $(DESTDIR)$(PYTHON_SITE)/cumtrace $(DESTDIR)$(PYTHON_SITE)/$(PY_DIST) 2>/dev/null || true; fi
 	-rmdir $(DESTDIR)$(PREFIX)/include/cumtrace $(DESTDIR)$(PREFIX)/lib/cumtrace/python/cumtrace \
 		$(DESTDIR)$(PREFIX)/lib/cumtrace/python $(DESTDIR)$(PREFIX)/lib/cumtrace 2>/dev/null
 

@@ -1,9 +1,10 @@
 #!/bin/sh
 # Install what building and testing cumtrace needs, from Debian packages.
 # Idempotent: installs only what is missing. Needs root (or sudo). chromium: the
-# html report's browser test (tests/e2e/t_html_chromium.sh).
+# html report's browser test (tests/e2e/t_html_chromium.sh); python3-pytest: the pytest
+# plugin's test (tests/e2e/t_pytest.sh).
 set -eu
-pkgs="build-essential pkg-config libunwind-dev check libdw-dev libelf-dev libzstd-dev python3 clang libclang-rt-14-dev valgrind chromium"
+pkgs="build-essential pkg-config libunwind-dev check libdw-dev libelf-dev libzstd-dev python3 python3-pytest clang libclang-rt-14-dev valgrind chromium"
 missing=
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
