@@ -315,6 +315,9 @@ $(BUILD)/python/cumtrace/%.py: python/cumtrace/%.py
 	@mkdir -p $(@D)
 	$(Q)cp $< $@
 PYTHON3 ?= python3
+# The pytest plugin's entry point (python/entry_points.txt, group pytest11) in the
+# metadata folder a pip install writes: pytest loads cumtrace.pytest_plugin by itself.
+PY_DIST := cumtrace-$(VERSION).dist-info
 PYTHON_SITE ?= $(shell $(PYTHON3) -c 'import sysconfig; print(sysconfig.get_path("purelib", vars={"base": "$(PREFIX)"}))' 2>/dev/null)
 
 # ---- the man pages cumtrace(1) and cumtrace-report(1), from their one source
@@ -366,8 +369,12 @@ install: all
 	install -m 644 $(MANS) $(DESTDIR)$(PREFIX)/share/man/man1/
 	sed 's|@PREFIX@|$(PREFIX)|; s|@VERSION@|$(VERSION)|' include/cumtrace.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/cumtrace.pc
 	chmod 644 $(DESTDIR)$(PREFIX)/lib/pkgconfig/cumtrace.pc
-	if [ -n "$(PYTHON_SITE)" ]; then install -d $(DESTDIR)$(PYTHON_SITE)/cumtrace && \
-		install -m 644 $(PY_SRC) $(DESTDIR)$(PYTHON_SITE)/cumtrace/; fi
+	sed -i 's|@LIBDIR@|$(PREFIX)/lib|; s|@BINDIR@|$(PREFIX)/bin|' $(DESTDIR)$(PREFIX)/lib/cumtrace/python/cumtrace/pytest_plugin.py
+	if [ -n "$(PYTHON_SITE)" ]; then install -d $(DESTDIR)$(PYTHON_SITE)/cumtrace $(DESTDIR)$(PYTHON_SITE)/$(PY_DIST) && \
+		install -m 644 $(PY_SRC) $(DESTDIR)$(PYTHON_SITE)/cumtrace/ && \
+		sed -i 's|@LIBDIR@|$(PREFIX)/lib|; s|@BINDIR@|$(PREFIX)/bin|' $(DESTDIR)$(PYTHON_SITE)/cumtrace/pytest_plugin.py && \
+		printf 'Metadata-Version: 2.1\nName: cumtrace\nVersion: $(VERSION)\n' >$(DESTDIR)$(PYTHON_SITE)/$(PY_DIST)/METADATA && \
+		install -m 644 python/entry_points.txt $(DESTDIR)$(PYTHON_SITE)/$(PY_DIST)/; fi
 
 # What install wrote, and nothing else; its folders when left empty, up to
 # PREFIX (never PREFIX itself, nor anything above it).
@@ -377,8 +384,9 @@ uninstall:
 		$(HEADERS:include/%=$(DESTDIR)$(PREFIX)/include/%) \
 		$(MANS:$(BUILD)/man/%=$(DESTDIR)$(PREFIX)/share/man/man1/%) $(DESTDIR)$(PREFIX)/lib/pkgconfig/cumtrace.pc
 	rm -f $(PY_SRC:python/cumtrace/%=$(DESTDIR)$(PREFIX)/lib/cumtrace/python/cumtrace/%)
-	if [ -n "$(PYTHON_SITE)" ]; then rm -f $(PY_SRC:python/cumtrace/%=$(DESTDIR)$(PYTHON_SITE)/cumtrace/%); fi
-	for d in $(INSTALL_DIRS:%=$(DESTDIR)$(PREFIX)/%) $(if $(PYTHON_SITE),$(DESTDIR)$(PYTHON_SITE)/cumtrace); do \
+	if [ -n "$(PYTHON_SITE)" ]; then rm -f $(PY_SRC:python/cumtrace/%=$(DESTDIR)$(PYTHON_SITE)/cumtrace/%) \
+		$(DESTDIR)$(PYTHON_SITE)/$(PY_DIST)/METADATA $(DESTDIR)$(PYTHON_SITE)/$(PY_DIST)/entry_points.txt; fi
+	for d in $(INSTALL_DIRS:%=$(DESTDIR)$(PREFIX)/%) $(if $(PYTHON_SITE),$(DESTDIR)$(PYTHON_SITE)/cumtrace $(DESTDIR)$(PYTHON_SITE)/$(PY_DIST)); do \
 		while case $$d in "$(DESTDIR)$(PREFIX)"/?*) rmdir "$$d" 2>/dev/null ;; *) false ;; esac; do d=$${d%/*}; done; \
 	done
 

@@ -77,7 +77,7 @@ e2e/t_ci_formats e2e/t_gate e2e/t_suppress e2e/t_diff e2e/t_frag e2e/t_peaks e2e
 e2e/t_oom e2e/t_symbols e2e/t_symbols_cxx e2e/t_symbols_embed e2e/t_ctdump e2e/t_hostile_totals
 e2e/t_hostile_memory e2e/t_hostile_output e2e/t_python_offsets e2e/t_python_gpucheck
 e2e/t_python_versions e2e/t_growth e2e/t_streams e2e/t_bomb unit/test_symbols e2e/t_torch_layers
-e2e/t_ranks"
+e2e/t_ranks e2e/t_pytest"
 # (t_bomb checks the reorder window's memory bound on compressed bombs: the
 # reader's thread is the same one unit/test_reader and t_fuzz_regress run there.)
 
@@ -112,12 +112,13 @@ list_tests() {
 # replays under ASan+UBSan first; t_python_versions: the offset tables per
 # version, which t_python's run under ASan+UBSan reads with the same code;
 # t_ranks and t_torch_layers: reports of several dumps and of framework events,
-# whose seeds the fuzz step runs; t_bomb: the reorder window's memory bound on
+# whose seeds the fuzz step runs; t_pytest: the pytest plugin, Python driving the
+# windows report, which the fuzz step runs; t_bomb: the reorder window's memory bound on
 # compressed bombs, which the fuzz step's ASan+UBSan run reads too). Each prints
 # SKIP with this reason.
 asan_skip="e2e/t_fuzz_regress e2e/t_python_versions e2e/t_ranks e2e/t_torch_layers e2e/t_export_flame e2e/t_export_golden e2e/t_export_memviz e2e/t_export_perfetto e2e/t_html
 e2e/t_html_chromium e2e/t_ci_formats e2e/t_gate e2e/t_suppress e2e/t_diff e2e/t_frag e2e/t_peaks
-e2e/t_leak_classes e2e/t_oom e2e/t_streams e2e/t_growth e2e/t_bomb"
+e2e/t_leak_classes e2e/t_oom e2e/t_streams e2e/t_growth e2e/t_bomb e2e/t_pytest"
 
 # Under any sanitizer these are left out: they check packaging (make install and
 # uninstall, the man pages against --help, the CI examples of docs/ci/), which is

@@ -67,6 +67,8 @@ static void usage(FILE *f)
 	      "                     memory would pass SIZE (default: half of the physical\n"
 	      "                     memory, or of the cgroup's memory.max; also\n"
 	      "                     CUMTRACE_REPORT_MAX_MEMORY; 0 = no limit)\n"
+	      "  --window GLOB      windows: the ranges whose name matches GLOB ('*': any run of\n"
+	      "                     characters; default: every range)\n"
 	      "  --per-dump         several dumps: one section per dump instead of one report\n"
 	      "                     merged over the ranks (summary, leaks, peak)\n"
 	      "  -h, --help         show this help and exit\n"
@@ -324,6 +326,8 @@ int main(int argc, char **argv)
 				"--max-entries", opt_value(argc, argv, &i, "--max-entries"), 1, 10000000);
 		} else if (is_opt(a, "--max-memory")) {
 			max_memory = parse_bytes("--max-memory", opt_value(argc, argv, &i, "--max-memory"));
+		} else if (is_opt(a, "--window")) {
+			o.window = opt_value(argc, argv, &i, "--window");
 		} else if (!strcmp(a, "--per-dump")) {
 			o.per_dump = 1;
 		} else if (!strcmp(a, "--native")) {

@@ -89,6 +89,7 @@ struct ct_report_opts {
 	int gen_suppressions;		    /* --gen-suppressions */
 	unsigned growth_min, growth_window; /* --growth K/N; 0 = defaults (growth.h) */
 	const char *growth_steps;	    /* --steps NAME, NULL = automatic */
+	const char *window;		    /* windows: --window GLOB, NULL = every range */
 	int per_dump; /* --per-dump: one section per dump, no merged report of many (ranks.h) */
 };
 

@@ -22,6 +22,7 @@ expected() { # SITE: the files make install writes below the prefix, SITE its PY
 		lib/pkgconfig/cumtrace.pc share/man/man1/cumtrace.1 share/man/man1/cumtrace-report.1
 	for h in include/cumtrace/*.h; do echo "./$h"; done
 	for py in python/cumtrace/*.py; do printf './lib/cumtrace/%s\n./%s/cumtrace/%s\n' "$py" "$1" "${py##*/}"; done
+	printf './%s/cumtrace-%s.dist-info/%s\n' "$1" "$version" METADATA "$1" "$version" entry_points.txt
 }
 files() { # DIR: the files below DIR, but those of others
 	(cd "$1" && find . -type f ! -name 'other*' | LC_ALL=C sort | tr '\n' ' ')
