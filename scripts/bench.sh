@@ -43,6 +43,7 @@ median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 # calc EXPR: awk arithmetic, one decimal
 calc() { awk "BEGIN { printf \"%.1f\", $1 }"; }
 calc2() { awk "BEGIN { printf \"%.2f\", $1 }"; }
+calc2_3() { awk "BEGIN { printf \"%.3f\", $1 }"; }
 # met VALUE GOAL: yes when VALUE <= GOAL
 met() { awk -v v="$1" -v g="$2" 'BEGIN { print (v + 0 <= g + 0) ? "yes" : "NO" }'; }
 row() { printf '%-56s %10s %9s %4s\n' "$1" "$2" "${3:-}" "${4:-}"; }
@@ -146,6 +147,38 @@ if command -v python3 >/dev/null 2>&1; then
 	done
 fi
 
+# ---- the framework layer: tensors of the stand-in for PyTorch's caching allocator -------------
+# tests/e2e/torch_fake.py "sites": one tensor from each of 128 call sites a step (each its own
+# native call chain, as ATen's ops reach the allocator), allocated and freed; ns per tensor
+# (its alloc, free_requested and free_completed events) untraced, with the layer on, and off
+# (CUMTRACE_TORCH=0: the CUDA layer only, which the cache-served tensors never reach).
+c10=$root/$BUILD/tests/torch/libc10_cuda.so
+if command -v python3 >/dev/null 2>&1 && [ -f "$c10" ]; then
+	site=$tmp/torchsite
+	mkdir -p "$site/torch/lib"
+	cp "$c10" "$site/torch/lib/"
+	printf "__version__ = '2.11.0+cu130'\n" >"$site/torch/version.py"
+	fwsteps=${FW_STEPS:-300}
+	fwmeasure() {
+		i=0
+		while [ $i -lt "$reps" ]; do
+			(cd "$tmp" && env LD_LIBRARY_PATH="$fake" CUMTRACE_OUTPUT="$tmp/f.%p.dump" CUMTRACE_QUIET=1 \
+				TORCH_FAKE_STEPS="$fwsteps" "$@" python3 "$root/tests/e2e/torch_fake.py" "$fake" "$site" \
+				sites "$tmp/f.json" >/dev/null 2>&1 &&
+				python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["ns_per_tensor"])' "$tmp/f.json")
+			rm -f "$tmp"/f.*.dump
+			i=$((i + 1))
+		done | median
+	}
+	fb=$(fwmeasure)
+	fon=$(fwmeasure LD_PRELOAD="$shim")
+	foff=$(fwmeasure LD_PRELOAD="$shim" CUMTRACE_TORCH=0)
+	row "framework layer, 128 sites: untraced ns/tensor" "$(calc "$fb")"
+	row "framework layer on: ns per tensor event (3 a tensor)" "$(calc "($fon - $fb) / 3")"
+	row "framework layer off (CUMTRACE_TORCH=0): ns per tensor" "$(calc "$foff - $fb")"
+	row "framework layer: tensors/s traced / untraced, on / off" "$(calc2_3 "$fb / $fon") / $(calc2_3 "$fb / $foff")"
+fi
+
 # ---- the stream-ordered loop of issue #6, counted by callgrind ------------------------------
 # Instructions inside run() (8 cudaMallocAsync + 8 cudaFreeAsync a step, 6 frames
 # deep, -O2) traced - untraced, per allocation with its free: exact where time is noisy.
@@ -204,7 +237,6 @@ secs() {
 	s1=$(date +%s%N)
 	calc2_3 "($s1 - $s0) / 1e9"
 }
-calc2_3() { awk "BEGIN { printf \"%.3f\", $1 }"; }
 # analyze N: "SECONDS CAT_SECONDS RSS_KIB BYTES" for a synthetic dump of N events
 analyze() {
 	dump=$tmp/g.dump

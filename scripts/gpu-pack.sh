@@ -12,6 +12,7 @@
 #   gpu-kit/src/        tests/gpu (the validation programs and scripts)
 #   gpu-kit/python/     the Python package (python/cumtrace), beside the shim as its
 #                       bootstrap wants it (tests/gpu/pyboot_check.py)
+#   gpu-kit/pydeps/     Debian's pytest and its pure-Python dependencies (tests/gpu/pytest_torch.sh)
 #   gpu-kit/MANIFEST.txt what was packed, from which build, and what is missing
 #
 # gpu-kit/ is ignored through .git/info/exclude. Exit status: 0 when the shim is in
@@ -91,6 +92,13 @@ cp -r tests/gpu/. "$KIT/src/"
 mkdir -p "$KIT/python"
 cp -r python/cumtrace "$KIT/python/"
 rm -rf "$KIT/python/cumtrace/__pycache__"
+# Debian's pytest (pure Python), for tests/gpu/pytest_torch.sh where the GPU machine's
+# python3 has none (python3-pytest installed here by scripts/install-deps.sh)
+mkdir -p "$KIT/pydeps"
+for m in pytest _pytest pluggy iniconfig py py.py packaging attr attrs; do
+	[ -e "/usr/lib/python3/dist-packages/$m" ] && cp -r "/usr/lib/python3/dist-packages/$m" "$KIT/pydeps/"
+done
+find "$KIT/pydeps" -name __pycache__ -prune -exec rm -rf {} +
 rm -rf "$KIT/src/__pycache__"
 # the hostile programs of the end-to-end tests, for tests/gpu/behaviour.sh
 mkdir -p "$KIT/src/e2e"

@@ -24,7 +24,8 @@
  * same), and the trace is torch's actions as its tracker saw them (alloc,
  * free_requested, free_completed, segment_alloc / segment_free / segment_map /
  * segment_unmap, oom with the device's free bytes). The CUDA layer's entries
- * at an address where a PyTorch segment ever started are those segments' own
+ * inside a range a PyTorch segment ever held (its cudaMalloc, the VMM mappings of
+ * an expandable segment's ranges) are those segments' own
  * calls and are left out; the CUDA layer's other device allocations (cuBLAS's,
  * NCCL's, a library's cudaMalloc) are segments of one block as below.
  *
@@ -246,6 +247,11 @@ struct mv_entry {
 	uint32_t tid;
 };
 
+/* An address range [lo, hi). */
+struct mv_range {
+	uint64_t lo, hi;
+};
+
 /* A PyTorch segment (torch_segment_alloc) or mapped range of an expandable segment. */
 struct mv_seg {
 	uint64_t ptr, end, stream;
@@ -262,9 +268,8 @@ struct mv_state {
 	/* PyTorch's segments: those live now, and every address one started at */
 	struct mv_seg *segs;
 	size_t nsegs, capsegs;
-	struct ct_imap seg_addrs; /* keys: ct_mix64(address); values: index into seg_addr */
-	uint64_t *seg_addr;
-	size_t nseg_addr, capseg_addr;
+	struct mv_range *ranges; /* every range a PyTorch segment held (compacted now and then) */
+	size_t nranges, capranges, compact_at;
 };
 
 static int mv_kind(unsigned kind)
@@ -344,24 +349,51 @@ static void ob_event(void *ctx, struct ct_model *m, const struct ct_rec_event *e
 	ring_push(ctx, &e);
 }
 
-static int addr_eq(const void *ctx, uint32_t idx, const void *key)
+static int cmp_range(const void *a, const void *b)
 {
-	return ((const struct mv_state *)ctx)->seg_addr[idx] == *(const uint64_t *)key;
+	const struct mv_range *x = a, *y = b;
+	return (x->lo > y->lo) - (x->lo < y->lo);
 }
 
-/* Did a PyTorch segment ever start at addr (its CUDA allocation is in the trace as torch's)? */
-static int torch_segment_addr(const struct mv_state *st, uint64_t addr)
+/* Sort the ranges and join those that overlap or touch: n ranges in, the count out. */
+static size_t ranges_merge(struct mv_range *v, size_t n)
 {
-	return ct_imap_get(&st->seg_addrs, ct_mix64(addr), addr_eq, st, &addr) != CT_IMAP_NONE;
+	if (n > 1)
+		qsort(v, n, sizeof *v, cmp_range);
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (k && v[i].lo <= v[k - 1].hi) {
+			if (v[i].hi > v[k - 1].hi)
+				v[k - 1].hi = v[i].hi;
+		} else {
+			v[k++] = v[i];
+		}
+	}
+	return k;
+}
+
+/* Is addr inside one of the merged ranges v[0..n)? */
+static int in_ranges(const struct mv_range *v, size_t n, uint64_t addr)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (v[mid].hi <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && v[lo].lo <= addr;
 }
 
 static void seg_add(struct mv_state *st, const struct ct_rec_event *ev, int expandable)
 {
-	if (!torch_segment_addr(st, ev->ptr)) {
-		st->seg_addr = ct_xgrow(st->seg_addr, &st->capseg_addr, st->nseg_addr + 1,
-					sizeof *st->seg_addr);
-		st->seg_addr[st->nseg_addr] = ev->ptr;
-		ct_imap_put(&st->seg_addrs, ct_mix64(ev->ptr), (uint32_t)st->nseg_addr++);
+	uint64_t end = ev->ptr + ev->size >= ev->ptr ? ev->ptr + ev->size : UINT64_MAX;
+	st->ranges = ct_xgrow(st->ranges, &st->capranges, st->nranges + 1, sizeof *st->ranges);
+	st->ranges[st->nranges++] = (struct mv_range){ev->ptr, end};
+	if (st->nranges >= st->compact_at) { /* bounded by the distinct ranges, not the events */
+		st->nranges = ranges_merge(st->ranges, st->nranges);
+		st->compact_at = st->nranges * 2 + 1024;
 	}
 	st->segs = ct_xgrow(st->segs, &st->capsegs, st->nsegs + 1, sizeof *st->segs);
 	st->segs[st->nsegs++] = (struct mv_seg){.ptr = ev->ptr,
@@ -431,8 +463,7 @@ static void ob_destroy(void *ctx)
 	struct mv_state *st = ctx;
 	free(st->ring);
 	free(st->segs);
-	free(st->seg_addr);
-	ct_imap_free(&st->seg_addrs);
+	free(st->ranges);
 	free(st);
 }
 
@@ -581,6 +612,8 @@ struct seg_list {
 	struct out_seg *v;
 	size_t n, cap;
 	const struct mv_state *st;
+	const struct mv_range *torch; /* every range a PyTorch segment held, merged */
+	size_t ntorch;
 };
 
 static void seg_push(struct seg_list *l, const struct out_seg *g)
@@ -589,12 +622,13 @@ static void seg_push(struct seg_list *l, const struct out_seg *g)
 	l->v[l->n++] = *g;
 }
 
-/* A device allocation of the CUDA layer that is not one of PyTorch's segments. */
+/* A device allocation of the CUDA layer that is not PyTorch's (its segments, or the VMM
+ * mappings of an expandable segment's ranges, which may be several per range). */
 static void collect_segment(void *ctx, const struct ct_model *m, const struct ct_block *b)
 {
 	struct seg_list *l = ctx;
 	const struct ct_site *s = &m->sites[b->site];
-	if (!mv_kind(s->kind) || !b->size || torch_segment_addr(l->st, b->ptr))
+	if (!mv_kind(s->kind) || !b->size || in_ranges(l->torch, l->ntorch, b->ptr))
 		return;
 	seg_push(l, &(struct out_seg){.ptr = b->ptr,
 				      .size = b->size,
@@ -795,7 +829,10 @@ static void render_memviz(FILE *f, const struct ct_report_opts *o, struct ct_mod
 	uint64_t oom_count, oom_bytes;
 	if (out.m)
 		out.ooms = ct_view_ooms(out.m, &out.nooms, &oom_count, &oom_bytes);
-	struct seg_list segs = {.st = st};
+	struct mv_range *torch = ct_xcalloc(st->nranges + 1, sizeof *torch);
+	if (st->nranges)
+		memcpy(torch, st->ranges, st->nranges * sizeof *torch);
+	struct seg_list segs = {.st = st, .torch = torch, .ntorch = ranges_merge(torch, st->nranges)};
 	struct block_list blocks = {0};
 	if (out.m)
 		collect_segments(&segs, &blocks, out.m);
@@ -803,7 +840,7 @@ static void render_memviz(FILE *f, const struct ct_report_opts *o, struct ct_mod
 	size_t *order = ct_xcalloc(st->n ? st->n : 1, sizeof *order), norder = 0;
 	for (size_t i = 0; i < st->n; i++) {
 		const struct mv_entry *e = &st->ring[(st->head + i) % st->cap];
-		if (e->torch || e->action == MV_OOM || !torch_segment_addr(st, e->addr))
+		if (e->torch || e->action == MV_OOM || !in_ranges(segs.torch, segs.ntorch, e->addr))
 			order[norder++] = i;
 	}
 	sort_state = st;
@@ -861,7 +898,7 @@ static void render_memviz(FILE *f, const struct ct_report_opts *o, struct ct_mod
 	pk_str(p, "cumtrace");
 	char about[192];
 	snprintf(about, sizeof about,
-		 st->nseg_addr ? "cumtrace-report %s: PyTorch's segments and blocks (its allocator's events);"
+		 st->nranges ? "cumtrace-report %s: PyTorch's segments and blocks (its allocator's events);"
 				 " other CUDA allocations: one segment, one block each"
 			       : "cumtrace-report %s: one segment per CUDA allocation, one block per segment",
 		 o->tool_version ? o->tool_version : "?");
@@ -880,6 +917,7 @@ static void render_memviz(FILE *f, const struct ct_report_opts *o, struct ct_mod
 	free(segs.v);
 	free(blocks.v);
 	free(out.ooms);
+	free(torch);
 	free(out.fm);
 	ct_imap_free(&out.fmap);
 }

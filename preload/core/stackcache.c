@@ -53,8 +53,8 @@
 #if defined(__x86_64__)
 
 #define CT_SC_WAYS 4
-#define CT_SC_MAX_SETS 16
-#define CT_SC_BYTES (256u << 10) /* a thread's cache, reserved; pages touched as used */
+#define CT_SC_MAX_SETS 256
+#define CT_SC_BYTES (2048u << 10) /* a thread's cache, reserved; pages touched as used */
 #define CT_SC_BOUNDS_TRIES 8	 /* reads of /proc/self/maps per thread, at most */
 
 /*

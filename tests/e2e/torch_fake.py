@@ -15,6 +15,8 @@ torch/version.py, as a wheel lays them out. Scenarios:
   fork     a step of tensors, then a fork child makes two steps of its own (its JSON
            in OUT_JSON.child, its log only what it made) and the parent one more
   bench    STEPS steps of 32 tensors allocated and freed (the dump's bytes per event)
+  sites    STEPS steps of one tensor from each of TORCH_FAKE_SITES (128) call sites,
+           reached through call chains of different depths: ns per tensor (scripts/bench.sh)
   layout   blocks torch hands out whole (a rest of at most 1 MiB in the large pool:
            one best fit, one nearly whole segment), split blocks joined again, a
            free completed late, 3 blocks made before the loop and held (a model's
@@ -54,6 +56,8 @@ def load_torch():
     torch.fake_torch_alloc.restype = ctypes.c_void_p
     torch.fake_torch_alloc.argtypes = [ctypes.c_size_t, ctypes.c_size_t]
     torch.fake_torch_free.argtypes = [ctypes.c_void_p]
+    torch.fake_torch_alloc_deep.restype = ctypes.c_void_p
+    torch.fake_torch_alloc_deep.argtypes = [ctypes.c_size_t, ctypes.c_size_t, ctypes.c_int]
     torch.fake_torch_free_deferred.argtypes = [ctypes.c_void_p]
     torch.fake_torch_set_pool.argtypes = [ctypes.c_ulonglong, ctypes.c_ulonglong]
     torch.fake_torch_trackers.restype = ctypes.c_long
@@ -144,6 +148,28 @@ def bench():
             free(p)
 
 
+def sites():
+    """TORCH_FAKE_SITES (default 128) call sites of their own, each reached through a
+    native call chain of its own (as ATen's ops reach the allocator), STEPS
+    steps of one tensor from each, freed at the step's end; the timed steps' ns per
+    tensor (alloc + free) into OUT_JSON's "ns_per_tensor" (scripts/bench.sh)."""
+    import time
+    nsites = int(os.environ.get("TORCH_FAKE_SITES", "128"))
+    # each its own Python function and a native chain of k frames to the allocator
+    src = ["def site_%d(n):\n    return deep(n, 0, %d)\n" % (k, k) for k in range(nsites)]
+    scope = {"deep": torch.fake_torch_alloc_deep}
+    exec("".join(src), scope)
+    calls = [scope["site_%d" % k] for k in range(nsites)]
+    for _ in range(2):  # warm: every block in the cache
+        for p in [c(512 * (1 + k % 32)) for k, c in enumerate(calls)]:
+            free(p)
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        for p in [c(512 * (1 + k % 32)) for k, c in enumerate(calls)]:
+            free(p)
+    return (time.perf_counter() - t0) / (steps * nsites) * 1e9
+
+
 def layout():
     keep = []
     keeping = os.environ.get("TORCH_FAKE_KEEP", "1") == "1"
@@ -194,11 +220,13 @@ def write(path, start=0):
         if torch is not None and torch.fake_torch_stats(d, v) == 0:
             stats[str(d)] = list(v)
     json.dump({"log": log, "stats": stats, "trackers": torch.fake_torch_trackers() if torch is not None else 0,
-               "file": os.path.abspath(__file__), "alloc_line": line, "threads": threads_seen},
+               "file": os.path.abspath(__file__), "alloc_line": line, "threads": threads_seen,
+               "ns_per_tensor": ns_per_tensor},
               open(path, "w"))
 
 
 threads_seen = [threading.get_native_id()]
+ns_per_tensor = None
 if scenario == "never":
     runtime_calls()
 else:
@@ -222,6 +250,8 @@ else:
         tensors(1)
     elif scenario == "bench":
         bench()
+    elif scenario == "sites":
+        ns_per_tensor = sites()
     elif scenario == "layout":
         # freed only by the interpreter's teardown (module globals cleared), after the
         # program's own code ended: as tensors a script keeps in a global list

@@ -317,7 +317,7 @@ struct Segment {
 	MempoolId_t pool;
 	bool small; /* a 2 MiB segment of the small pool */
 	int live;   /* blocks handed out or pending */
-	CUmemGenericAllocationHandle handle;
+	std::vector<CUmemGenericAllocationHandle> handles; /* expandable: one per 2 MiB granule */
 	bool gone;
 };
 
@@ -387,7 +387,7 @@ struct DeviceEngine {
 	/* A new segment of size bytes; -1 when CUDA is out of memory. */
 	long new_segment(uint64_t size, void *stream, MempoolId_t pool, bool small)
 	{
-		Segment s{0, size, stream, pool, small, 0, 0, false};
+		Segment s{0, size, stream, pool, small, 0, {}, false};
 		if (!expandable) {
 			void *p = nullptr;
 			if (cudaMalloc(&p, size) != cudaSuccess)
@@ -405,11 +405,19 @@ struct DeviceEngine {
 			prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
 			prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
 			prop.location.id = device;
-			if (va_next + size > va_size || drv_create(&s.handle, size, &prop, 0) != CUDA_SUCCESS)
+			if (va_next + size > va_size)
 				return -1;
 			s.base = va_base + va_next;
-			if (drv_map(s.base, size, 0, s.handle, 0) != CUDA_SUCCESS)
-				return -1;
+			/* as torch: a physical allocation and a mapping per granule, one SEGMENT_MAP
+			 * for the range */
+			for (uint64_t off = 0; off < size; off += kGranule) {
+				CUmemGenericAllocationHandle h = 0;
+				if (drv_create(&h, kGranule, &prop, 0) != CUDA_SUCCESS)
+					return -1;
+				s.handles.push_back(h);
+				if (drv_map(s.base + off, kGranule, 0, h, 0) != CUDA_SUCCESS)
+					return -1;
+			}
 			CUmemAccessDesc access = {};
 			access.location = prop.location;
 			access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
@@ -503,8 +511,10 @@ struct DeviceEngine {
 			if (s.gone || s.live)
 				continue;
 			if (expandable) {
-				drv_unmap(s.base, s.size);
-				drv_release(s.handle);
+				for (size_t k = 0; k < s.handles.size(); k++) {
+					drv_unmap(s.base + k * kGranule, kGranule);
+					drv_release(s.handles[k]);
+				}
 				report(SEGMENT_UNMAP, s.base, s.size, s.stream, s.pool);
 			} else {
 				cudaFree((void *)(uintptr_t)s.base);
@@ -743,6 +753,20 @@ FAKE_EXPORT void *fake_torch_alloc(size_t size, uintptr_t stream)
 	}
 	DeviceEngine *d = dev();
 	return d ? d->alloc_block(size, (void *)stream, cur_pool) : nullptr;
+}
+
+/* fake_torch_alloc through depth more native frames (as ATen's ops reach the allocator by
+ * call chains of their own): a native stack of its own per depth. */
+static __attribute__((noinline)) void *fake_torch_alloc_chain(size_t size, uintptr_t stream, int depth)
+{
+	void *p = depth > 0 ? fake_torch_alloc_chain(size, stream, depth - 1) : fake_torch_alloc(size, stream);
+	__asm__ volatile("" ::: "memory"); /* not a tail call: each level keeps its frame */
+	return p;
+}
+
+FAKE_EXPORT void *fake_torch_alloc_deep(size_t size, uintptr_t stream, int depth)
+{
+	return fake_torch_alloc_chain(size, stream, depth);
 }
 
 /* Give a block back: 0, or -1 for an unknown pointer. */

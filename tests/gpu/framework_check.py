@@ -51,9 +51,11 @@ for i in range(steps):
     if keep:
         kept.append(torch.empty(1 << 20, dtype=torch.float32, device="cuda"))  # KEEP-LINE
 torch.cuda.synchronize()
+segs = [(s["address"], s["total_size"]) for s in torch.cuda.memory_snapshot()]
 print("RESULT", json.dumps({"pid": os.getpid(), "max_allocated": torch.cuda.max_memory_allocated(),
                             "max_reserved": torch.cuda.max_memory_reserved(),
-                            "allocated": torch.cuda.memory_allocated()}))
+                            "allocated": torch.cuda.memory_allocated(),
+                            "reserved": torch.cuda.memory_reserved(), "segments": segs}))
 '''
 
 RANKS = r'''
@@ -156,6 +158,10 @@ def train(args, mode, keep):
         exports(args, tag, dump, info)
 
 
+def mode_of(tag):
+    return tag.split("-", 1)[1]
+
+
 def exports(args, tag, dump, info):
     """memviz with torch's blocks, read by torch's own _memory_viz; Perfetto's block slices."""
     pickle_path = os.path.join(args.out, tag + ".pickle")
@@ -174,23 +180,27 @@ def exports(args, tag, dump, info):
     except (OSError, pickle.UnpicklingError, EOFError) as e:
         pb.check("%s: memviz pickle" % tag, False, str(e))
         return
-    actions, starts = {}, set()
+    actions = {}
     for t in snap["device_traces"]:
         for e in t:
             actions[e["action"]] = actions.get(e["action"], 0) + 1
-            if e["action"] in ("segment_alloc", "segment_map"):
-                starts.add(e["addr"])
-    # torch's segments start where its trace made one; the others are CUDA allocations outside
-    # its allocator (cuBLAS workspaces), one block each
-    torch_segs = [g for g in snap["segments"] if g["address"] in starts]
+    # torch's segments: inside the ranges of torch's own memory_snapshot() at the end of the
+    # script; the others are CUDA allocations outside its allocator (cuBLAS's workspaces)
+    ranges = [(a, a + n) for a, n in info.get("segments", [])]
+    torch_segs = [g for g in snap["segments"]
+                  if any(a <= g["address"] and g["address"] + g["total_size"] <= e for a, e in ranges)]
     allocated = sum(b["size"] for g in torch_segs for b in g["blocks"] if b["state"] == "active_allocated")
-    pb.verdict("INFO", "%s: memviz" % tag, "%d segments (%d of torch's), actions %s" % (
-        len(snap["segments"]), len(torch_segs), actions))
+    pb.verdict("INFO", "%s: memviz" % tag, "%d segments (%d of torch's; torch's snapshot: %d), actions %s" % (
+        len(snap["segments"]), len(torch_segs), len(ranges), actions))
     pb.check("%s: memviz: torch's segments' allocated blocks == memory_allocated()" % tag,
              allocated == info["allocated"], "%d vs %d" % (allocated, info["allocated"]))
-    pb.check("%s: memviz: torch's segments == max reserved or less" % tag,
-             0 < sum(g["total_size"] for g in torch_segs) <= info["max_reserved"],
-             "%d" % sum(g["total_size"] for g in torch_segs))
+    pb.check("%s: memviz: torch's segments == memory_reserved()" % tag,
+             sum(g["total_size"] for g in torch_segs) == info["reserved"],
+             "%d vs %d" % (sum(g["total_size"] for g in torch_segs), info["reserved"]))
+    if mode_of(tag) == "default":
+        pb.check("%s: memviz: segments == torch's memory_snapshot() segments" % tag,
+                 sorted((g["address"], g["total_size"]) for g in torch_segs) == sorted(map(tuple, info["segments"])),
+                 "%d vs %d" % (len(torch_segs), len(ranges)))
     pf = os.path.join(args.out, tag + ".perfetto.json")
     pb.report(args, tag, "perfetto", dump, json_out=False, extra=("-o", pf))
     try:

@@ -18,11 +18,13 @@ process is pinned to the same CPUs (taskset). The row's figures are the medians 
 repetitions. Goals (issue 16): on / untraced >= 0.97, off / untraced >= 0.99; a row that misses
 one says FAIL.
 
-Then, default mode only, P pairs of torch.empty(256 KiB) / del with no kernel in between: ns
-per pair untraced, layer on and layer off, their differences being the cost of recording one
-pair of tensor events (and what the CUDA layer alone costs when the pool never calls CUDA).
+Then, default mode only, P pairs of torch.empty(256 KiB) / del with no kernel in between (the
+caching allocator's fast path), untraced, layer on and layer off run at the same time on CPUs of
+their own (--pair-cpus, rotated each of --pair-rounds rounds): ns per pair, the difference being
+the cost of recording the pair's three tensor events.
 """
 import argparse
+import glob
 import json
 import os
 import statistics
@@ -91,7 +93,22 @@ MODES = {
 }
 
 
-def measure(args, script, mode, traced, layer, history, what="train"):
+def measure(args, script, mode, traced, layer, history):
+    cmd = [sys.executable, script, str(args.steps), str(args.chunks), "1" if history else "0", "train"]
+    if args.cpus:
+        cmd = ["taskset", "-c", args.cpus] + cmd
+    p = subprocess.run(cmd, env=child_env(args, mode, traced, layer, "train"), stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True, timeout=300)
+    r = result_of(p.stdout)
+    if r is None:
+        print("FAIL %s %s: rc %d %s" % (mode, "traced" if traced else "untraced", p.returncode, p.stderr[-300:]))
+    return r
+
+
+CONFIGS = (("untraced", False, False), ("on", True, True), ("off", True, False))
+
+
+def child_env(args, mode, traced, layer, what):
     env = dict(os.environ)
     for k in ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_NO_CUDA_MEMORY_CACHING", "LD_PRELOAD"):
         env.pop(k, None)
@@ -103,19 +120,64 @@ def measure(args, script, mode, traced, layer, history, what="train"):
                                                               if env.get("LD_LIBRARY_PATH") else "")
         env["CUMTRACE_OUTPUT"] = os.path.join(args.out, "ovh-%s-%s-%s.%%p.dump" % (what, mode, "on" if layer else "off"))
         env["CUMTRACE_TORCH"] = "1" if layer else "0"
-    n = args.pairs if what == "pairs" else args.steps
-    cmd = [sys.executable, script, str(n), str(args.chunks), "1" if history else "0", what]
-    if args.cpus:
-        cmd = ["taskset", "-c", args.cpus] + cmd
-    p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=300)
-    for line in p.stdout.splitlines():
+    return env
+
+
+def result_of(stdout):
+    for line in stdout.splitlines():
         if line.startswith("RESULT "):
             return json.loads(line[len("RESULT "):])
-    print("FAIL %s %s: rc %d %s" % (mode, "traced" if traced else "untraced", p.returncode, p.stderr[-300:]))
     return None
 
 
-CONFIGS = (("untraced", False, False), ("on", True, True), ("off", True, False))
+def pairs(args, script):
+    """torch.empty / del pairs (the caching allocator's fast path: no CUDA call, no kernel),
+    the three configurations at the same time, each on a CPU of its own (rotated every
+    round): what the machine does meanwhile slows all three alike."""
+    cpus = [c for c in args.pair_cpus.split(",") if c]
+    v = {"untraced": [], "on": [], "off": []}
+    for rnd in range(args.pair_rounds):
+        procs = []
+        for i, (key, traced, layer) in enumerate(CONFIGS):
+            cmd = [sys.executable, script, str(args.pairs), str(args.chunks), "0", "pairs"]
+            if cpus:
+                cmd = ["taskset", "-c", cpus[(i + rnd) % len(cpus)]] + cmd
+            procs.append((key, subprocess.Popen(cmd, env=child_env(args, "default", traced, layer, "pairs"),
+                                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)))
+        for key, p in procs:
+            out, err = p.communicate(timeout=300)
+            r = result_of(out)
+            if r:
+                v[key].append(r["ns_per_pair"])
+            else:
+                print("FAIL pairs %s: rc %d %s" % (key, p.returncode, err[-300:]), flush=True)
+    if not all(v.values()):
+        return
+    med = {k: statistics.median(x) for k, x in v.items()}
+    print("pairs (torch.empty 256 KiB + del, default mode, ns per pair, medians of %d rounds, the three at "
+          "once): untraced %.0f, layer on %.0f (+%.0f = %.0f ns per tensor event: alloc, free_requested, "
+          "free_completed), layer off %.0f (+%.0f)" % (
+              args.pair_rounds, med["untraced"], med["on"], med["on"] - med["untraced"],
+              (med["on"] - med["untraced"]) / 3, med["off"], med["off"] - med["untraced"]), flush=True)
+    print("RAW pairs %s" % json.dumps(v), flush=True)
+    return (med["on"] - med["untraced"]) / 3
+
+
+def events_per_step(args, mode):
+    """Framework events per training step in a layer-on run's dump (30 warm-up steps + the
+    timed chunks; the model's set-up events are few against them)."""
+    dumps = sorted(glob.glob(os.path.join(args.out, "ovh-train-%s-on.*.dump" % mode)))
+    if not dumps:
+        return None
+    env = dict(os.environ)
+    env["LD_LIBRARY_PATH"] = os.path.join(os.path.abspath(args.kit), "lib")
+    p = subprocess.run([os.path.join(args.kit, "cumtrace-report"), "summary", "--format", "json", dumps[0]],
+                       env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        events = json.loads(p.stdout)["summary"].get("framework", {}).get("events", 0)
+    except (ValueError, KeyError):
+        return None
+    return events / (30 + args.chunks * args.steps)
 
 
 def main():
@@ -128,11 +190,14 @@ def main():
     ap.add_argument("--cpus", default="")
     ap.add_argument("--modes", default=",".join(MODES))
     ap.add_argument("--pairs", type=int, default=20000)
+    ap.add_argument("--pair-rounds", type=int, default=3)
+    ap.add_argument("--pair-cpus", default="")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     script = os.path.join(args.out, "overhead_child.py")
     open(script, "w").write(CHILD)
     fails = 0
+    rates = {}
     print("%-11s %10s %10s %10s %10s %8s %8s %8s" % ("mode", "untraced", "history", "on", "off",
                                                     "history", "on", "off"), flush=True)
     for mode in args.modes.split(","):
@@ -159,21 +224,14 @@ def main():
                   mode, med["untraced"], med["history"], med["on"], med["off"], ratio["history"], ratio["on"],
                   ratio["off"], "PASS" if ok else "FAIL", args.reps, args.chunks, args.steps), flush=True)
         print("RAW %s %s" % (mode, json.dumps(v)), flush=True)
-    if args.pairs:
-        v = {"untraced": [], "on": [], "off": []}
-        for rep in range(2):
-            for i in range(len(CONFIGS)):
-                key, traced, layer = CONFIGS[(i + rep) % len(CONFIGS)]
-                r = measure(args, script, "default", traced, layer, False, what="pairs")
-                if r:
-                    v[key].append(r["ns_per_pair"])
-        if all(v.values()):
-            med = {k: statistics.median(x) for k, x in v.items()}
-            print("pairs (torch.empty 256 KiB + del, default mode, ns per pair, medians): untraced %.0f, "
-                  "layer on %.0f (+%.0f: one alloc + free_requested + free_completed recorded), "
-                  "layer off %.0f (+%.0f)" % (med["untraced"], med["on"], med["on"] - med["untraced"],
-                                              med["off"], med["off"] - med["untraced"]), flush=True)
-            print("RAW pairs %s" % json.dumps(v), flush=True)
+        rates[mode] = med["untraced"]
+    per_event = pairs(args, script) if args.pairs else None
+    for mode, rate in rates.items():
+        n = events_per_step(args, mode)
+        if n is not None and per_event is not None:
+            print("%s: %.1f tensor events per step; at %.0f ns each and %.1f steps/s untraced, recording them "
+                  "costs %.2f%% of a step (the layer's share of on/untraced)" % (
+                      mode, n, per_event, rate, 100.0 * n * per_event * 1e-9 * rate), flush=True)
     return 1 if fails else 0
 
 
