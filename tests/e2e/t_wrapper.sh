@@ -68,4 +68,33 @@ grep -q "^cumtrace: cannot write dumps into $T/none" "$T/w.err" || fail "unwrita
 grep -q "^cumtrace: no dump written: $T/none is not a writable folder" "$T/w.err" || fail "unwritable: $(cat "$T/w.err")"
 wrap run -- true
 grep -q "no process of the command called CUDA" "$T/w.err" || fail "no CUDA: $(cat "$T/w.err")"
-echo "ok: build/cumtrace: --version, where, next, gate 1/23/0, command status first, 127, 2"
+# the other options, each with its exit status
+wrap --help
+expect_eq "--help: exit" "$wrc" 0
+for o in --fail-on-leak --fail-on --max-leak-bytes --max-peak-bytes --suppressions --baseline --error-exitcode --growth --steps --leaks --no-summary; do
+	grep -q -- "$o" "$T/w.out" || fail "--help lacks $o"
+done
+wrap run --leaks -- "$PROGS/basic"
+expect_eq "--leaks: exit" "$wrc" 0
+grep -q "at main (tests/e2e/progs/basic.c:" "$T/w.err" || fail "--leaks: no leaks report: $(head -n 3 "$T/w.err")"
+wrap run --fail-on leaked --no-summary -- "$PROGS/basic"
+expect_eq "--fail-on leaked: exit" "$wrc" 1
+wrap run --fail-on cache --no-summary -- "$PROGS/basic"
+expect_eq "--fail-on cache (basic leaks no cache): exit" "$wrc" 0
+printf 'leak:main\n' >"$T/all.supp"
+printf 'leak:nothing_called_this\n' >"$T/none.supp"
+wrap run --fail-on-leak --suppressions "$T/all.supp" --no-summary -- "$PROGS/basic"
+expect_eq "--suppressions matching every site: exit" "$wrc" 0
+wrap run --fail-on-leak --suppressions "$T/none.supp" --no-summary -- "$PROGS/basic"
+expect_eq "--suppressions matching none: exit" "$wrc" 1
+rm -f "$T"/cumtrace.*.dump
+wrap run -o "$T/base.dump" -- "$PROGS/basic"
+wrap run --fail-on-leak --baseline "$T/base.dump" --no-summary -- "$PROGS/basic"
+expect_eq "--baseline of the same program: exit" "$wrc" 0
+wrap run --fail-on growth --growth 2/3 --steps 'step*' --no-summary -- "$PROGS/basic"
+expect_eq "--fail-on growth --growth --steps without steps: exit" "$wrc" 0
+grep -q "growth not judged: no step boundaries" "$T/w.err" || fail "growth not judged not said: $(cat "$T/w.err")"
+wrap report summary "$T/base.dump"
+expect_eq "report: exit" "$wrc" 0
+grep -q "leaks: 8 allocations, 10.4 MiB (10954752 bytes) in 7 sites" "$T/w.out" || fail "report summary: $(cat "$T/w.out")"
+echo "ok: build/cumtrace: --version, where, next, gate 1/23/0, command status first, 127, 2, --help, --leaks, --fail-on, --suppressions, --baseline, --growth/--steps, report"
