@@ -25,7 +25,7 @@ counter my.bytes=1234 dev=0
 mark exit name='exit'"
 report "$T/api.json" summary "$(dump_of api)"
 expect_eq api_json "$(jget "$T/api.json" '(j["dumps"][0]["steps"], [(m["name"], m["kind"], m.get("source")) for m in j["marks"] if m["kind"] == "step"])')" \
-	"({'explicit': 2, 'optimizer': 0, 'unknown': 0}, [('step', 'step', 'explicit'), ('epoch', 'step', 'explicit')])"
+	"({'explicit': 2, 'optimizer': 0, 'unknown': 0, 'inferred': 0}, [('step', 'step', 'explicit'), ('epoch', 'step', 'explicit')])"
 # Tracing off.
 out=$(traced off env CUMTRACE_DISABLE=1 PYTHONPATH="$PKG" python3 "$SCRIPT" api) || fail "disabled: the script failed"
 expect_eq disabled "$(echo $out)" "active False ok"
