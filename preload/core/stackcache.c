@@ -43,6 +43,7 @@
 #include <pthread.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #define UNW_LOCAL_ONLY
@@ -55,6 +56,7 @@
 #define CT_SC_WAYS 4
 #define CT_SC_MAX_SETS 256
 #define CT_SC_BYTES (2048u << 10) /* a thread's cache, reserved; pages touched as used */
+#define CT_SC_BYTES_LIMITED (128u << 10) /* the same under an address-space limit: 64 entries */
 #define CT_SC_BOUNDS_TRIES 8	 /* reads of /proc/self/maps per thread, at most */
 
 /*
@@ -136,8 +138,13 @@ static struct ct_stack_cache *ct_sc_attach(int max)
 	size_t cap_ips = (size_t)max, cap_checks = 2 * (size_t)max + 4;
 	size_t esize = sizeof(struct ct_sc_entry) + cap_ips * 8 +
 		       cap_checks * sizeof(struct ct_sc_check);
+	/* under an address-space limit (ulimit -v) the program may need every byte: the
+	 * small cache of before (CT_SC_BYTES_LIMITED) */
+	struct rlimit rl;
+	size_t room = getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY ? CT_SC_BYTES_LIMITED
+										     : CT_SC_BYTES;
 	uint32_t sets = CT_SC_MAX_SETS;
-	while (sets > 1 && sets * CT_SC_WAYS * esize > CT_SC_BYTES)
+	while (sets > 1 && sets * CT_SC_WAYS * esize > room)
 		sets /= 2;
 	size_t size = sizeof(struct ct_stack_cache) + sets * CT_SC_WAYS * esize;
 	if (ct_sc_key_ok) {
