@@ -95,6 +95,12 @@ rc=0
 "$REPORT" leaks --fail-on-leak "$(dump_of keep)" >/dev/null 2>&1 || rc=$?
 expect_eq "keep: gate" "$rc" 1
 
+# The headline (cumtrace run's last lines): the tensor leak, the peak's step, the growth.
+expect_eq "keep: headline" "$("$REPORT" headline "$(dump_of keep)" | sed 's/at [0-9.]* ms/at T ms/')" \
+"leaks: 48.5 MiB leaked in 1 site (held by allocator caches: 102.0 MiB); largest 48.5 MiB at torch_fake.py:$(jget "$T/keep.json" 'j["alloc_line"]') in alloc
+peak: 102.0 MiB at T ms, in step 10 of 12 (optimizer steps); top site 40.0 MiB at torch_fake.py:$(jget "$T/keep.json" 'j["alloc_line"]') in alloc
+growth: 1 site grew over 11 steps (SGD); largest +32.0 MiB at torch_fake.py:$(jget "$T/keep.json" 'j["alloc_line"]') in alloc"
+
 # No optimizer, no marks (an inference or custom loop): steps inferred from the allocations.
 run inferred layout TORCH_FAKE_OPTIM=0
 expect_eq "inferred: leaked at the KEEP line" "$(leaked_at inferred)" "torch_block leaked $STEPS $(leaked_bytes keep)"

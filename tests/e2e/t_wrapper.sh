@@ -35,6 +35,13 @@ wrap run -- "$PROGS/basic"
 expect_eq "build/cumtrace run: exit" "$wrc" 0
 grep -q "^cumtrace: tracing $PROGS/basic; dumps: $T/cumtrace.%p.dump" "$T/w.err" || fail "where the dumps go: $(head -n 1 "$T/w.err")"
 grep -q "^cumtrace: next: cumtrace-report leaks '$T/cumtrace\.[0-9]*\.dump'" "$T/w.err" || fail "no next command: $(tail -n 1 "$T/w.err")"
+# the culprits, one line each, before the next command (cumtrace-report headline)
+expect_eq "headline" "$(grep -A4 '^cumtrace: leaks: ' "$T/w.err" | sed 's/at [0-9.]* ms/at T ms/; s/cumtrace\.[0-9]*\.dump/cumtrace.PID.dump/')" \
+"cumtrace: leaks: 10.4 MiB leaked in 7 sites (held by allocator caches: none); largest 5.0 MiB at basic.c:14 in leak_device
+cumtrace: peak: 10.0 MiB at T ms; top site 5.0 MiB at basic.c:14 in leak_device
+cumtrace: growth: not judged: no step boundaries, or fewer steps than --growth needs (mark steps: cumtrace.step(), NVTX ranges, --steps)
+cumtrace: 1 allocation failed out of memory: cumtrace-report oom '$T/cumtrace.PID.dump'
+cumtrace: next: cumtrace-report leaks '$T/cumtrace.PID.dump'   (also: peak, timeline, oom; html -o report.html)"
 rm -f "$T"/cumtrace.*.dump
 # basic leaks 10954752 bytes in 7 sites: the gate fails with 1, or --error-exitcode's 23
 wrap run --fail-on-leak --no-summary -- "$PROGS/basic"
