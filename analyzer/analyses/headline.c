@@ -84,26 +84,6 @@ static void line_leaks(FILE *f, const struct ct_assessment *a)
 	fputc('\n', f);
 }
 
-/*
- * ", in step K of N (SOURCE steps)": the step boundaries the exit point and growth use
- * (explicit, else the optimizer's, else inferred ones; model.h); step K ends at the K-th
- * boundary, and a time after the last one is "after the last of N steps".
- */
-static void put_step(FILE *f, const struct ct_model *m, uint64_t ts)
-{
-	static const char *const source[3] = {"explicit", "optimizer", "inferred"};
-	int k = m->nstep[0] >= CT_EXIT_STEPS_MIN ? 0 : m->nstep[1] >= CT_EXIT_STEPS_MIN ? 1 : 2;
-	size_t n = m->nstep[k], before = 0;
-	if (n < CT_EXIT_STEPS_MIN)
-		return;
-	while (before < n && m->step_ts[k][before] < ts)
-		before++;
-	if (before == n)
-		fprintf(f, ", after the last of %zu %s steps", n, source[k]);
-	else
-		fprintf(f, ", in step %zu of %zu (%s steps)", before + 1, n, source[k]);
-}
-
 static void line_peak(FILE *f, struct ct_model *const *ms, size_t n)
 {
 	char b1[32], b2[32];
@@ -120,15 +100,7 @@ static void line_peak(FILE *f, struct ct_model *const *ms, size_t n)
 		(double)(m->peak_ts >= start ? m->peak_ts - start : 0) / 1e6);
 	if (n > 1)
 		fprintf(f, " (pid %" PRIu32 ")", m->pid);
-	put_step(f, m, m->peak_ts);
-	size_t np = 0;
-	struct ct_phase_view *ph = ct_view_phases(m, &np);
-	/* the NVTX range whose own peak is the dump's (phases come highest first) */
-	if (np && ph[0].peak_bytes == m->peak_bytes && strcmp(ph[0].kind, "range") == 0) {
-		fputs(", in range ", f);
-		ct_put_safe(f, ph[0].name);
-	}
-	free(ph);
+	ct_put_peak_when(f, m);
 	size_t ni = 0;
 	struct ct_item *items = ct_peak_items(&m, 1, &ni);
 	if (ni) {

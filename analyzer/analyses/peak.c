@@ -409,6 +409,55 @@ static void text_phases(FILE *f, const struct ct_report_opts *o, struct ct_model
 	free(v);
 }
 
+/*
+ * ", in step K of N (SOURCE steps)": the step boundaries the exit point and growth use
+ * (explicit, else the optimizer's, else inferred ones; model.h); step K ends at the K-th
+ * boundary, and a time after the last one is "after the last of N steps".
+ */
+static void put_step(FILE *f, const struct ct_model *m, uint64_t ts)
+{
+	static const char *const source[3] = {"explicit", "optimizer", "inferred"};
+	int k = m->nstep[0] >= CT_EXIT_STEPS_MIN ? 0 : m->nstep[1] >= CT_EXIT_STEPS_MIN ? 1 : 2;
+	size_t n = m->nstep[k], before = 0;
+	if (n < CT_EXIT_STEPS_MIN)
+		return;
+	while (before < n && m->step_ts[k][before] < ts)
+		before++;
+	if (before == n)
+		fprintf(f, ", after the last of %zu %s steps", n, source[k]);
+	else
+		fprintf(f, ", in step %zu of %zu (%s steps)", before + 1, n, source[k]);
+}
+
+void ct_put_peak_when(FILE *f, struct ct_model *m)
+{
+	put_step(f, m, m->peak_ts);
+	size_t np = 0;
+	struct ct_phase_view *ph = ct_view_phases(m, &np);
+	/* the NVTX range and the span after a mark whose own peak is the dump's (the same moment) */
+	uint64_t at = ct_model_since_start(m, m->peak_ts);
+	const char *range = NULL, *mark = NULL;
+	for (size_t i = 0; i < np && ph[i].peak_bytes == m->peak_bytes; i++) {
+		if (ph[i].peak_ns != at)
+			continue;
+		if (!range && strcmp(ph[i].kind, "range") == 0)
+			range = ph[i].name;
+		if (!mark && strcmp(ph[i].kind, "mark") == 0)
+			mark = ph[i].name;
+	}
+	if (range) {
+		fputs(", in range \"", f);
+		ct_put_safe(f, range);
+		fputc('"', f);
+	}
+	if (mark) {
+		fputs(", after mark \"", f);
+		ct_put_safe(f, mark);
+		fputc('"', f);
+	}
+	free(ph);
+}
+
 static void text_peak(FILE *f, const struct ct_report_opts *o, struct ct_model *m)
 {
 	char b1[32], b2[32];
@@ -424,9 +473,11 @@ static void text_peak(FILE *f, const struct ct_report_opts *o, struct ct_model *
 		text_phases(f, o, m);
 		return;
 	}
-	fprintf(f, "cumtrace peak: %s (%" PRIu64 " bytes) of device memory at %.3f ms in ",
+	fprintf(f, "cumtrace peak: %s (%" PRIu64 " bytes) of device memory at %.3f ms",
 		ct_fmt_bytes(m->peak_bytes, b1, sizeof b1), m->peak_bytes,
 		(double)ct_model_since_start(m, m->peak_ts) / 1e6);
+	ct_put_peak_when(f, m);
+	fputs(" in ", f);
 	ct_put_proc(f, m);
 	fputc('\n', f);
 	ct_put_notes(f, m);

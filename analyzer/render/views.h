@@ -29,6 +29,10 @@ const struct ct_dev_peak **ct_view_dev_peaks(const struct ct_model *m, size_t *n
 /* The device-bytes sites of d's device live at d's own peak, largest first. */
 struct ct_item *ct_view_dev_peak_items(struct ct_model *m, const struct ct_dev_peak *d, size_t *n);
 
+/* ", in step K of N (optimizer steps)", ", in range \"NAME\"", ", after mark \"NAME\"": when m's
+ * device peak came (nothing when it had no steps, ranges or marks then). */
+void ct_put_peak_when(FILE *f, struct ct_model *m);
+
 /* ---- the two layers at the peak (analyses/layers.c) ------------------------------------------- */
 
 /* Who device memory at the CUDA layer's peak belongs to (classify.c's cache rules). */

@@ -30,4 +30,8 @@ soft expect_eq phase_times \
 	"$(jget "$T/p.json" "len(set([$P['time_ns']] + [p['peak_time_ns'] for p in $P['phases'] if p['name'] in ('load', 'fwd')]))")" 1
 "$REPORT" peak "$(dump_of ph)" >"$T/p.txt" || fail "text report"
 soft grep -q '^  5.0 MiB  .* +4.0 MiB       2  range "fwd"$' "$T/p.txt"
+# the headline names the range and the mark span the peak fell in (issue 17)
+soft grep -q '^cumtrace peak: 5.0 MiB (5242880 bytes) of device memory at [0-9.]* ms, in range "fwd", after mark "load" in pid ' "$T/p.txt"
+soft expect_eq "headline peak" "$("$REPORT" headline "$(dump_of ph)" | sed -n 's/ at [0-9.]* ms/ at T ms/; /^peak: /p')" \
+	'peak: 5.0 MiB at T ms, in range "fwd", after mark "load"; top site 4.0 MiB at peak_phases.c:49 in main'
 finish
