@@ -358,9 +358,22 @@ int main(int argc, char **argv)
 	if (!ndumps)
 		usage_error("no dump file given");
 	if (ndumps < cmd->min_dumps || (cmd->max_dumps && ndumps > cmd->max_dumps)) {
+		const char *files = cmd->min_dumps == 1 ? "dump file" : "dump files";
 		if (cmd->min_dumps == cmd->max_dumps)
-			usage_error("%s needs exactly %zu dump files", cmd->name, cmd->min_dumps);
-		usage_error("%s needs at least %zu dump files", cmd->name, cmd->min_dumps);
+			usage_error("%s needs exactly %zu %s", cmd->name, cmd->min_dumps, files);
+		usage_error("%s needs at least %zu %s", cmd->name, cmd->min_dumps, files);
+	}
+	/* one process, one dump: the same file twice (another name for it too) would count it twice
+	 * (diff compares a dump with itself, if asked) */
+	for (size_t d = 1; d < ndumps && !(cmd->flags & CT_CMD_BASELINE_FIRST); d++) {
+		struct stat a;
+		if (stat(dumps[d], &a) != 0)
+			continue;
+		for (size_t k = 0; k < d; k++) {
+			struct stat b;
+			if (stat(dumps[k], &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+				usage_error("%s is given twice (also as %s): each dump once", dumps[d], dumps[k]);
+		}
 	}
 	if (output && !*output)
 		usage_error("-o: empty file name");

@@ -32,7 +32,8 @@ expect_eq junit_all_counts "$(head -n 1 "$T/all.sum")" "tests 7 failures 5 error
 expect_eq junit_gate_cases "$(grep '^cumtrace.gate' "$T/all.sum" | tr '\n' ' ')" \
 	"cumtrace.gate|max-peak-bytes|failed cumtrace.gate|max-leak-bytes|passed "
 # Two dumps: one suite each, names stay unique.
-"$REPORT" leaks --format junit -o "$T/two.xml" "$dump" "$dump"
+cp "$dump" "$T/copy.dump" # a copy: the same file twice is refused
+"$REPORT" leaks --format junit -o "$T/two.xml" "$dump" "$T/copy.dump"
 $CHECK junit "$T/two.xml" >"$T/two.sum" || fail "junit check of two dumps: $(cat "$T/err.txt")"
 expect_eq junit_two "$(head -n 1 "$T/two.sum")" "tests 10 failures 2 errors 0 skipped 0"
 expect_eq junit_two_suites "$(grep -c '<testsuite ' "$T/two.xml")" 2

@@ -54,7 +54,7 @@ if python3 -c 'import ctypes' 2>/dev/null; then
 fi
 
 "$REPORT" memviz "$basic" "$demo" 2>"$T/err" && fail "two dumps accepted"
-grep -q "memviz needs exactly 1 dump files" "$T/err" || fail "unexpected error: $(cat "$T/err")"
+grep -q "memviz needs exactly 1 dump file " "$T/err" || fail "unexpected error: $(cat "$T/err")"
 echo "ok: one dump only"
 # The command the GPU check runs (docs/report.md): torch's own tool, where torch is installed.
 if python3 -c 'import torch' 2>/dev/null; then
