@@ -45,7 +45,8 @@ static void put_site(FILE *f, struct ct_model *m, uint32_t stack_id)
 	const char *file = fr->file_short ? fr->file_short : fr->file;
 	if (file) {
 		const char *slash = strrchr(file, '/');
-		fprintf(f, "%s:%u", slash ? slash + 1 : file, fr->line);
+		ct_put_safe(f, slash ? slash + 1 : file);
+		fprintf(f, ":%u", fr->line);
 	} else {
 		ct_put_safe(f, fr->module_name ? fr->module_name : "??");
 	}
