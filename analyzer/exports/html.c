@@ -222,8 +222,17 @@ static void html_frame(FILE *f, const struct ct_frame *fr, int own)
 		fprintf(f, ":%u</span></li>\n", fr->line);
 		return;
 	}
-	fputs("<code>", f);
-	ct_html_put(f, fr->function ? fr->function : "?");
+	char shortname[512];
+	if (fr->function && strpbrk(fr->function, "<(")) {
+		/* C++: the short name, the full one on hover */
+		fputs("<code title=\"", f);
+		ct_html_put(f, fr->function);
+		fputs("\">", f);
+		ct_html_put(f, ct_short_cxx(fr->function, shortname, sizeof shortname));
+	} else {
+		fputs("<code>", f);
+		ct_html_put(f, fr->function ? fr->function : "?");
+	}
 	fputs("</code>", f);
 	if (fr->file) {
 		fputs(" <span class=\"loc\">", f);

@@ -272,6 +272,66 @@ const char *ct_frame_label(const struct ct_frame *fr, int with_line, char *buf, 
 	return buf;
 }
 
+const char *ct_short_cxx(const char *name, char *out, size_t cap)
+{
+	size_t o = 0;
+	int angle = 0, paren = 0;
+	if (!cap)
+		return name;
+	for (const char *p = name; *p && o + 6 < cap; p++) {
+		if (!angle && !paren && !strncmp(p, "operator", 8)) {
+			/* "operator<<", "operator()": the operator's own symbols stay */
+			memcpy(out + o, p, 8);
+			o += 8;
+			p += 8;
+			if (!strncmp(p, "()", 2) || !strncmp(p, "[]", 2)) {
+				memcpy(out + o, p, 2);
+				o += 2;
+				p += 2;
+			}
+			for (int k = 0; k < 3 && *p && strchr("<>=!+-*/%^&|~,", *p); k++)
+				out[o++] = *p++;
+			p--;
+			continue;
+		}
+		if (*p == '(' && !angle && !paren && !strncmp(p, "(anonymous namespace)", 21)) {
+			memcpy(out + o, p, 21);
+			o += 21;
+			p += 20;
+			continue;
+		}
+		if (*p == '(' && !angle) {
+			paren++;
+			continue;
+		}
+		if (*p == ')' && paren) {
+			paren--;
+			continue;
+		}
+		if (paren)
+			continue;
+		if (*p == '<') {
+			if (!angle++) {
+				memcpy(out + o, "<...>", 5);
+				o += 5;
+			}
+			continue;
+		}
+		if (*p == '>' && angle) {
+			angle--;
+			continue;
+		}
+		if (!angle)
+			out[o++] = *p;
+	}
+	while (o && out[o - 1] == ' ')
+		o--;
+	if (o >= 6 && !strncmp(out + o - 6, " const", 6))
+		o -= 6;
+	out[o] = 0;
+	return out;
+}
+
 /* ---- text stacks: the user's frames, the libraries' folded ---------------------------------- */
 
 static int stack_full; /* --full-stacks */
@@ -393,8 +453,11 @@ static void put_frame(FILE *f, const struct ct_frame *fr)
 		return;
 	}
 	fputs("      at ", f);
+	char shortname[512];
 	if (fr->function)
-		ct_put_safe(f, fr->function);
+		ct_put_safe(f, stack_full || !strpbrk(fr->function, "<(")
+				       ? fr->function
+				       : ct_short_cxx(fr->function, shortname, sizeof shortname));
 	else
 		fputc('?', f);
 	if (fr->file) {

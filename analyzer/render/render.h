@@ -81,6 +81,10 @@ void ct_text_items(FILE *f, const struct ct_report_opts *o, struct ct_model *m,
  * "module+0xOFF", else "0xIP". Returns buf (truncated to cap).
  */
 const char *ct_frame_label(const struct ct_frame *fr, int with_line, char *buf, size_t cap);
+/* A C++ name shortened for people (text and HTML; JSON keeps the full one): template argument
+ * lists as "<...>", parameter lists and a trailing " const" dropped ("(anonymous namespace)" and
+ * operator names kept): "at::empty<float>(c10::IntArrayRef) const" -> "at::empty<...>". */
+const char *ct_short_cxx(const char *name, char *out, size_t cap);
 /* --full-stacks: text stacks show every frame (default: library runs folded, nothing outside main). */
 void ct_stack_set_full(int on);
 /* A stack as indented "at func (file:line) in module" lines. */

@@ -26,8 +26,12 @@ expect_eq same_ip "$(jget "$T/leaks.json" "[s['stack'][0]['ip'] == s['stack'][1]
 "$REPORT" leaks "$dump" >"$T/leaks.txt"
 grep -qF "at leak_inline (tests/e2e/progs/symbols_cxx.cc:$l_inline)  in symbols_cxx  (inlined)" "$T/leaks.txt" ||
 	fail "text report lacks the inlined frame: $(cat "$T/leaks.txt")"
-grep -qxF "      at inline_caller(unsigned long) (tests/e2e/progs/symbols_cxx.cc:$l_caller)  in symbols_cxx" "$T/leaks.txt" ||
+grep -qxF "      at inline_caller (tests/e2e/progs/symbols_cxx.cc:$l_caller)  in symbols_cxx" "$T/leaks.txt" ||
 	fail "text report lacks the caller frame (not marked inlined): $(cat "$T/leaks.txt")"
+# text shortens C++ names (parameter lists dropped); --full-stacks and JSON keep them whole
+"$REPORT" leaks --full-stacks "$dump" >"$T/full.txt"
+grep -qxF "      at inline_caller(unsigned long) (tests/e2e/progs/symbols_cxx.cc:$l_caller)  in symbols_cxx" "$T/full.txt" ||
+	fail "--full-stacks lacks the full name: $(cat "$T/full.txt")"
 echo "ok: text report shows the inlined frame and its caller"
 "$REPORT" leaks --format csv "$dump" >"$T/leaks.csv"
 grep -qF "leak_inline (tests/e2e/progs/symbols_cxx.cc:$l_inline) in symbols_cxx [inlined];inline_caller(unsigned long) (tests/e2e/progs/symbols_cxx.cc:$l_caller) in symbols_cxx;" "$T/leaks.csv" ||

@@ -13,6 +13,7 @@
 #include "../../analyzer/base/json.h"
 #include "../../analyzer/model/marks.h"
 #include "../../analyzer/model/model.h"
+#include "../../analyzer/render/render.h"
 #include "../../analyzer/commands/commands.h"
 #include "../../analyzer/model/pystack.h"
 #include "../../analyzer/commands/symbolize.h"
@@ -275,7 +276,7 @@ START_TEST(embedded_symbols)
 		/* text stacks stop at main; --full-stacks shows the frames outside it */
 		char *out = render(m, CT_CMD_LEAKS, CT_FMT_TEXT, 20);
 		ck_assert_ptr_nonnull(strstr(out, "      at inner_fn (inner.h:11)  in libx.so  (inlined)\n"
-						  "      at outer_fn(int) (outer.c:22)  in libx.so\n"
+						  "      at outer_fn (outer.c:22)  in libx.so\n"
 						  "      at main (main.c:33)  in libx.so\n"));
 		ck_assert_ptr_null(strstr(out, "libx.so+0x301"));
 		free(out);
@@ -639,6 +640,34 @@ START_TEST(demangle)
 }
 END_TEST
 
+/* C++ names shortened for text and HTML (render.h, ct_short_cxx). */
+START_TEST(short_cxx)
+{
+	static const char *const cases[][2] = {
+		{"inline_caller(unsigned long)", "inline_caller"},
+		{"at::empty<float>(c10::ArrayRef<long>, c10::TensorOptions) const", "at::empty<...>"},
+		{"c10::impl::wrap_kernel_functor_unboxed_<c10::impl::detail::WrapFunctionIntoFunctor_<"
+		 "c10::CompileTimeFunctionPointer<at::Tensor (at::Tensor const&), &f>, at::Tensor, "
+		 "c10::guts::typelist::typelist<at::Tensor const&> >, at::Tensor (at::Tensor const&)>::call("
+		 "c10::OperatorKernel*, c10::DispatchKeySet, at::Tensor const&)",
+		 "c10::impl::wrap_kernel_functor_unboxed_<...>::call"},
+		{"(anonymous namespace)::worker(int)", "(anonymous namespace)::worker"},
+		{"std::ostream::operator<<(int)", "std::ostream::operator<<"},
+		{"Foo::operator()(int) const", "Foo::operator()"},
+		{"std::vector<int, std::allocator<int> >::operator[](unsigned long)", "std::vector<...>::operator[]"},
+		{"main", "main"},
+		{"plain_c_function", "plain_c_function"},
+	};
+	char buf[512];
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+		ck_assert_str_eq(ct_short_cxx(cases[i][0], buf, sizeof buf), cases[i][1]);
+	/* a name longer than the buffer is cut, never overrun */
+	char tiny[8];
+	ct_short_cxx("abcdefghijklmnop", tiny, sizeof tiny);
+	ck_assert_uint_lt(strlen(tiny), sizeof tiny);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("symbols");
@@ -652,6 +681,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, symbolize_roundtrip);
 	tcase_add_test(tc, symbolize_splits);
 	tcase_add_test(tc, symbols_mutations);
+	tcase_add_test(tc, short_cxx);
 	suite_add_tcase(s, tc);
 	return s;
 }
