@@ -50,13 +50,11 @@ print("RESULT " + json.dumps({"ns": statistics.median(rates), "chunks": rates}),
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--kit", required=True)
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--tensors", type=int, default=20000)
-    ap.add_argument("--chunks", type=int, default=5)
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--cpus", default="2,4,6,8,10,12")
-    ap.add_argument("--config", action="append", default=[])
+    for name, kw in (("--kit", {"required": True}), ("--out", {"required": True}),
+                     ("--tensors", {"type": int, "default": 20000}), ("--chunks", {"type": int, "default": 5}),
+                     ("--rounds", {"type": int, "default": 3}), ("--cpus", {"default": "2,4,6,8,10,12"}),
+                     ("--config", {"action": "append", "default": []})):
+        ap.add_argument(name, **kw)
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     kit = os.path.abspath(args.kit)
