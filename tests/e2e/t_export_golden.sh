@@ -9,6 +9,7 @@ python3 "$E/check_perfetto.py" "$G/export-perfetto.json" "$T/p.sum" || fail "per
 python3 "$E/check_perfetto.py" "$G/export-perfetto-1ms.json" "$T/p1.sum" || fail "perfetto 1 ms golden rejected"
 expect_eq golden_counters "$(jget "$T/p.sum" 'sorted((k, v["max"], v["last"]) for k, v in j["counters"].items())')" \
 	"[('4242/device 0 live bytes', 14680064, 16384), ('4242/device 1 live bytes', 1572864, 0), ('4242/host_pinned 0 live bytes', 65536, 65536)]"
+expect_eq golden_counter_cats "$(jget "$T/p.sum" 'sorted(set(v["cat"] for v in j["counters"].values()))')" "['memory']"
 expect_eq golden_1ms_counters "$(jget "$T/p1.sum" 'sorted((k, v["max"], v["last"]) for k, v in j["counters"].items())')" \
 	"$(jget "$T/p.sum" 'sorted((k, v["max"], v["last"]) for k, v in j["counters"].items())')"
 expect_eq golden_slice_ends "$(jget "$T/p.sum" 'sorted(j["slice_ends"].items())')" \
@@ -53,6 +54,10 @@ mutate "$G/export-perfetto.json" "$T/m3.json" 't.replace("{\"ts\":4500.000,\"ph\
 rejects "ts not first and an array value" "$E/check_perfetto.py" "$T/m3.json"
 mutate "$G/export-perfetto.json" "$T/m4.json" 't.replace("\"args\":{\"bytes\":65536}", "\"args\":{\"bytes\":65536,\"more\":1}", 1)'
 rejects "a counter with two args" "$E/check_perfetto.py" "$T/m4.json"
+mutate "$G/export-perfetto.json" "$T/m4b.json" 't.replace("\n\"otherData\":", "\n\"displayTimeUnit\":\"ns\",\n\"otherData\":", 1)'
+rejects "displayTimeUnit (older Perfetto reads it as the unit of ts)" "$E/check_perfetto.py" "$T/m4b.json"
+mutate "$G/export-perfetto.json" "$T/m4c.json" 't.replace("\"ph\":\"C\",\"pid\":4242,\"cat\":\"memory\",", "\"ph\":\"C\",\"pid\":4242,", 1)'
+rejects "a counter without a category" "$E/check_perfetto.py" "$T/m4c.json"
 mutate "$G/export-allocs.folded" "$T/m5.folded" 't.replace(" 524288\n", " -1\n", 1)'
 rejects "a negative folded value" "$E/check_flame.py" folded "$T/m5.folded"
 mutate "$G/export-allocs.speedscope.json" "$T/m6.json" 't.replace("\"unit\":\"bytes\"", "\"unit\":\"octets\"", 1)'
