@@ -11,7 +11,14 @@ problem on stderr when it does not. The summary, one line each:
     sarif: "results N", then per result "RULEID|LEVEL|URI:LINE|suppressed|-"
 
 What is checked (the documented minimum of each consumer):
-  JUnit: well-formed XML; the root is <testsuites> (or one <testsuite>); every
+  JUnit: the rules of the Jenkins xunit plugin's JUnit schema, junit-10.xsd
+    (jenkinsci/xunit-plugin, src/main/resources/org/jenkinsci/plugins/xunit/
+    types/model/xsd/junit-10.xsd, MIT; no Debian or npm package ships it, so
+    its rules are restated in JUNIT10 below, not the file itself): each
+    element's allowed attributes, required attributes and allowed children,
+    text only where the schema allows it, and "time" of <testsuites> and
+    <testsuite> in its SUREFIRE_TIME pattern. Then: well-formed XML; the root
+    is <testsuites> (or one <testsuite>); every
     <testsuite> has a name and tests/failures/errors/skipped counts equal to
     its testcases; <testsuites> counts, when present, are the sums; every
     <testcase> has a non-empty name and classname, and (classname, name) is
@@ -27,8 +34,64 @@ What is checked (the documented minimum of each consumer):
     among them; ruleIndex, when present, pointing at that rule.
 """
 import json
+import re
 import sys
 import xml.etree.ElementTree as ET
+
+# junit-10.xsd, element by element: attributes allowed, attributes required,
+# child elements allowed, and whether text may stand in it (mixed content or a
+# simple type). Attributes or children not listed make the document invalid.
+_RERUN = {"attrs": {"message", "type"}, "required": {"type"},
+          "children": {"stackTrace", "system-out", "system-err"}, "text": True}
+_RESULT = {"attrs": {"type", "message"}, "required": set(), "children": set(), "text": True}
+_TEXT = {"attrs": set(), "required": set(), "children": set(), "text": True}
+JUNIT10 = {
+    "testsuites": {"attrs": {"name", "time", "tests", "failures", "errors"}, "required": set(),
+                   "children": {"testsuite"}, "text": False},
+    "testsuite": {"attrs": {"name", "tests", "failures", "errors", "group", "time", "skipped", "timestamp",
+                            "hostname", "id", "package", "file", "log", "url"},
+                  "required": {"name", "tests", "failures", "errors"},
+                  "children": {"testsuite", "properties", "testcase", "system-out", "system-err"}, "text": False},
+    "properties": {"attrs": set(), "required": set(), "children": {"property"}, "text": False},
+    "property": {"attrs": {"name", "value"}, "required": {"name", "value"}, "children": set(), "text": False},
+    "testcase": {"attrs": {"name", "time", "classname", "group"}, "required": {"name"},
+                 "children": {"skipped", "error", "failure", "rerunFailure", "rerunError", "flakyFailure",
+                              "flakyError", "system-out", "system-err"}, "text": False},
+    "failure": _RESULT, "error": _RESULT, "skipped": _RESULT,
+    "rerunFailure": _RERUN, "rerunError": _RERUN, "flakyFailure": _RERUN, "flakyError": _RERUN,
+    "system-out": _TEXT, "system-err": _TEXT, "stackTrace": _TEXT,
+}
+# junit-10.xsd's SUREFIRE_TIME, the type of "time" on <testsuites> and <testsuite>
+SUREFIRE_TIME = re.compile(r"(([0-9]{0,3},)*[0-9]{3}|[0-9]{0,3})*(\.[0-9]*)?")
+
+
+def problems_junit10(root):
+    """Where the document breaks junit-10.xsd's rules (JUNIT10)."""
+    errs = []
+
+    def walk(el, path):
+        rule = JUNIT10.get(el.tag)
+        if rule is None:
+            errs.append("%s: <%s> is not an element of junit-10.xsd" % (path, el.tag))
+            return
+        for a in sorted(set(el.attrib) - rule["attrs"]):
+            errs.append("%s: attribute %s is not allowed on <%s> (junit-10.xsd)" % (path, a, el.tag))
+        for a in sorted(rule["required"] - set(el.attrib)):
+            errs.append("%s: <%s> lacks the required attribute %s (junit-10.xsd)" % (path, el.tag, a))
+        if el.tag in ("testsuites", "testsuite") and "time" in el.attrib and \
+                not SUREFIRE_TIME.fullmatch(el.attrib["time"]):
+            errs.append("%s: time=%r is not a SUREFIRE_TIME (junit-10.xsd)" % (path, el.attrib["time"]))
+        texts = [el.text] + [c.tail for c in el]
+        if not rule["text"] and any(t and t.strip() for t in texts):
+            errs.append("%s: <%s> holds text (junit-10.xsd allows none)" % (path, el.tag))
+        for i, c in enumerate(el):
+            if c.tag not in rule["children"]:
+                errs.append("%s: <%s> is not allowed in <%s> (junit-10.xsd)" % (path, c.tag, el.tag))
+            else:
+                walk(c, "%s/%s[%d]" % (path, c.tag, i))
+
+    walk(root, root.tag)
+    return errs
 
 
 def problems_junit(path, out):
@@ -43,6 +106,7 @@ def problems_junit(path, out):
         suites = [root]
     else:
         return ["root element is <%s>, not <testsuites> or <testsuite>" % root.tag]
+    errs.extend(problems_junit10(root))
     if not suites:
         errs.append("no <testsuite>")
     seen = set()

@@ -8,6 +8,7 @@ CHECK="python3 $ROOT/tests/ci_formats.py"
 code() { set +e; "$@" >/dev/null 2>"$T/err.txt"; echo $?; set -e; }
 (cd "$T" && traced lc "$PROGS/leak_classes" >/dev/null) # from outside the repository
 NVTX_INJECTION64_PATH=$SHIM traced gr "$PROGS/growth" nvtx
+traced cl "$PROGS/clean"
 dump=$(dump_of lc)
 user_line=$(grep -n 'CHECK(cudaMalloc(&p, n));' tests/e2e/progs/leak_classes.c | head -n 1 | cut -d: -f1)
 main_cublas=$(grep -n 'fake_cublasCreate(4 \* MiB)' tests/e2e/progs/leak_classes.c | cut -d: -f1)
@@ -36,6 +37,13 @@ expect_eq junit_gate_cases "$(grep '^cumtrace.gate' "$T/all.sum" | tr '\n' ' ')"
 $CHECK junit "$T/two.xml" >"$T/two.sum" || fail "junit check of two dumps: $(cat "$T/err.txt")"
 expect_eq junit_two "$(head -n 1 "$T/two.sum")" "tests 10 failures 2 errors 0 skipped 0"
 expect_eq junit_two_suites "$(grep -c '<testsuite ' "$T/two.xml")" 2
+# A clean run is one passing testcase, not an empty suite (Jenkins and GitLab show that as no tests).
+"$REPORT" leaks --format junit --fail-on-leak -o "$T/clean.xml" "$(dump_of cl)"
+$CHECK junit "$T/clean.xml" >"$T/clean.sum" || fail "junit check of a clean run: $(cat "$T/err.txt")"
+expect_eq junit_clean "$(tr '\n' ' ' <"$T/clean.sum")" "tests 1 failures 0 errors 0 skipped 0 cumtrace|no leaks|passed "
+"$REPORT" leaks --format junit -o "$T/clean2.xml" "$(dump_of cl)" "$(dump_of cl)"
+$CHECK junit "$T/clean2.xml" >"$T/clean2.sum" || fail "junit check of two clean runs: $(cat "$T/err.txt")"
+expect_eq junit_clean_two "$(tail -n +2 "$T/clean2.sum" | tr '\n' ' ')" "cumtrace.dump1|no leaks|passed cumtrace.dump2|no leaks|passed "
 # Growth sites are testcases too.
 expect_eq junit_growth_exit "$(code "$REPORT" leaks --format junit --fail-on=growth -o "$T/g.xml" "$(dump_of gr)")" 1
 $CHECK junit "$T/g.xml" >"$T/g.sum" || fail "junit check: $(cat "$T/err.txt")"
@@ -113,5 +121,17 @@ t = ET.parse(sys.argv[1]); c = t.getroot().findall(".//testcase")
 c[1].set("classname", c[0].get("classname")); c[1].set("name", c[0].get("name"))
 t.write(sys.argv[2])' "$T/l.xml" "$T/bad.xml"
 expect_eq "checker refuses: duplicate testcase" "$(code $CHECK junit "$T/bad.xml")" 1
+# ... and what junit-10.xsd (the Jenkins xunit plugin's schema) refuses.
+sed 's/<testsuites name="cumtrace leaks"/<testsuites skipped="0" name="cumtrace leaks"/' "$T/l.xml" >"$T/bad.xml"
+expect_eq "checker refuses: skipped on testsuites" "$(code $CHECK junit "$T/bad.xml")" 1
+grep -q 'attribute skipped is not allowed on <testsuites>' "$T/err.txt" || fail "no junit-10.xsd reason: $(cat "$T/err.txt")"
+sed '0,/<testcase /s//<testcase status="run" /' "$T/l.xml" >"$T/bad.xml"
+expect_eq "checker refuses: an attribute testcase does not have" "$(code $CHECK junit "$T/bad.xml")" 1
+sed '0,/<\/testcase>/s//<note\/><\/testcase>/' "$T/l.xml" >"$T/bad.xml"
+expect_eq "checker refuses: an element testcase does not hold" "$(code $CHECK junit "$T/bad.xml")" 1
+sed '0,/<testsuite name="\([^"]*\)" tests="5"/s//<testsuite tests="5"/' "$T/l.xml" >"$T/bad.xml"
+expect_eq "checker refuses: a testsuite without a name" "$(code $CHECK junit "$T/bad.xml")" 1
+sed '0,/ time="0" hostname=/s// time="1s" hostname=/' "$T/l.xml" >"$T/bad.xml"
+expect_eq "checker refuses: a time that is not a SUREFIRE_TIME" "$(code $CHECK junit "$T/bad.xml")" 1
 head -c 200 "$T/l.xml" >"$T/bad.xml"
 expect_eq "checker refuses: broken XML" "$(code $CHECK junit "$T/bad.xml")" 1
