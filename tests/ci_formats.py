@@ -25,18 +25,26 @@ What is checked (the documented minimum of each consumer):
     unique in the file (Jenkins and GitLab key test history on it); every
     <failure> and <error> has a message attribute; a testcase has at most one
     of failure, error and skipped.
-  SARIF (GitHub code scanning, "SARIF support for code scanning"): version
+  SARIF: valid against the SARIF 2.1.0 JSON schema (tests/data/, through
+    tests/schemas.py; with a note on stderr, not a failure, where no
+    jsonschema module can be had), then (GitHub code scanning, "SARIF
+    support for code scanning"): version
     "2.1.0"; a $schema URI; runs[] with tool.driver.name; results[] where
     every result has ruleId, message.text and at least one location (GitHub
     refuses a whole file with a result without one), at most 10 locations,
     each with physicalLocation.artifactLocation.uri (a non-empty URI without
     spaces) and region.startLine >= 1; rules[] ids unique and every ruleId
-    among them; ruleIndex, when present, pointing at that rule.
+    among them; ruleIndex, when present, pointing at that rule; every rule
+    with help.text (GitHub requires it: SARIF Multitool rule GH2012).
 """
 import json
+import os
 import re
 import sys
 import xml.etree.ElementTree as ET
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import schemas  # noqa: E402  (tests/schemas.py)
 
 # junit-10.xsd, element by element: attributes allowed, attributes required,
 # child elements allowed, and whether text may stand in it (mixed content or a
@@ -175,6 +183,11 @@ def problems_sarif(path, out):
         return ["not JSON: %s" % e]
     if not isinstance(doc, dict):
         return ["the document is not an object"]
+    rc, lines = schemas.validate("sarif", path)
+    if rc == schemas.NO_JSONSCHEMA:
+        sys.stderr.write("\n".join(lines) + "\n")
+    elif rc:
+        errs.extend(line.split(": ", 1)[1] for line in lines)
     if doc.get("version") != "2.1.0":
         errs.append("version is %r, not \"2.1.0\"" % doc.get("version"))
     schema = doc.get("$schema")
@@ -193,6 +206,9 @@ def problems_sarif(path, out):
         ids = [r.get("id") for r in rules if isinstance(r, dict)]
         if len(ids) != len(set(ids)) or any(not isinstance(i, str) or not i for i in ids):
             errs.append("runs[%d]: rule ids are not unique non-empty strings" % ri)
+        for k, rule in enumerate(rules):
+            if not isinstance(get(rule, "help", "text"), str) or not rule["help"]["text"]:
+                errs.append("runs[%d].tool.driver.rules[%d]: no help.text (GitHub requires it: GH2012)" % (ri, k))
         results = run.get("results")
         if not isinstance(results, list):
             errs.append("runs[%d].results is not an array" % ri)
