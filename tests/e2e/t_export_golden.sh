@@ -64,6 +64,10 @@ mutate "$G/export-allocs.speedscope.json" "$T/m6.json" 't.replace("\"unit\":\"by
 rejects "an unknown speedscope unit" "$E/check_flame.py" speedscope "$T/m6.json"
 mutate "$G/export-allocs.speedscope.json" "$T/m7.json" 't.replace("\"endValue\":16334848", "\"endValue\":16334849", 1)'
 rejects "weights not adding up to endValue" "$E/check_flame.py" speedscope "$T/m7.json"
+mutate "$G/export-allocs.speedscope.json" "$T/m7b.json" 't.replace("\"line\":20", "\"line\":0", 1)'
+rejects "a speedscope frame at line 0" "$E/check_flame.py" speedscope "$T/m7b.json"
+mutate "$G/export-allocs.speedscope.json" "$T/m7c.json" 't.replace("\"name\":\"<module>\"", "\"title\":\"<module>\"", 1)'
+rejects "a speedscope frame without a name (the schema)" "$E/check_flame.py" speedscope "$T/m7c.json"
 python3 -c 'import pickle, sys
 d = pickle.load(open(sys.argv[1], "rb"))
 del d["device_traces"][0][-1]  # the segment_free of 0x30000: undoing its free finds no segment
