@@ -33,6 +33,11 @@ open(sys.argv[2], "wb").write(raw)' "$G/export-memviz.pickle.hex" "$T/golden.pic
 python3 "$E/check_memviz.py" "$T/golden.pickle" "$T/m.sum" || fail "memviz golden rejected"
 expect_eq golden_segments "$(jget "$T/m.sum" '(j["segments_by_device"], j["block_frames"])')" \
 	"({'0': [1, 16384]}, ['prog+0x2000;libc.so.6+0x271ca'])"
+# NVTX ranges and marks as torch's external annotations: a START and an END each (an instant both at
+# once), the pop and end without a range left out, "tail" ended with the dump; the device of the
+# thread's latest event (tid 2 was on device 1 at 4.6 ms, on device 0 at the end)
+expect_eq golden_annotations "$(jget "$T/m.sum" '[(n, s, d, t - 1700000000000000) for n, s, d, t in j["annotations"]]')" \
+	"[('epoch', 'START', 0, 500), ('checkpoint', 'START', 0, 1500), ('checkpoint', 'END', 0, 1500), ('load \"data\"', 'START', 0, 1600), ('load \"data\"', 'END', 0, 3100), ('epoch', 'END', 0, 4500), ('tail', 'START', 1, 4600), ('tail', 'END', 0, 6000)]"
 expect_eq golden_actions "$(jget "$T/m.sum" 'j["actions"]')" \
 	"[{'alloc': 4, 'free_completed': 3, 'free_requested': 3, 'oom': 1, 'segment_alloc': 4, 'segment_free': 3}, {'alloc': 2, 'free_completed': 2, 'free_requested': 2, 'segment_alloc': 2, 'segment_free': 2}]"
 
@@ -83,3 +88,12 @@ d = pickle.load(open(sys.argv[1], "rb"))
 del d["device_traces"][0][4]["device_free"]
 open(sys.argv[2], "wb").write(pickle.dumps(d, protocol=2))' "$T/golden.pickle" "$T/m10.pickle"
 rejects "an oom entry without device_free" "$E/check_memviz.py" "$T/m10.pickle"
+for m in 'del a[0]' 'del a[-1]' 'a[1]["time_us"] = 1' 'a[2]["stage"] = "STOP"' 'a[0]["thread"] = 1' \
+	'a.insert(0, dict(a[-1]))'; do
+	python3 -c 'import pickle, sys
+d = pickle.load(open(sys.argv[1], "rb"))
+a = d["external_annotations"]
+exec(sys.argv[3])
+open(sys.argv[2], "wb").write(pickle.dumps(d, protocol=2))' "$T/golden.pickle" "$T/m11.pickle" "$m"
+	rejects "annotations: $m" "$E/check_memviz.py" "$T/m11.pickle"
+done
