@@ -164,12 +164,13 @@ if [ "$schema_ok" = 1 ]; then
 		expect_eq "checker refuses (SARIF schema): $m" "$(code $CHECK sarif "$T/bad.sarif")" 1
 	done
 fi
-sed 's/classname="cumtrace.leaked"//' "$T/l.xml" >"$T/bad.xml"
-expect_eq "checker refuses: no classname" "$(code $CHECK junit "$T/bad.xml")" 1
-sed 's/<failure message="[^"]*"/<failure/' "$T/l.xml" >"$T/bad.xml"
-expect_eq "checker refuses: failure without message" "$(code $CHECK junit "$T/bad.xml")" 1
-sed 's/ tests="5"/ tests="4"/' "$T/l.xml" >"$T/bad.xml"
-expect_eq "checker refuses: wrong count" "$(code $CHECK junit "$T/bad.xml")" 1
+junit_refuses() { # WHAT SED-SCRIPT: the checker refuses l.xml so edited
+	sed "$2" "$T/l.xml" >"$T/bad.xml"
+	expect_eq "checker refuses: $1" "$(code $CHECK junit "$T/bad.xml")" 1
+}
+junit_refuses "no classname" 's/classname="cumtrace.leaked"//'
+junit_refuses "failure without message" 's/<failure message="[^"]*"/<failure/'
+junit_refuses "wrong count" 's/ tests="5"/ tests="4"/'
 python3 -c '
 import sys, xml.etree.ElementTree as ET
 t = ET.parse(sys.argv[1]); c = t.getroot().findall(".//testcase")
@@ -177,16 +178,11 @@ c[1].set("classname", c[0].get("classname")); c[1].set("name", c[0].get("name"))
 t.write(sys.argv[2])' "$T/l.xml" "$T/bad.xml"
 expect_eq "checker refuses: duplicate testcase" "$(code $CHECK junit "$T/bad.xml")" 1
 # ... and what junit-10.xsd (the Jenkins xunit plugin's schema) refuses.
-sed 's/<testsuites name="cumtrace leaks"/<testsuites skipped="0" name="cumtrace leaks"/' "$T/l.xml" >"$T/bad.xml"
-expect_eq "checker refuses: skipped on testsuites" "$(code $CHECK junit "$T/bad.xml")" 1
+junit_refuses "skipped on testsuites" 's/<testsuites name="cumtrace leaks"/<testsuites skipped="0" name="cumtrace leaks"/'
 grep -q 'attribute skipped is not allowed on <testsuites>' "$T/err.txt" || fail "no junit-10.xsd reason: $(cat "$T/err.txt")"
-sed '0,/<testcase /s//<testcase status="run" /' "$T/l.xml" >"$T/bad.xml"
-expect_eq "checker refuses: an attribute testcase does not have" "$(code $CHECK junit "$T/bad.xml")" 1
-sed '0,/<\/testcase>/s//<note\/><\/testcase>/' "$T/l.xml" >"$T/bad.xml"
-expect_eq "checker refuses: an element testcase does not hold" "$(code $CHECK junit "$T/bad.xml")" 1
-sed '0,/<testsuite name="\([^"]*\)" tests="5"/s//<testsuite tests="5"/' "$T/l.xml" >"$T/bad.xml"
-expect_eq "checker refuses: a testsuite without a name" "$(code $CHECK junit "$T/bad.xml")" 1
-sed '0,/ time="0" hostname=/s// time="1s" hostname=/' "$T/l.xml" >"$T/bad.xml"
-expect_eq "checker refuses: a time that is not a SUREFIRE_TIME" "$(code $CHECK junit "$T/bad.xml")" 1
+junit_refuses "an attribute testcase does not have" '0,/<testcase /s//<testcase status="run" /'
+junit_refuses "an element testcase does not hold" '0,/<\/testcase>/s//<note\/><\/testcase>/'
+junit_refuses "a testsuite without a name" '0,/<testsuite name="\([^"]*\)" tests="5"/s//<testsuite tests="5"/'
+junit_refuses "a time that is not a SUREFIRE_TIME" '0,/ time="0" hostname=/s// time="1s" hostname=/'
 head -c 200 "$T/l.xml" >"$T/bad.xml"
 expect_eq "checker refuses: broken XML" "$(code $CHECK junit "$T/bad.xml")" 1
