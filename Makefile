@@ -23,6 +23,9 @@ SAN_FLAGS := -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recove
 endif
 
 VERSION := 0.1.0
+# Where the documentation is published (docs/ of this tree): SARIF's informationUri and
+# its rules' helpUri point there. A placeholder until the project has a public home.
+DOCS_URL ?= https://example.invalid/cumtrace/docs
 CUDA_INC := $(CUDA_HOME)/include
 
 ifeq ($(V),1)
@@ -33,7 +36,7 @@ endif
 
 WARN := -Wall -Wextra -Wshadow -Wno-unused-parameter -Wstrict-prototypes -Wmissing-prototypes
 BASE_CFLAGS := -std=gnu11 -O2 -g -fPIC $(WARN) -Iinclude -I$(CUDA_INC) \
-	-DCUMTRACE_VERSION='"$(VERSION)"' -MMD -MP $(SAN_FLAGS)
+	-DCUMTRACE_VERSION='"$(VERSION)"' -DCUMTRACE_DOCS_URL='"$(DOCS_URL)"' -MMD -MP $(SAN_FLAGS)
 CFLAGS ?=
 ALL_CFLAGS := $(BASE_CFLAGS) $(CFLAGS)
 LDFLAGS ?=
@@ -286,7 +289,7 @@ FUZZ_JOBS ?= 1
 FUZZ_DIR := $(BUILD)/fuzz
 FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_CFLAGS := -std=gnu11 -O1 -g -Wall -Wno-unused-parameter -Iinclude -Ianalyzer \
-	-DCUMTRACE_VERSION='"$(VERSION)"' -MMD -MP $(FUZZ_SAN) -fsanitize=fuzzer-no-link
+	-DCUMTRACE_VERSION='"$(VERSION)"' -DCUMTRACE_DOCS_URL='"$(DOCS_URL)"' -MMD -MP $(FUZZ_SAN) -fsanitize=fuzzer-no-link
 FUZZ_OBJ := $(ANALYZER_SRC:%.c=$(FUZZ_DIR)/obj/%.o) $(FUZZ_DIR)/obj/tests/fuzz/fuzz_dump.o
 FUZZ_BIN := $(FUZZ_DIR)/fuzz_dump
 

@@ -11,24 +11,95 @@ problem on stderr when it does not. The summary, one line each:
     sarif: "results N", then per result "RULEID|LEVEL|URI:LINE|suppressed|-"
 
 What is checked (the documented minimum of each consumer):
-  JUnit: well-formed XML; the root is <testsuites> (or one <testsuite>); every
+  JUnit: the rules of the Jenkins xunit plugin's JUnit schema, junit-10.xsd
+    (jenkinsci/xunit-plugin, src/main/resources/org/jenkinsci/plugins/xunit/
+    types/model/xsd/junit-10.xsd, MIT; no Debian or npm package ships it, so
+    its rules are restated in JUNIT10 below, not the file itself): each
+    element's allowed attributes, required attributes and allowed children,
+    text only where the schema allows it, and "time" of <testsuites> and
+    <testsuite> in its SUREFIRE_TIME pattern. Then: well-formed XML; the root
+    is <testsuites> (or one <testsuite>); every
     <testsuite> has a name and tests/failures/errors/skipped counts equal to
     its testcases; <testsuites> counts, when present, are the sums; every
     <testcase> has a non-empty name and classname, and (classname, name) is
     unique in the file (Jenkins and GitLab key test history on it); every
     <failure> and <error> has a message attribute; a testcase has at most one
     of failure, error and skipped.
-  SARIF (GitHub code scanning, "SARIF support for code scanning"): version
+  SARIF: valid against the SARIF 2.1.0 JSON schema (tests/data/, through
+    tests/schemas.py; with a note on stderr, not a failure, where no
+    jsonschema module can be had), then (GitHub code scanning, "SARIF
+    support for code scanning"): version
     "2.1.0"; a $schema URI; runs[] with tool.driver.name; results[] where
     every result has ruleId, message.text and at least one location (GitHub
     refuses a whole file with a result without one), at most 10 locations,
     each with physicalLocation.artifactLocation.uri (a non-empty URI without
     spaces) and region.startLine >= 1; rules[] ids unique and every ruleId
-    among them; ruleIndex, when present, pointing at that rule.
+    among them; ruleIndex, when present, pointing at that rule; every rule
+    with help.text (GitHub requires it: SARIF Multitool rule GH2012).
 """
 import json
+import os
+import re
 import sys
 import xml.etree.ElementTree as ET
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import schemas  # noqa: E402  (tests/schemas.py)
+
+# junit-10.xsd, element by element: attributes allowed, attributes required,
+# child elements allowed, and whether text may stand in it (mixed content or a
+# simple type). Attributes or children not listed make the document invalid.
+_RERUN = {"attrs": {"message", "type"}, "required": {"type"},
+          "children": {"stackTrace", "system-out", "system-err"}, "text": True}
+_RESULT = {"attrs": {"type", "message"}, "required": set(), "children": set(), "text": True}
+_TEXT = {"attrs": set(), "required": set(), "children": set(), "text": True}
+JUNIT10 = {
+    "testsuites": {"attrs": {"name", "time", "tests", "failures", "errors"}, "required": set(),
+                   "children": {"testsuite"}, "text": False},
+    "testsuite": {"attrs": {"name", "tests", "failures", "errors", "group", "time", "skipped", "timestamp",
+                            "hostname", "id", "package", "file", "log", "url"},
+                  "required": {"name", "tests", "failures", "errors"},
+                  "children": {"testsuite", "properties", "testcase", "system-out", "system-err"}, "text": False},
+    "properties": {"attrs": set(), "required": set(), "children": {"property"}, "text": False},
+    "property": {"attrs": {"name", "value"}, "required": {"name", "value"}, "children": set(), "text": False},
+    "testcase": {"attrs": {"name", "time", "classname", "group"}, "required": {"name"},
+                 "children": {"skipped", "error", "failure", "rerunFailure", "rerunError", "flakyFailure",
+                              "flakyError", "system-out", "system-err"}, "text": False},
+    "failure": _RESULT, "error": _RESULT, "skipped": _RESULT,
+    "rerunFailure": _RERUN, "rerunError": _RERUN, "flakyFailure": _RERUN, "flakyError": _RERUN,
+    "system-out": _TEXT, "system-err": _TEXT, "stackTrace": _TEXT,
+}
+# junit-10.xsd's SUREFIRE_TIME, the type of "time" on <testsuites> and <testsuite>
+SUREFIRE_TIME = re.compile(r"(([0-9]{0,3},)*[0-9]{3}|[0-9]{0,3})*(\.[0-9]*)?")
+
+
+def problems_junit10(root):
+    """Where the document breaks junit-10.xsd's rules (JUNIT10)."""
+    errs = []
+
+    def walk(el, path):
+        rule = JUNIT10.get(el.tag)
+        if rule is None:
+            errs.append("%s: <%s> is not an element of junit-10.xsd" % (path, el.tag))
+            return
+        for a in sorted(set(el.attrib) - rule["attrs"]):
+            errs.append("%s: attribute %s is not allowed on <%s> (junit-10.xsd)" % (path, a, el.tag))
+        for a in sorted(rule["required"] - set(el.attrib)):
+            errs.append("%s: <%s> lacks the required attribute %s (junit-10.xsd)" % (path, el.tag, a))
+        if el.tag in ("testsuites", "testsuite") and "time" in el.attrib and \
+                not SUREFIRE_TIME.fullmatch(el.attrib["time"]):
+            errs.append("%s: time=%r is not a SUREFIRE_TIME (junit-10.xsd)" % (path, el.attrib["time"]))
+        texts = [el.text] + [c.tail for c in el]
+        if not rule["text"] and any(t and t.strip() for t in texts):
+            errs.append("%s: <%s> holds text (junit-10.xsd allows none)" % (path, el.tag))
+        for i, c in enumerate(el):
+            if c.tag not in rule["children"]:
+                errs.append("%s: <%s> is not allowed in <%s> (junit-10.xsd)" % (path, c.tag, el.tag))
+            else:
+                walk(c, "%s/%s[%d]" % (path, c.tag, i))
+
+    walk(root, root.tag)
+    return errs
 
 
 def problems_junit(path, out):
@@ -43,6 +114,7 @@ def problems_junit(path, out):
         suites = [root]
     else:
         return ["root element is <%s>, not <testsuites> or <testsuite>" % root.tag]
+    errs.extend(problems_junit10(root))
     if not suites:
         errs.append("no <testsuite>")
     seen = set()
@@ -111,6 +183,11 @@ def problems_sarif(path, out):
         return ["not JSON: %s" % e]
     if not isinstance(doc, dict):
         return ["the document is not an object"]
+    rc, lines = schemas.validate("sarif", path)
+    if rc == schemas.NO_JSONSCHEMA:
+        sys.stderr.write("\n".join(lines) + "\n")
+    elif rc:
+        errs.extend(line.split(": ", 1)[1] for line in lines)
     if doc.get("version") != "2.1.0":
         errs.append("version is %r, not \"2.1.0\"" % doc.get("version"))
     schema = doc.get("$schema")
@@ -129,6 +206,9 @@ def problems_sarif(path, out):
         ids = [r.get("id") for r in rules if isinstance(r, dict)]
         if len(ids) != len(set(ids)) or any(not isinstance(i, str) or not i for i in ids):
             errs.append("runs[%d]: rule ids are not unique non-empty strings" % ri)
+        for k, rule in enumerate(rules):
+            if not isinstance(get(rule, "help", "text"), str) or not rule["help"]["text"]:
+                errs.append("runs[%d].tool.driver.rules[%d]: no help.text (GitHub requires it: GH2012)" % (ri, k))
         results = run.get("results")
         if not isinstance(results, list):
             errs.append("runs[%d].results is not an array" % ri)

@@ -29,6 +29,9 @@
 #ifndef CUMTRACE_VERSION
 #define CUMTRACE_VERSION "0.0.0"
 #endif
+#ifndef CUMTRACE_DOCS_URL
+#define CUMTRACE_DOCS_URL NULL
+#endif
 
 #define PROG "cumtrace-report"
 
@@ -191,6 +194,7 @@ int main(int argc, char **argv)
 				   .buckets = 60,
 				   .top = 20,
 				   .tool_version = CUMTRACE_VERSION,
+				   .docs_url = CUMTRACE_DOCS_URL,
 				   .counter_us = CT_PERFETTO_COUNTER_US};
 	const char *output = NULL, *baseline = NULL;
 	int error_exitcode = 1, symbols = 1;

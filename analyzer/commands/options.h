@@ -73,6 +73,7 @@ struct ct_report_opts {
 	size_t buckets; /* timeline buckets (>= 1) */
 	size_t top;	/* sites shown per list; 0 = all */
 	const char *tool_version;
+	const char *docs_url; /* where docs/ is published (SARIF's informationUri, helpUri); NULL = none */
 	/* exporters (0 = the default where a default is stated) */
 	int flame_of;	      /* enum ct_flame_of */
 	uint64_t counter_us;  /* perfetto: counter samples at most one per track per N us; 0 = every change */

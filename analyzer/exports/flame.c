@@ -14,8 +14,12 @@
  * --format speedscope: the file format of https://www.speedscope.app
  * (schema https://www.speedscope.app/file-format-schema.json, types in
  * jlfwong/speedscope src/lib/file-format-spec.ts): frames shared by every
- * profile, one "sampled" profile per dump in unit "bytes", one sample per
- * site (frame indexes, root first) weighted by its bytes.
+ * profile (name, file and line: a native function is one frame per line it
+ * called from, as a Python function is), one "sampled" profile per dump in
+ * unit "bytes", one sample per site (frame indexes, root first) weighted by
+ * its bytes, the samples in time order (speedscope's "Time Order" view draws
+ * them left to right): by the first allocation of the leak (--of leaks), or
+ * of the site (peak, allocs: sites are numbered as first seen).
  *
  * Nothing is kept during the pass: sites, leaks and the peak snapshot of the
  * model are enough. Memory is proportional to sites x frames.
@@ -51,6 +55,7 @@ static struct ct_item *alloc_items(struct ct_model *const *ms, size_t nm, size_t
 						  .api = s->api,
 						  .kind = s->kind,
 						  .device = s->device,
+						  .site = (uint32_t)i,
 						  .count = s->allocs,
 						  .bytes = s->bytes_allocated};
 		}
@@ -76,9 +81,10 @@ static struct ct_item *flame_items(const struct ct_report_opts *o, struct ct_mod
 /* ---- the frames of an item, root first ---------------------------------------------------- */
 
 /*
- * One frame: its name, its file when known, and for a Python frame its line
- * (a native frame is one frame whatever line of it called on, as in
- * stackcollapse; a Python frame is one per line, as in py-spy).
+ * One frame: its name, its file and line when known. The folded output
+ * shows a Python frame's line (one frame per line, as in py-spy) and not a
+ * native frame's (one frame whatever line of it called on, as in
+ * stackcollapse); speedscope's frames carry both's lines.
  */
 struct fl_frame {
 	char name[512];
@@ -132,7 +138,7 @@ static size_t item_frames(const struct ct_item *it, int with_proc, struct fl_fra
 			ct_frame_label(fr, 0, f->name, sizeof f->name);
 		f->file = fr->file_short ? fr->file_short : fr->file;
 		f->python = fr->python;
-		f->line = fr->python ? fr->line : 0;
+		f->line = f->file ? fr->line : 0;
 	}
 	struct fl_frame *leaf = &out[n++];
 	if (ct_multi_device(m))
@@ -274,46 +280,54 @@ static void put_json_str(FILE *f, const char *s)
 	ct_json_escape(f, s, strlen(s));
 }
 
+/* Items of one dump in time order: the leak's first allocation, or the site's number (sites are
+ * numbered as first seen); then as listed (largest first). */
+static int cmp_time(const void *a, const void *b)
+{
+	const struct ct_item *x = *(const struct ct_item *const *)a, *y = *(const struct ct_item *const *)b;
+	uint64_t tx = x->leak ? x->leak->first_ts : x->site, ty = y->leak ? y->leak->first_ts : y->site;
+	if (tx != ty)
+		return tx < ty ? -1 : 1;
+	return (x > y) - (x < y);
+}
+
 static void render_speedscope(FILE *f, const struct ct_report_opts *o, struct ct_model *const *ms,
 			      size_t nm, const struct ct_item *v, size_t n)
 {
 	static struct fl_frame frames[FL_MAX_FRAMES];
 	struct fl_shared sh = {0};
 	char title[600];
+	const struct ct_item **order = ct_xcalloc(n ? n : 1, sizeof *order);
 	fprintf(f, "{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\",\n"
 		   "\"exporter\":\"cumtrace-report@%s\",\n\"name\":\"cumtrace %s\",\n"
 		   "\"activeProfileIndex\":0,\n\"profiles\":[",
 		o->tool_version ? o->tool_version : "?", of_name(o->flame_of));
 	for (size_t d = 0; d < nm; d++) {
 		uint64_t total = 0;
+		size_t k = 0;
 		for (size_t i = 0; i < n; i++)
-			if (v[i].m == ms[d])
+			if (v[i].m == ms[d] && v[i].bytes) {
 				total = ct_sat_add(total, v[i].bytes);
+				order[k++] = &v[i];
+			}
+		if (k > 1)
+			qsort(order, k, sizeof *order, cmp_time);
 		proc_frame(ms[d], &frames[0]);
 		snprintf(title, sizeof title, "%s %s", frames[0].name, of_name(o->flame_of));
 		fprintf(f, "%s\n{\"type\":\"sampled\",\"name\":", d ? "," : "");
 		put_json_str(f, title);
 		fprintf(f, ",\"unit\":\"bytes\",\"startValue\":0,\"endValue\":%" PRIu64 ",\n\"samples\":[",
 			total);
-		int first = 1;
-		for (size_t i = 0; i < n; i++) {
-			if (v[i].m != ms[d] || !v[i].bytes)
-				continue;
-			size_t nf = item_frames(&v[i], 0, frames);
-			fputs(first ? "\n[" : ",\n[", f);
-			first = 0;
-			for (size_t k = 0; k < nf; k++)
-				fprintf(f, "%s%" PRIu32, k ? "," : "", frame_index(&sh, &frames[k]));
+		for (size_t i = 0; i < k; i++) {
+			size_t nf = item_frames(order[i], 0, frames);
+			fputs(i ? ",\n[" : "\n[", f);
+			for (size_t j = 0; j < nf; j++)
+				fprintf(f, "%s%" PRIu32, j ? "," : "", frame_index(&sh, &frames[j]));
 			fputc(']', f);
 		}
 		fputs("],\n\"weights\":[", f);
-		first = 1;
-		for (size_t i = 0; i < n; i++) {
-			if (v[i].m != ms[d] || !v[i].bytes)
-				continue;
-			fprintf(f, "%s%" PRIu64, first ? "" : ",", v[i].bytes);
-			first = 0;
-		}
+		for (size_t i = 0; i < k; i++)
+			fprintf(f, "%s%" PRIu64, i ? "," : "", order[i]->bytes);
 		fputs("]}", f);
 	}
 	fputs("],\n\"shared\":{\"frames\":[", f);
@@ -333,6 +347,7 @@ static void render_speedscope(FILE *f, const struct ct_report_opts *o, struct ct
 		free(sh.files[i]);
 	free(sh.files);
 	free(sh.v);
+	free(order);
 	ct_imap_free(&sh.map);
 }
 

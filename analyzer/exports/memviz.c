@@ -13,7 +13,8 @@
  *                              "frames"}]}],
  *    "device_traces": [one list per device of {"action", "addr" ("device_free"
  *                      for "oom"), "size", "stream", "frames", "time_us"}],
- *    "allocator_settings": {...}}
+ *    "allocator_settings": {...},
+ *    "external_annotations": [{"name", "stage", "device", "time_us"}]}
  * with frames [{"filename", "line", "name"}], innermost first.
  *
  * With PyTorch's allocator events (the framework layer, model/framework.h) the
@@ -44,6 +45,19 @@
  * segments are the device allocations live at the end of the dump. A
  * negative device counts as 0.
  *
+ * NVTX ranges and marks are external_annotations, as torch records its
+ * record_function ranges (torch/csrc/cuda/memory_snapshot.cpp,
+ * _initRecordAnnotations: {"name", "stage": "START"} on entry, "END" on exit,
+ * then the device and time_us): a push or nvtxRangeStart is a START, its pop
+ * or nvtxRangeEnd an END of the same name, an instant (cumtrace_mark,
+ * nvtxMark, a step boundary) a START and an END at once; ranges still open
+ * at the end of the dump end there; a pop or end with nothing open is left
+ * out. device: the device of the thread's latest event (0 before any),
+ * time_us on the trace entries' clock. The latest --max-entries are kept
+ * (torch keeps them in a ring of that size too), names cut at MV_NAME_MAX
+ * bytes. MemoryViz.js does not draw them; tools that read torch's
+ * snapshots for phases do.
+ *
  * The pickle is protocol 2 and uses only opcodes that both Python's
  * unpickler and MemoryViz.js's own unpickle() read: PROTO, EMPTY_DICT,
  * EMPTY_LIST, MARK, SETITEMS, APPENDS, BINUNICODE (always valid UTF-8),
@@ -59,11 +73,15 @@
 #include "analyses/analyses.h"
 #include "base/util.h"
 #include "model/framework.h"
+#include "model/marks.h"
 #include "model/pystack.h"
 #include "render/render.h"
 #include "render/views.h"
 
 #define MV_SMALL_SEGMENT (1u << 20) /* torch's small pool: blocks up to 1 MiB */
+#define MV_NAME_MAX 256		    /* bytes of an annotation's name kept */
+#define MV_MAX_OPEN 4096	    /* NVTX ranges open at once, followed for their END */
+#define MV_MAX_THREADS 65536	    /* threads whose current device is followed */
 #define MV_SMALL_BUFFER (2u << 20)  /* ... in segments of 2 MiB */
 #define PK_BATCH 1000
 
@@ -99,7 +117,7 @@ enum {
 	X(active_allocated) X(large) X(small) X(action) X(addr) X(time_us) X(device_free) X(alloc) \
 	X(free_requested) X(free_completed) X(segment_alloc) X(segment_free) X(oom) X(filename)    \
 	X(line) X(name) X(compile_context) X(user_metadata) X(external_annotations)                \
-	X(segment_map) X(segment_unmap) X(active_pending_free) X(inactive)
+	X(segment_map) X(segment_unmap) X(active_pending_free) X(inactive) X(stage) X(START) X(END)
 
 enum pk_key {
 #define PK_ENUM_(n) K_##n,
@@ -260,11 +278,43 @@ struct mv_seg {
 	uint8_t expandable;
 };
 
+/* An external annotation: a range's START or END (name owned). */
+struct mv_ann {
+	uint64_t ts;
+	char *name;
+	int16_t device;
+	uint8_t end;
+};
+
+/* A range open: pushed on a thread (by CT_MARK_PUSH) or started with an id (CT_MARK_START). */
+struct mv_open {
+	uint64_t id;
+	uint32_t tid;
+	uint16_t by;
+	int16_t device;
+	char *name;
+};
+
+struct mv_thread {
+	uint32_t tid;
+	int16_t device;
+};
+
 struct mv_state {
 	struct mv_entry *ring; /* grows up to cap entries, then wraps */
 	size_t cap, head, n;   /* the oldest entry is at head */
 	size_t alloc;
 	uint64_t dropped;
+	/* external annotations: a ring of cap too, the oldest at ann_head */
+	struct mv_ann *anns;
+	size_t ann_head, nanns, ann_alloc;
+	uint64_t anns_dropped;
+	struct mv_open *open;
+	size_t nopen, capopen;
+	struct mv_thread *threads; /* each thread's current device, from its latest event */
+	size_t nthreads, capthreads;
+	struct ct_imap threadmap;
+	uint64_t last_ts; /* latest event or mark: where ranges still open end */
 	/* PyTorch's segments: those live now, and every address one started at */
 	struct mv_seg *segs;
 	size_t nsegs, capsegs;
@@ -329,9 +379,127 @@ static void ob_release(void *ctx, struct ct_model *m, const struct ct_rec_event 
 	push_block(ctx, m, b, ev->ts_ns, acts, 3);
 }
 
+/* ---- external annotations: NVTX ranges and marks --------------------------------------- */
+
+static int thread_eq(const void *ctx, uint32_t idx, const void *key)
+{
+	return ((const struct mv_state *)ctx)->threads[idx].tid == *(const uint32_t *)key;
+}
+
+/* Thread tid's latest event is on device. Threads never seen off device 0 are not kept. */
+static void thread_seen(struct mv_state *st, uint32_t tid, int16_t device, uint64_t ts)
+{
+	if (ts > st->last_ts)
+		st->last_ts = ts;
+	if (!st->nthreads && device == 0)
+		return;
+	uint64_t h = ct_mix64(tid);
+	uint32_t i = ct_imap_get(&st->threadmap, h, thread_eq, st, &tid);
+	if (i != CT_IMAP_NONE) {
+		st->threads[i].device = device;
+		return;
+	}
+	if (device == 0 || st->nthreads >= MV_MAX_THREADS)
+		return;
+	st->threads = ct_xgrow(st->threads, &st->capthreads, st->nthreads + 1, sizeof *st->threads);
+	st->threads[st->nthreads] = (struct mv_thread){tid, device};
+	ct_imap_put(&st->threadmap, h, (uint32_t)st->nthreads++);
+}
+
+/* The device of thread tid's latest event (0 before any). */
+static int16_t thread_device(const struct mv_state *st, uint32_t tid)
+{
+	uint32_t i = st->nthreads ? ct_imap_get(&st->threadmap, ct_mix64(tid), thread_eq, st, &tid)
+				  : CT_IMAP_NONE;
+	return i == CT_IMAP_NONE ? 0 : st->threads[i].device;
+}
+
+/* A copy of name cut at MV_NAME_MAX bytes, not inside a UTF-8 sequence. */
+static char *name_copy(const char *name)
+{
+	size_t n = strlen(name);
+	if (n > MV_NAME_MAX) {
+		n = MV_NAME_MAX;
+		while (n && ((unsigned char)name[n] & 0xc0) == 0x80)
+			n--;
+	}
+	return ct_xstrndup(name, n);
+}
+
+static void ann_push(struct mv_state *st, uint64_t ts, const char *name, int16_t device, int end)
+{
+	struct mv_ann a = {.ts = ts, .name = name_copy(name), .device = mv_dev(device), .end = (uint8_t)end};
+	if (st->nanns == st->cap) {
+		free(st->anns[st->ann_head].name);
+		st->anns[st->ann_head] = a;
+		st->ann_head = (st->ann_head + 1) % st->cap;
+		st->anns_dropped++;
+		return;
+	}
+	st->anns = ct_xgrow(st->anns, &st->ann_alloc, st->nanns + 1, sizeof *st->anns);
+	st->anns[st->nanns++] = a;
+}
+
+static void ob_mark(void *ctx, struct ct_model *m, const struct ct_mark *mk)
+{
+	struct mv_state *st = ctx;
+	(void)m;
+	const char *name = mk->name ? mk->name : "";
+	int16_t device = thread_device(st, mk->tid);
+	if (mk->ts_ns > st->last_ts)
+		st->last_ts = mk->ts_ns;
+	switch (mk->kind) {
+	case CT_MARK_INSTANT:
+	case CT_MARK_STEP: /* an instant: a START and its END at one time */
+		ann_push(st, mk->ts_ns, name, device, 0);
+		ann_push(st, mk->ts_ns, name, device, 1);
+		break;
+	case CT_MARK_PUSH:
+	case CT_MARK_START:
+		if (st->nopen >= MV_MAX_OPEN)
+			break; /* neither its START nor its END */
+		st->open = ct_xgrow(st->open, &st->capopen, st->nopen + 1, sizeof *st->open);
+		st->open[st->nopen++] = (struct mv_open){.id = mk->aux, .tid = mk->tid, .by = mk->kind,
+							 .name = name_copy(name)};
+		ann_push(st, mk->ts_ns, name, device, 0);
+		break;
+	case CT_MARK_POP:
+	case CT_MARK_STOP: {
+		/* a pop ends the innermost range its thread pushed; an end the range of its id */
+		uint16_t by = mk->kind == CT_MARK_POP ? CT_MARK_PUSH : CT_MARK_START;
+		for (size_t i = st->nopen; i-- > 0;) {
+			struct mv_open *o = &st->open[i];
+			if (o->by != by || (by == CT_MARK_PUSH ? o->tid != mk->tid : o->id != mk->aux))
+				continue;
+			ann_push(st, mk->ts_ns, o->name, device, 1);
+			free(o->name);
+			memmove(o, o + 1, (st->nopen - i - 1) * sizeof *o);
+			st->nopen--;
+			break;
+		}
+		break;
+	}
+	default:
+		break;
+	}
+}
+
+/* Ranges still open end with the dump, innermost first. */
+static void ob_finish(void *ctx, struct ct_model *m)
+{
+	struct mv_state *st = ctx;
+	uint64_t end = m->have_ts && m->last_ts > st->last_ts ? m->last_ts : st->last_ts;
+	while (st->nopen) {
+		struct mv_open *o = &st->open[--st->nopen];
+		ann_push(st, end, o->name, thread_device(st, o->tid), 1);
+		free(o->name);
+	}
+}
+
 static void ob_event(void *ctx, struct ct_model *m, const struct ct_rec_event *ev)
 {
 	(void)m;
+	thread_seen(ctx, ev->tid, ev->device, ev->ts_ns);
 	if (ev->result != CT_RESULT_OUT_OF_MEMORY)
 		return;
 	if (ev->op != CT_OP_ALLOC && ev->op != CT_OP_PHYS_CREATE && ev->op != CT_OP_MAP)
@@ -435,6 +603,7 @@ static void ob_fw_event(void *ctx, struct ct_model *m, const struct ct_rec_event
 	struct mv_state *st = ctx;
 	enum mv_action a;
 	(void)m;
+	thread_seen(st, ev->tid, ev->device, ev->ts_ns);
 	switch (ev->api) {
 	case CT_API_torch_alloc: a = MV_ALLOC; break;
 	case CT_API_torch_free_requested: a = MV_FREE_REQUESTED; break;
@@ -461,6 +630,14 @@ static void ob_fw_event(void *ctx, struct ct_model *m, const struct ct_rec_event
 static void ob_destroy(void *ctx)
 {
 	struct mv_state *st = ctx;
+	for (size_t i = 0; i < st->nanns; i++)
+		free(st->anns[i].name);
+	free(st->anns);
+	for (size_t i = 0; i < st->nopen; i++)
+		free(st->open[i].name);
+	free(st->open);
+	free(st->threads);
+	ct_imap_free(&st->threadmap);
 	free(st->ring);
 	free(st->segs);
 	free(st->ranges);
@@ -480,7 +657,9 @@ const struct ct_analysis ct_analysis_memviz = {
 	.observe = {.alloc = ob_alloc,
 		    .release = ob_release,
 		    .event = ob_event,
+		    .mark = ob_mark,
 		    .fw_event = ob_fw_event,
+		    .finish = ob_finish,
 		    .destroy = ob_destroy},
 };
 
@@ -804,6 +983,29 @@ static void write_segment(struct mv_out *o, const struct out_seg *g)
 	pk_op(p, PK_SETITEMS);
 }
 
+/* external_annotations: torch's order of keys (its metadata, then device and time_us), oldest first. */
+static void write_annotations(struct mv_out *o, const struct mv_state *st)
+{
+	struct pk *p = &o->pk;
+	pk_op(p, PK_EMPTY_LIST);
+	for (size_t i = 0; i < st->nanns; i++) {
+		const struct mv_ann *a = &st->anns[(st->ann_head + i) % st->cap];
+		if (i % PK_BATCH == 0)
+			pk_op(p, PK_MARK);
+		pk_op(p, PK_EMPTY_DICT);
+		pk_op(p, PK_MARK);
+		pk_key(p, K_name);
+		pk_str(p, a->name);
+		pk_key(p, K_stage);
+		pk_key(p, a->end ? K_END : K_START);
+		pk_kv_uint(p, K_device, (uint64_t)a->device);
+		pk_kv_uint(p, K_time_us, time_us(o->m, a->ts));
+		pk_op(p, PK_SETITEMS);
+		if (i % PK_BATCH == PK_BATCH - 1 || i + 1 == st->nanns)
+			pk_op(p, PK_APPENDS);
+	}
+}
+
 static const struct mv_state *sort_state;
 
 /* Trace entries by device, in ring order within a device. */
@@ -907,9 +1109,11 @@ static void render_memviz(FILE *f, const struct ct_report_opts *o, struct ct_mod
 	pk_uint(p, st->cap);
 	pk_str(p, "trace_alloc_overflowed");
 	pk_bool(p, st->dropped != 0);
+	pk_str(p, "external_annotations_overflowed"); /* cumtrace's: older STARTs may be gone */
+	pk_bool(p, st->anns_dropped != 0);
 	pk_op(p, PK_SETITEMS);
-	pk_key(p, K_external_annotations); /* torch 2.11: a list, empty without annotations */
-	pk_op(p, PK_EMPTY_LIST);
+	pk_key(p, K_external_annotations);
+	write_annotations(&out, st);
 	pk_op(p, PK_SETITEMS);
 	pk_op(p, PK_STOP);
 

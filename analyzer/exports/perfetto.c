@@ -35,8 +35,11 @@
  *     open slice of the same name and category: each "e" repeats both;
  *   - each numeric arg of a "C" event is a track "NAME KEY" (ours: "bytes");
  *   - instants take "s": "t" (thread track) or "p" (process track);
- *   - ts is in microseconds whatever displayTimeUnit says (it only changes
- *     the display).
+ *   - ts is in microseconds; there is no displayTimeUnit (Perfetto releases
+ *     before 2022 read "ns" there as the unit of ts, current ones only as
+ *     the display's);
+ *   - every counter has a category ("memory", "memory.pytorch",
+ *     "memory.cupy"): Chrome's trace viewer filters events by category.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -746,9 +749,10 @@ static void render_spool(struct pf_out *w, struct ct_model *m, struct pf_state *
 				/* the framework layer: "PyTorch allocated 0", "PyTorch reserved 0", "CuPy used 0" */
 				uint8_t k = st->fw[r.tid - PF_MAX_TRACKS].kind;
 				ev_start(w, r.ts);
-				fprintf(w->f, ",\"ph\":\"C\",\"pid\":%" PRIu32 ",\"name\":\"%s %s %d\""
-					      ",\"args\":{\"bytes\":%" PRIu64 "}}",
-					w->pid, k == CT_KIND_CUPY_BLOCK ? "CuPy" : "PyTorch",
+				fprintf(w->f, ",\"ph\":\"C\",\"pid\":%" PRIu32 ",\"cat\":\"memory.%s\""
+					      ",\"name\":\"%s %s %d\",\"args\":{\"bytes\":%" PRIu64 "}}",
+					w->pid, k == CT_KIND_CUPY_BLOCK ? "cupy" : "pytorch",
+					k == CT_KIND_CUPY_BLOCK ? "CuPy" : "PyTorch",
 					k == CT_KIND_CUPY_BLOCK	      ? "used"
 					: k == CT_KIND_TORCH_SEGMENT ? "reserved"
 								     : "allocated",
@@ -758,8 +762,8 @@ static void render_spool(struct pf_out *w, struct ct_model *m, struct pf_state *
 			if (r.tid >= m->nkd)
 				break;
 			ev_start(w, r.ts);
-			fprintf(w->f, ",\"ph\":\"C\",\"pid\":%" PRIu32 ",\"name\":\"%s %d live\""
-				      ",\"args\":{\"bytes\":%" PRIu64 "}}",
+			fprintf(w->f, ",\"ph\":\"C\",\"pid\":%" PRIu32 ",\"cat\":\"memory\""
+				      ",\"name\":\"%s %d live\",\"args\":{\"bytes\":%" PRIu64 "}}",
 				w->pid, ct_kind_name(m->kd[r.tid].kind), m->kd[r.tid].device, r.a);
 			break;
 		case PF_INSTANT:
@@ -1004,7 +1008,7 @@ static void render_perfetto(FILE *f, const struct ct_report_opts *o, struct ct_m
 		total.untracked += st->untracked;
 		total.untracked_threads += st->untracked_threads;
 	}
-	fputs("\n],\n\"displayTimeUnit\":\"ns\",\n\"otherData\":{", f);
+	fputs("\n],\n\"otherData\":{", f);
 	fprintf(f, "\"exporter\":\"cumtrace-report %s\"", o->tool_version ? o->tool_version : "?");
 	fprintf(f, ",\"counter_interval_ns\":%" PRIu64 ",\"counter_samples\":%" PRIu64, width,
 		total.samples);

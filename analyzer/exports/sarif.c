@@ -10,6 +10,11 @@
  * counts them. The whole stack is in the result's "stacks". Level "error"
  * when the site fails the gate, "note" otherwise; suppressed sites carry a
  * suppression, and with a baseline every result has a baselineState.
+ *
+ * Each rule has help.text (GitHub requires it: SARIF Multitool rule GH2012)
+ * and, with a documentation URL (make DOCS_URL), a helpUri; the driver then
+ * has an informationUri. partialFingerprints tell sites apart by their
+ * identity and their device (fingerprint()).
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -24,24 +29,48 @@
 
 static struct ct_frame frames[CT_ANALYSIS_FRAMES];
 
+/* Per class: name, short and full description, what to do (help), and the section of
+ * docs/report.md that explains it (helpUri). */
 static const struct {
-	const char *name, *brief, *full;
+	const char *name, *brief, *full, *help, *anchor;
 } rules[CT_CLASS_COUNT] = {
 	[CT_CLASS_LEAKED] = {"GpuMemoryLeaked", "GPU memory allocated by the program and never freed",
 			     "An allocation made by the program's own code (not by an allocator "
-			     "cache) was still live when the process exited."},
+			     "cache) was still live when the process exited.",
+			     "Free the allocation on every path (cudaFree, cuMemFree, or drop the "
+			     "last reference to what owns it) before the program exits. If it is "
+			     "meant to live until exit, suppress the site (cumtrace-report "
+			     "--gen-suppressions prints a block for it) or compare against a "
+			     "baseline (--baseline).",
+			     "leak-classes"},
 	[CT_CLASS_CACHE] = {"GpuMemoryHeldByAllocatorCache",
 			    "GPU memory held by an allocator cache at exit",
 			    "A caching allocator or library workspace (PyTorch, CuPy, JAX/XLA, "
 			    "cuBLAS, cuDNN, NCCL) still held this memory at exit; caches usually "
-			    "keep memory until the process ends."},
+			    "keep memory until the process ends.",
+			    "Usually nothing to fix: the cache keeps memory for reuse until the "
+			    "process ends. The stack shows which allocator or library holds it. "
+			    "If this memory grows from step to step, see the growth rule; to give "
+			    "it back earlier, empty the cache (torch.cuda.empty_cache(), CuPy's "
+			    "free_all_blocks()).",
+			    "leak-classes"},
 	[CT_CLASS_TEARDOWN] = {"GpuMemoryFreedByContextTeardown",
 			       "GPU memory still live at a context teardown",
 			       "The allocation was live when cudaDeviceReset, cuCtxDestroy or "
-			       "cuDevicePrimaryCtxReset destroyed its context."},
+			       "cuDevicePrimaryCtxReset destroyed its context.",
+			       "The context teardown gave this memory back, but the program never "
+			       "freed it: free it before resetting the device or destroying the "
+			       "context, or it leaks in programs that do not tear down.",
+			       "leak-classes"},
 	[CT_CLASS_GROWTH] = {"GpuMemoryGrowsPerStep", "GPU memory that grows step after step",
 			     "The live bytes of this allocation site grew in most of the last "
-			     "steps (cumtrace marks or NVTX ranges)."},
+			     "steps (cumtrace marks or NVTX ranges).",
+			     "Something allocated at this site in each step is kept into the next "
+			     "one, such as tensors appended to a list every iteration, or results "
+			     "kept with their autograd graph. Release what each step allocates, or "
+			     "keep only what is needed (a number rather than a tensor, a detached "
+			     "copy).",
+			     "growth-leaks"},
 };
 
 /* Is path below dir? Then the rest of path (after dir and its '/'), else NULL. */
@@ -150,6 +179,23 @@ static void json_stack(struct ct_json *j, const struct ct_model *m, const struct
 	ct_json_arr_end(j);
 }
 
+/*
+ * partialFingerprints' "cumtraceSite/v1": the site's identity (function names,
+ * never addresses: stable across runs and rebuilds), with its device mixed in
+ * past device 0, so that one site on two devices is two results for GitHub
+ * while a device-0 site keeps the fingerprint of earlier versions.
+ */
+static uint64_t fingerprint(const struct ct_finding *x)
+{
+	if (x->it.device == 0)
+		return x->identity;
+	uint64_t h = x->identity;
+	uint32_t dev = (uint32_t)(int32_t)x->it.device;
+	for (int i = 0; i < 4; i++) /* FNV-1a over the device's bytes: the same on every platform */
+		h = (h ^ ((dev >> (8 * i)) & 0xff)) * 0x100000001b3ull;
+	return h;
+}
+
 /* The result of a finding; 0 (nothing written) when it has no user frame to be its location. */
 static int json_result(struct ct_json *j, const struct ct_report_opts *o, const struct ct_finding *x,
 		       int have_baseline)
@@ -179,7 +225,7 @@ static int json_result(struct ct_json *j, const struct ct_report_opts *o, const 
 	json_physical(j, x->it.m, &frames[x->user_frame]);
 	ct_json_obj_end(j);
 	ct_json_arr_end(j);
-	snprintf(id, sizeof id, "%016" PRIx64, x->identity);
+	snprintf(id, sizeof id, "%016" PRIx64, fingerprint(x));
 	ct_json_key(j, "partialFingerprints");
 	ct_json_obj(j);
 	ct_json_kv_str(j, "cumtraceSite/v1", id);
@@ -229,6 +275,11 @@ void ct_sarif_write(FILE *f, const struct ct_report_opts *o, struct ct_model *co
 	ct_json_obj(&j);
 	ct_json_kv_str(&j, "name", "cumtrace");
 	ct_json_kv_str(&j, "version", o->tool_version);
+	char uri[512];
+	if (o->docs_url) {
+		snprintf(uri, sizeof uri, "%s/report.md", o->docs_url);
+		ct_json_kv_str(&j, "informationUri", uri);
+	}
 	ct_json_key(&j, "rules");
 	ct_json_arr(&j);
 	for (int c = 0; c < CT_CLASS_COUNT; c++) {
@@ -245,6 +296,14 @@ void ct_sarif_write(FILE *f, const struct ct_report_opts *o, struct ct_model *co
 		ct_json_obj(&j);
 		ct_json_kv_str(&j, "text", rules[c].full);
 		ct_json_obj_end(&j);
+		ct_json_key(&j, "help");
+		ct_json_obj(&j);
+		ct_json_kv_str(&j, "text", rules[c].help);
+		ct_json_obj_end(&j);
+		if (o->docs_url) {
+			snprintf(uri, sizeof uri, "%s/report.md#%s", o->docs_url, rules[c].anchor);
+			ct_json_kv_str(&j, "helpUri", uri);
+		}
 		ct_json_key(&j, "defaultConfiguration");
 		ct_json_obj(&j);
 		ct_json_kv_str(&j, "level", a->fail_classes & CT_CLASS_BIT(c) ? "error" : "note");

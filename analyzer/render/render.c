@@ -93,6 +93,7 @@ struct ct_item *ct_peak_items(struct ct_model *const *ms, size_t nm, size_t *n)
 					       .api = s->api,
 					       .kind = s->kind,
 					       .device = s->device,
+					       .site = (uint32_t)j,
 					       .count = c,
 					       .bytes = b};
 		}
@@ -110,6 +111,7 @@ struct ct_item ct_site_item(struct ct_model *m, const struct ct_site *s, uint64_
 				.api = s->api,
 				.kind = s->kind,
 				.device = s->device,
+				.site = (uint32_t)(s - m->sites),
 				.count = count,
 				.bytes = bytes};
 }

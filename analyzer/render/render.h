@@ -23,6 +23,9 @@ struct ct_item {
 	uint8_t kind;
 	int16_t device;
 	const struct ct_leak *leak; /* NULL for peak sites */
+	/* items made from a site: its index in m->sites, which numbers sites in the order they
+	 * were first seen (so orders them in time); leak items have leak->first_ts instead */
+	uint32_t site;
 	uint64_t count, bytes;
 };
 
@@ -30,7 +33,7 @@ struct ct_item {
 struct ct_item *ct_leak_items(struct ct_model *const *ms, size_t nm, size_t *n);
 /* Every device-bytes site live at each model's peak, largest first (caller frees). */
 struct ct_item *ct_peak_items(struct ct_model *const *ms, size_t nm, size_t *n);
-/* The item of site s of m with the given count and bytes. */
+/* The item of site s (one of m->sites) with the given count and bytes. */
 struct ct_item ct_site_item(struct ct_model *m, const struct ct_site *s, uint64_t count,
 			    uint64_t bytes);
 /*

@@ -15,6 +15,12 @@ not have; see docs/report.md for the command that runs torch's own tool):
     _memory_viz.py reads is there: the functions segments, memory, segsum
     (with its assertions) and trace are run as written there, minus the
     flamegraph.pl and HTML steps;
+  - external_annotations (torch/csrc/cuda/memory_snapshot.cpp writes them:
+    its record_function callbacks' {"name", "stage": "START"|"END"}, then
+    "device" and "time_us"): every entry has those four keys and no other,
+    times never go back, and per name every END follows a START and every
+    START has its END (ENDs whose START fell out of the ring are allowed when
+    allocator_settings says external_annotations_overflowed);
   - MemoryViz.js's annotate_snapshot, process_alloc_data (block and segment
     views) and the "Allocator State History" replay (simulate_memory, then
     the block-to-segment lookup of draw) run for every event of every device
@@ -380,6 +386,34 @@ def replay_history(snapshot, device):
             return
 
 
+def check_annotations(data):
+    anns = data.get("external_annotations")
+    if not isinstance(anns, list):
+        err("external_annotations is not a list")
+        return []
+    overflowed = (data.get("allocator_settings") or {}).get("external_annotations_overflowed", False)
+    last, open_ = None, {}
+    for i, a in enumerate(anns):
+        if not isinstance(a, dict) or sorted(a) != ["device", "name", "stage", "time_us"]:
+            err("external_annotations[%d] is not {name, stage, device, time_us}: %r" % (i, a))
+            continue
+        if not isinstance(a["name"], str) or a["stage"] not in ("START", "END") or \
+                not isinstance(a["device"], int) or a["device"] < 0 or not isinstance(a["time_us"], int):
+            err("external_annotations[%d]: bad values %r" % (i, a))
+            continue
+        if last is not None and a["time_us"] < last:
+            err("external_annotations[%d]: time_us %d before %d" % (i, a["time_us"], last))
+        last = a["time_us"]
+        n = open_.get(a["name"], 0) + (1 if a["stage"] == "START" else -1)
+        if n < 0 and not overflowed:
+            err("external_annotations[%d]: END of %r without a START" % (i, a["name"]))
+        open_[a["name"]] = max(n, 0)
+    for name, n in sorted(open_.items()):
+        if n:
+            err("external_annotations: %d START of %r without an END" % (n, name))
+    return [[a.get("name"), a.get("stage"), a.get("device"), a.get("time_us")] for a in anns if isinstance(a, dict)]
+
+
 def main():
     raw = open(sys.argv[1], "rb").read()
     check_opcodes(raw)
@@ -417,6 +451,7 @@ def main():
                 if not (isinstance(f.get("filename"), str) and isinstance(f.get("line"), int) and
                         isinstance(f.get("name"), str)):
                     err("frame %r lacks filename/line/name" % (f,))
+        annotations = check_annotations(data)
     exit_on_errors("memviz")
     seg_text = segments_lines(data)
     memory_lines(data)
@@ -442,6 +477,8 @@ def main():
         "block_frames": sorted({";".join(f["name"] for f in b["frames"])
                                 for s in data["segments"] for b in s["blocks"]}),
         "allocator_settings": data.get("allocator_settings"),
+        "annotations": annotations,
+        "trace_times": [[[e["action"], e["time_us"]] for e in t] for t in data["device_traces"]],
     }
     for s in data["segments"]:
         d = summary["segments_by_device"].setdefault(str(s["device"]), [0, 0])

@@ -11,13 +11,14 @@ importer (google/perfetto src/trace_processor/importers/json/
 json_trace_tokenizer.cc, json_trace_parser_impl.cc), which the trace
 processor cannot be run here to confirm:
   - the document is an object; "traceEvents" (an array of objects) comes
-    first (older tokenizers skip the rest after an unknown key);
-    displayTimeUnit, if present, is "ms" or "ns";
+    first (older tokenizers skip the rest after an unknown key); no
+    displayTimeUnit (Perfetto releases before 2022 read "ns" there as the
+    unit of ts, not of the display);
   - the tokenizer reads "ts" and "dur" from each event's top level and
     fails on an array value there: ts comes first and no value is an array;
   - ph is one of M C b e B E i; pid and tid are integers;
-  - "C": exactly one numeric arg; samples of a track (pid, name, key) have
-    strictly increasing ts;
+  - "C": a category (cat, a non-empty string) and exactly one numeric arg;
+    samples of a track (pid, name, key) have strictly increasing ts;
   - "b"/"e": cat, id and name are strings; on each track (pid, cat, id)
     every b has its e, with the same name, at ts >= b's; the next b of the
     track starts strictly after (slices on one track never overlap);
@@ -62,8 +63,8 @@ def main():
     order = doc["__order__"]
     if not order or order[0] != "traceEvents":
         err("traceEvents is not the first key: %s" % order)
-    if "displayTimeUnit" in doc and doc["displayTimeUnit"] not in ("ms", "ns"):
-        err("displayTimeUnit %r" % doc["displayTimeUnit"])
+    if "displayTimeUnit" in doc:
+        err("displayTimeUnit %r: older Perfetto reads it as the unit of ts" % doc["displayTimeUnit"])
     if "otherData" in doc and not isinstance(doc["otherData"], dict):
         err("otherData is not an object")
     events = doc.get("traceEvents")
@@ -118,8 +119,12 @@ def main():
             if not isinstance(name, str) or len(vals) != 1 or not is_num(args[vals[0]]):
                 err("%s: counter needs a name and one numeric arg: %r" % (where, strip(e)))
                 continue
+            if not isinstance(e.get("cat"), str) or not e["cat"]:
+                err("%s: counter without a category: %r" % (where, strip(e)))
+                continue
             key = (pid, name, vals[0])
-            c = counters.setdefault(key, {"samples": 0, "max": None, "last": None, "ts": None, "values": []})
+            c = counters.setdefault(key, {"cat": e["cat"], "samples": 0, "max": None, "last": None, "ts": None,
+                                          "values": []})
             if c["ts"] is not None and ts <= c["ts"]:
                 err("%s: counter %s ts %s not after %s" % (where, key, ts, c["ts"]))
             c["ts"] = ts

@@ -8,6 +8,8 @@ CHECK="python3 $ROOT/tests/ci_formats.py"
 code() { set +e; "$@" >/dev/null 2>"$T/err.txt"; echo $?; set -e; }
 (cd "$T" && traced lc "$PROGS/leak_classes" >/dev/null) # from outside the repository
 NVTX_INJECTION64_PATH=$SHIM traced gr "$PROGS/growth" nvtx
+traced cl "$PROGS/clean"
+traced basic "$PROGS/basic" >/dev/null
 dump=$(dump_of lc)
 user_line=$(grep -n 'CHECK(cudaMalloc(&p, n));' tests/e2e/progs/leak_classes.c | head -n 1 | cut -d: -f1)
 main_cublas=$(grep -n 'fake_cublasCreate(4 \* MiB)' tests/e2e/progs/leak_classes.c | cut -d: -f1)
@@ -37,6 +39,13 @@ cp "$dump" "$T/copy.dump" # a copy: the same file twice is refused
 $CHECK junit "$T/two.xml" >"$T/two.sum" || fail "junit check of two dumps: $(cat "$T/err.txt")"
 expect_eq junit_two "$(head -n 1 "$T/two.sum")" "tests 10 failures 2 errors 0 skipped 0"
 expect_eq junit_two_suites "$(grep -c '<testsuite ' "$T/two.xml")" 2
+# A clean run is one passing testcase, not an empty suite (Jenkins and GitLab show that as no tests).
+"$REPORT" leaks --format junit --fail-on-leak -o "$T/clean.xml" "$(dump_of cl)"
+$CHECK junit "$T/clean.xml" >"$T/clean.sum" || fail "junit check of a clean run: $(cat "$T/err.txt")"
+expect_eq junit_clean "$(tr '\n' ' ' <"$T/clean.sum")" "tests 1 failures 0 errors 0 skipped 0 cumtrace|no leaks|passed "
+"$REPORT" leaks --format junit -o "$T/clean2.xml" "$(dump_of cl)" "$(dump_of cl)"
+$CHECK junit "$T/clean2.xml" >"$T/clean2.sum" || fail "junit check of two clean runs: $(cat "$T/err.txt")"
+expect_eq junit_clean_two "$(tail -n +2 "$T/clean2.sum" | tr '\n' ' ')" "cumtrace.dump1|no leaks|passed cumtrace.dump2|no leaks|passed "
 # Growth sites are testcases too.
 expect_eq junit_growth_exit "$(code "$REPORT" leaks --format junit --fail-on=growth -o "$T/g.xml" "$(dump_of gr)")" 1
 $CHECK junit "$T/g.xml" >"$T/g.sum" || fail "junit check: $(cat "$T/err.txt")"
@@ -84,6 +93,52 @@ expect_eq sarif_growth_exit "$(code "$REPORT" leaks --format sarif --fail-on=gro
 $CHECK sarif "$T/g.sarif" >"$T/gs.sum" || fail "sarif check: $(cat "$T/err.txt")"
 expect_eq sarif_growth "$(grep '^cumtrace/growth' "$T/gs.sum" | cut -d'|' -f1,2)" "cumtrace/growth|error"
 
+# SARIF rules carry help (GitHub requires it: GH2012) and a helpUri; the driver an informationUri.
+expect_eq sarif_help "$(jget "$T/rel.sarif" 'all(r["help"]["text"] and r["helpUri"].endswith(("#leak-classes", "#growth-leaks")) for r in j["runs"][0]["tool"]["driver"]["rules"])')" True
+expect_eq sarif_information_uri "$(jget "$T/rel.sarif" 'j["runs"][0]["tool"]["driver"]["informationUri"].endswith("/report.md")')" True
+# Fingerprints: basic leaks from leak_device twice on device 0 and once on device 1 (one chain of functions):
+# two fingerprints; a device-0 site's is its identity, as in earlier versions.
+"$REPORT" leaks --format sarif -o "$T/b.sarif" "$(dump_of basic)"
+$CHECK sarif "$T/b.sarif" >/dev/null || fail "sarif check of basic: $(cat "$T/err.txt")"
+report "$T/b.json" leaks --top 0 "$(dump_of basic)"
+expect_eq sarif_fingerprint_devices "$(python3 -c 'import json, sys
+r = json.load(open(sys.argv[1]))["runs"][0]["results"]
+ids = {(s["device"], s["identity"]) for s in json.load(open(sys.argv[2]))["leaks"]["sites"]}
+d = [(x["properties"]["device"], x["partialFingerprints"]["cumtraceSite/v1"]) for x in r
+     if "leak_device" in x["stacks"][0]["frames"][0]["location"]["message"]["text"]]
+print(sorted(dev for dev, _ in d), len({f for _, f in d}), all((dev, f) in ids for dev, f in d if dev == 0),
+      any((dev, f) in ids for dev, f in d if dev != 0))' "$T/b.sarif" "$T/b.json")" "[0, 0, 1] 2 True False"
+# The SARIF 2.1.0 schema (tests/data/, from the SARIF Multitool's npm package) accepts the
+# files, and refuses a broken one.
+set +e
+python3 "$ROOT/tests/schemas.py" sarif "$T/rel.sarif" 2>"$T/schema.txt"
+rc=$?
+set -e
+schema_ok=0
+case $rc in
+0) echo "ok: SARIF schema accepts rel.sarif" && schema_ok=1 ;;
+77) echo "skip: SARIF schema: $(cat "$T/schema.txt")" ;;
+*) fail "SARIF schema refused rel.sarif: $(head -n 3 "$T/schema.txt")" ;;
+esac
+# The SARIF Multitool (npm @microsoft/sarif-multitool, as scripts/install-deps.sh installs it),
+# GitHub's rules included: no error, no warning.
+# (its own executable: the npm wrapper hands its arguments to a shell, which splits "Sarif;Gh")
+mt=
+command -v node >/dev/null && command -v npm >/dev/null &&
+	mt=$(NODE_PATH=$(npm root -g 2>/dev/null) node -e 'console.log(require("@microsoft/sarif-multitool"))' 2>/dev/null) || mt=
+if [ -n "$mt" ] && [ -x "$mt" ]; then
+	# one run over every file, and one without a rule's help that it must refuse (GH2012)
+	python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); del d["runs"][0]["tool"]["driver"]["rules"][0]["help"]
+json.dump(d, open(sys.argv[2], "w"))' "$T/rel.sarif" "$T/nohelp.sarif"
+	"$mt" validate --rule-kind "Sarif;Gh" -o "$T/mt.sarif" "$T/l.sarif" "$T/rel.sarif" "$T/g.sarif" "$T/b.sarif" \
+		"$T/pyin.sarif" "$T/nohelp.sarif" >"$T/mt.txt" 2>&1 || fail "SARIF Multitool failed: $(tail -n 3 "$T/mt.txt")"
+	expect_eq "SARIF Multitool: errors and warnings, by file" \
+		"$(jget "$T/mt.sarif" 'sorted(set((r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"].rsplit("/", 1)[1], r.get("level", "warning"), r["ruleId"]) for r in j["runs"][0]["results"] if r.get("level", "warning") in ("error", "warning")))')" \
+		"[('nohelp.sarif', 'error', 'GH2012')]"
+else
+	echo "skip: SARIF Multitool not installed (npm install -g @microsoft/sarif-multitool: scripts/install-deps.sh)"
+fi
+
 # The golden files pass too.
 for f in tests/golden/*.junit.xml; do $CHECK junit "$f" >/dev/null || fail "golden $f"; done
 for f in tests/golden/*.sarif; do $CHECK sarif "$f" >/dev/null || fail "golden $f"; done
@@ -98,21 +153,37 @@ for m in 'd["version"]="2.0.0"' 'del d["$schema"]' 'del d["runs"][0]["tool"]["dr
 	"del $r0[\"ruleId\"]" "$r0[\"message\"]={}" "$r0[\"locations\"]=[]" "del $r0[\"locations\"]" \
 	"$r0[\"locations\"][0][\"physicalLocation\"][\"region\"][\"startLine\"]=0" \
 	"del $r0[\"locations\"][0][\"physicalLocation\"][\"artifactLocation\"]" \
-	"$r0[\"ruleId\"]=\"cumtrace/other\"" "$r0[\"ruleIndex\"]=2"; do
+	"$r0[\"ruleId\"]=\"cumtrace/other\"" "$r0[\"ruleIndex\"]=2" \
+	'del d["runs"][0]["tool"]["driver"]["rules"][1]["help"]'; do
 	mutate "$T/rel.sarif" "$m" "$T/bad.sarif"
 	expect_eq "checker refuses: $m" "$(code $CHECK sarif "$T/bad.sarif")" 1
 done
-sed 's/classname="cumtrace.leaked"//' "$T/l.xml" >"$T/bad.xml"
-expect_eq "checker refuses: no classname" "$(code $CHECK junit "$T/bad.xml")" 1
-sed 's/<failure message="[^"]*"/<failure/' "$T/l.xml" >"$T/bad.xml"
-expect_eq "checker refuses: failure without message" "$(code $CHECK junit "$T/bad.xml")" 1
-sed 's/ tests="5"/ tests="4"/' "$T/l.xml" >"$T/bad.xml"
-expect_eq "checker refuses: wrong count" "$(code $CHECK junit "$T/bad.xml")" 1
+# what only the schema refuses
+if [ "$schema_ok" = 1 ]; then
+	for m in "$r0[\"level\"]=\"fatal\"" "$r0[\"partialFingerprints\"]=[\"x\"]" 'd["runs"][0]["tool"]["driver"]["informationUri"]=7'; do
+		mutate "$T/rel.sarif" "$m" "$T/bad.sarif"
+		expect_eq "checker refuses (SARIF schema): $m" "$(code $CHECK sarif "$T/bad.sarif")" 1
+	done
+fi
+junit_refuses() { # WHAT SED-SCRIPT: the checker refuses l.xml so edited
+	sed "$2" "$T/l.xml" >"$T/bad.xml"
+	expect_eq "checker refuses: $1" "$(code $CHECK junit "$T/bad.xml")" 1
+}
+junit_refuses "no classname" 's/classname="cumtrace.leaked"//'
+junit_refuses "failure without message" 's/<failure message="[^"]*"/<failure/'
+junit_refuses "wrong count" 's/ tests="5"/ tests="4"/'
 python3 -c '
 import sys, xml.etree.ElementTree as ET
 t = ET.parse(sys.argv[1]); c = t.getroot().findall(".//testcase")
 c[1].set("classname", c[0].get("classname")); c[1].set("name", c[0].get("name"))
 t.write(sys.argv[2])' "$T/l.xml" "$T/bad.xml"
 expect_eq "checker refuses: duplicate testcase" "$(code $CHECK junit "$T/bad.xml")" 1
+# ... and what junit-10.xsd (the Jenkins xunit plugin's schema) refuses.
+junit_refuses "skipped on testsuites" 's/<testsuites name="cumtrace leaks"/<testsuites skipped="0" name="cumtrace leaks"/'
+grep -q 'attribute skipped is not allowed on <testsuites>' "$T/err.txt" || fail "no junit-10.xsd reason: $(cat "$T/err.txt")"
+junit_refuses "an attribute testcase does not have" '0,/<testcase /s//<testcase status="run" /'
+junit_refuses "an element testcase does not hold" '0,/<\/testcase>/s//<note\/><\/testcase>/'
+junit_refuses "a testsuite without a name" '0,/<testsuite name="\([^"]*\)" tests="5"/s//<testsuite tests="5"/'
+junit_refuses "a time that is not a SUREFIRE_TIME" '0,/ time="0" hostname=/s// time="1s" hostname=/'
 head -c 200 "$T/l.xml" >"$T/bad.xml"
 expect_eq "checker refuses: broken XML" "$(code $CHECK junit "$T/bad.xml")" 1

@@ -25,8 +25,9 @@ for d in basic demo; do
 		python3 "$CHECK" speedscope "$T/$d.$of.ss.json" "$T/$d.$of.s.sum" || fail "speedscope $d $of rejected"
 		expect_eq "$d --of $of folded total" "$(jget "$T/$d.$of.f.sum" 'j["total"]')" "$want"
 		expect_eq "$d --of $of speedscope total" "$(jget "$T/$d.$of.s.sum" 'j["total"]')" "$want"
+		# (function by function: speedscope's native frames are one per line, folded's one per function)
 		expect_eq "$d --of $of same stacks" \
-			"$(jget "$T/$d.$of.s.sum" 'j["profiles"][0]["stacks"] == json.load(open("'"$T/$d.$of.f.sum"'"))["profiles"][0]["stacks"]')" True
+			"$(jget "$T/$d.$of.s.sum" 'j["profiles"][0]["by_function"] == json.load(open("'"$T/$d.$of.f.sum"'"))["profiles"][0]["by_function"]')" True
 	done
 done
 # basic: the leak sites, by function, with the call's leaf frame
@@ -37,6 +38,17 @@ expect_eq basic_leak_leaves \
 expect_eq demo_peak_leaves \
 	"$(jget "$T/demo.peak.f.sum" 'sorted((s.split(";")[-2], v) for s, v in j["profiles"][0]["stacks"].items())')" \
 	"[('alloc_activations', 58720256), ('alloc_weights', 134217728), ('save_metrics', 8388608), ('train_step', 67108864)]"
+# speedscope: the samples in time order (each leak's first allocation), native frames with their lines
+expect_eq basic_speedscope_time_order "$(jget "$T/basic.leaks.s.sum" '[tuple(x) for x in j["profiles"][0]["order"]]')" \
+	"[('leak_device', 2097152), ('leak_device', 3145728), ('leak_pinned', 65536), ('main', 131072), ('main', 262144), ('main', 10240), ('leak_device', 5242880)]"
+src=tests/e2e/progs/basic.c
+expect_eq basic_speedscope_lines "$(jget "$T/basic.leaks.ss.json" 'sorted((f["name"], f["file"].endswith("basic.c"), f["line"]) for f in j["shared"]["frames"] if f["name"] in ("leak_device", "leak_pinned"))')" \
+	"[('leak_device', True, $(grep -n 'CHECK(cudaMalloc(&p, n));' $src | cut -d: -f1)), ('leak_pinned', True, $(grep -n 'CHECK(cudaMallocHost(&p, n));' $src | cut -d: -f1))]"
+expect_eq basic_speedscope_main_lines "$(jget "$T/basic.leaks.ss.json" 'sorted(f["line"] for f in j["shared"]["frames"] if f["name"] == "main")')" \
+	"$(grep -n -e 'leak_device(1 \* MiB); /\* site A' -e 'leak_device(3 \* MiB);' -e 'leak_pinned(64 \* 1024);' -e 'cudaHostAlloc(&p, 128' -e 'cudaMallocManaged(&p, 256' -e 'cudaMallocPitch(&p, &pitch' -e 'leak_device(5 \* MiB);' $src | cut -d: -f1 | tr '\n' ',' | sed 's/,$//; s/,/, /g; s/^/[/; s/$/]/')"
+# peak and allocs: by each site's first allocation
+expect_eq demo_speedscope_allocs_order "$(jget "$T/demo.allocs.s.sum" '[x[0] for x in j["profiles"][0]["order"]]')" \
+	"['alloc_weights', 'main', 'alloc_activations', 'train_step', 'save_metrics']"
 # root first: every stack starts at _start
 expect_eq roots "$(jget "$T/demo.allocs.f.sum" 'sorted(set(s.split(";")[0] for s in j["profiles"][0]["stacks"]))')" "['_start']"
 

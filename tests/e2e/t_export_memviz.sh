@@ -7,6 +7,7 @@ command -v python3 >/dev/null || { echo "python3 not found"; exit 77; }
 CHECK=$ROOT/tests/e2e/check_memviz.py
 traced basic "$PROGS/basic" >/dev/null
 traced demo "$PROGS/demo_train" >/dev/null
+NVTX_INJECTION64_PATH=$SHIM traced nv "$PROGS/nvtx_ranges" >/dev/null
 basic=$(dump_of basic)
 demo=$(dump_of demo)
 
@@ -34,11 +35,27 @@ expect_eq demo_segments "$(jget "$T/demo.sum" '(j["segments"], j["segment_bytes"
 expect_eq demo_allocs "$(jget "$T/demo.sum" 'j["actions"][0]["alloc"]')" \
 	"$(jget "$T/demo.json" 'j["summary"]["kinds"]["device"]["allocations"]')"
 
+# demo's 40 marks "step N": a START and an END each, at one time, in order
+expect_eq demo_annotations "$(jget "$T/demo.sum" '[(n, s) for n, s, d, t in j["annotations"]] == [("step %d" % i, s) for i in range(40) for s in ("START", "END")] and all(a[3] == b[3] for a, b in zip(j["annotations"][::2], j["annotations"][1::2]))')" True
+
+# NVTX push/pop, start/end and marks, on the trace entries' clock: the range around the
+# cudaMalloc starts before its alloc entry, the mark after it; the cudaFree is inside ex-range
+"$REPORT" memviz -o "$T/nv.pickle" "$(dump_of nv)" || fail "memviz nv exited $?"
+python3 "$CHECK" "$T/nv.pickle" "$T/nv.sum" || fail "check_memviz.py rejected nv"
+expect_eq nvtx_annotations "$(jget "$T/nv.sum" '[(n, s, d) for n, s, d, t in j["annotations"]]')" \
+	"[('outer', 'START', 0), ('inner', 'START', 0), ('allocated', 'START', 0), ('allocated', 'END', 0), ('inner', 'END', 0), ('ex-range', 'START', 0), ('ex-range', 'END', 0), ('outer', 'END', 0), ('worker', 'START', 0), ('worker-mark', 'START', 0), ('worker-mark', 'END', 0), ('worker', 'END', 0)]"
+expect_eq nvtx_clock "$(jget "$T/nv.sum" '(lambda a, e: (a["inner", "START"] <= e["alloc"] <= a["allocated", "START"], a["ex-range", "START"] <= e["free_completed"] <= a["ex-range", "END"]))({(n, s): t for n, s, d, t in j["annotations"]}, dict(j["trace_times"][0]))')" "(True, True)"
+
 # --max-entries: the latest entries, the overflow said in allocator_settings
 "$REPORT" memviz --max-entries 101 -o "$T/demo101.pickle" "$demo" || fail "--max-entries exited $?"
 python3 "$CHECK" "$T/demo101.pickle" "$T/demo101.sum" || fail "check_memviz.py rejected demo101"
 expect_eq kept "$(jget "$T/demo101.sum" 'sum(j["actions"][0].values())')" 101
 expect_eq overflowed "$(jget "$T/demo101.sum" '(j["allocator_settings"]["trace_alloc_max_entries"], j["allocator_settings"]["trace_alloc_overflowed"])')" "(101, True)"
+expect_eq annotations_kept "$(jget "$T/demo101.sum" '(len(j["annotations"]), j["annotations"][-1][0], j["allocator_settings"]["external_annotations_overflowed"])')" "(80, 'step 39', False)"
+# ... and annotations the same way: 31 kept, the first an END whose START is gone
+"$REPORT" memviz --max-entries 31 -o "$T/demo31.pickle" "$demo" || fail "--max-entries 31 exited $?"
+python3 "$CHECK" "$T/demo31.pickle" "$T/demo31.sum" || fail "check_memviz.py rejected demo31"
+expect_eq annotations_ring "$(jget "$T/demo31.sum" '(len(j["annotations"]), j["annotations"][0][:2], j["allocator_settings"]["external_annotations_overflowed"])')" "(31, ['step 24', 'END'], True)"
 expect_eq same_segments "$(jget "$T/demo101.sum" 'j["segment_bytes"]')" 8388608
 
 # Python frames only, when the stack has them

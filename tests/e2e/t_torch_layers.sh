@@ -145,6 +145,8 @@ for e in j["traceEvents"]:
         mx[e["name"]] = max(mx.get(e["name"], 0), e["args"]["bytes"])
 print(sorted(mx.items()))' "$T/keep.pf.json")" \
 	"$(jget "$T/keep.json" '[("PyTorch allocated 0", j["stats"]["0"][1]), ("PyTorch reserved 0", j["stats"]["0"][3])]')"
+expect_eq "keep: perfetto framework counters' category" \
+	"$(jget "$T/keep.pf.sum" 'sorted(set(v["cat"] for k, v in j["counters"].items() if "/PyTorch " in k))')" "['memory.pytorch']"
 # ... and each tensor's block as an allocation slice (category alloc.torch_block): one per
 # block handed out, those held at the exit point ending "live at exit".
 report "$T/keep.sum.json" summary "$(dump_of keep)"

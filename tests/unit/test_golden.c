@@ -18,7 +18,7 @@
  * --buckets, --of, --counter-us, --suppressions FILE (of the cases folder),
  * --gen-suppressions, --fail-on CLASSES, --max-peak-bytes N, --max-leak-bytes N
  * (N in bytes). Options not given are 0, except --buckets and --top (20), and
- * the tool version is "test".
+ * the tool version is "test", the documentation's URL https://docs.test/cumtrace.
  */
 #define _GNU_SOURCE
 #include <check.h>
@@ -76,7 +76,8 @@ static char *gc_read(const char *path, size_t *len)
 static void gc_parse_args(char *words, struct ct_report_opts *o, struct ct_suppressions **supp,
 			  const char *cases)
 {
-	*o = (struct ct_report_opts){.buckets = 20, .top = 20, .tool_version = "test"};
+	*o = (struct ct_report_opts){
+		.buckets = 20, .top = 20, .tool_version = "test", .docs_url = "https://docs.test/cumtrace"};
 	char *save = NULL;
 	char *w = strtok_r(words, " \t", &save);
 	ck_assert_msg(w != NULL, "no command");
