@@ -274,57 +274,49 @@ const char *ct_frame_label(const struct ct_frame *fr, int with_line, char *buf, 
 	return buf;
 }
 
+/* Append n bytes of s to out[*o] when they fit before the terminator's byte; 0 when not. */
+static int cxx_put(char *out, size_t *o, size_t cap, const char *s, size_t n)
+{
+	if (*o + n >= cap)
+		return 0;
+	memcpy(out + *o, s, n);
+	*o += n;
+	return 1;
+}
+
 const char *ct_short_cxx(const char *name, char *out, size_t cap)
 {
 	size_t o = 0;
-	int angle = 0, paren = 0;
+	int angle = 0, paren = 0, fits = 1;
 	if (!cap)
 		return name;
-	for (const char *p = name; *p && o + 6 < cap; p++) {
+	for (const char *p = name; *p && fits; p++) {
 		if (!angle && !paren && !strncmp(p, "operator", 8)) {
 			/* "operator<<", "operator()": the operator's own symbols stay */
-			memcpy(out + o, p, 8);
-			o += 8;
-			p += 8;
-			if (!strncmp(p, "()", 2) || !strncmp(p, "[]", 2)) {
-				memcpy(out + o, p, 2);
-				o += 2;
-				p += 2;
-			}
-			for (int k = 0; k < 3 && *p && strchr("<>=!+-*/%^&|~,", *p); k++)
-				out[o++] = *p++;
-			p--;
-			continue;
-		}
-		if (*p == '(' && !angle && !paren && !strncmp(p, "(anonymous namespace)", 21)) {
-			memcpy(out + o, p, 21);
-			o += 21;
+			size_t n = 8;
+			if (!strncmp(p + n, "()", 2) || !strncmp(p + n, "[]", 2))
+				n += 2;
+			for (int k = 0; k < 3 && p[n] && strchr("<>=!+-*/%^&|~,", p[n]); k++)
+				n++;
+			fits = cxx_put(out, &o, cap, p, n);
+			p += n - 1;
+		} else if (*p == '(' && !angle && !paren && !strncmp(p, "(anonymous namespace)", 21)) {
+			fits = cxx_put(out, &o, cap, p, 21);
 			p += 20;
-			continue;
-		}
-		if (*p == '(' && !angle) {
+		} else if (*p == '(' && !angle) {
 			paren++;
-			continue;
-		}
-		if (*p == ')' && paren) {
+		} else if (*p == ')' && paren) {
 			paren--;
+		} else if (paren) {
 			continue;
-		}
-		if (paren)
-			continue;
-		if (*p == '<') {
-			if (!angle++) {
-				memcpy(out + o, "<...>", 5);
-				o += 5;
-			}
-			continue;
-		}
-		if (*p == '>' && angle) {
+		} else if (*p == '<') {
+			if (!angle++)
+				fits = cxx_put(out, &o, cap, "<...>", 5);
+		} else if (*p == '>' && angle) {
 			angle--;
-			continue;
+		} else if (!angle) {
+			fits = cxx_put(out, &o, cap, p, 1);
 		}
-		if (!angle)
-			out[o++] = *p;
 	}
 	while (o && out[o - 1] == ' ')
 		o--;

@@ -661,10 +661,19 @@ START_TEST(short_cxx)
 	char buf[512];
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
 		ck_assert_str_eq(ct_short_cxx(cases[i][0], buf, sizeof buf), cases[i][1]);
-	/* a name longer than the buffer is cut, never overrun */
-	char tiny[8];
-	ct_short_cxx("abcdefghijklmnop", tiny, sizeof tiny);
-	ck_assert_uint_lt(strlen(tiny), sizeof tiny);
+	/* a name longer than the buffer is cut, never overrun: at every size, with the pieces
+	 * copied whole (an operator, "(anonymous namespace)", "<...>") near the end */
+	static const char *const long_names[] = {
+		"abcdefghijklmnop", "a::operator<<=(int)", "(anonymous namespace)::f(int)",
+		"x::y<int>::operator()(int) const"};
+	for (size_t k = 0; k < sizeof long_names / sizeof long_names[0]; k++)
+		for (size_t cap = 1; cap < 40; cap++) {
+			char *tiny = malloc(cap); /* exactly cap bytes: ASan sees a byte past them */
+			ck_assert_ptr_nonnull(tiny);
+			ct_short_cxx(long_names[k], tiny, cap);
+			ck_assert_uint_lt(strlen(tiny), cap);
+			free(tiny);
+		}
 }
 END_TEST
 
