@@ -248,8 +248,7 @@ int ct_gate_check(const struct ct_report_opts *o, struct ct_model *const *ms, si
 		for (size_t d = 0; d < n; d++) {
 			/* growth was asked for and cannot be judged: said, never passed silently */
 			const struct ct_growth_result *g = ct_growth_get(ms[d]);
-			uint64_t steps = g && g->have_series && g->series.boundaries ? g->series.boundaries - 1 : 0;
-			if (!g || steps < g->min_grew)
+			if (!ct_growth_judged(g))
 				fprintf(stderr,
 					"cumtrace-report: %s: growth not judged: %s (mark steps: cumtrace.step(), "
 					"NVTX ranges, --steps)\n",

@@ -75,6 +75,12 @@ struct ct_growth_result {
 	uint64_t optimizer_boundaries; /* optimizer step marks seen, used or not */
 };
 
+/* Could growth be judged: a series with at least K steps (--growth K/N)? NULL: no result. */
+static inline int ct_growth_judged(const struct ct_growth_result *g)
+{
+	return g && g->have_series && g->series.boundaries && g->series.boundaries - 1 >= g->min_grew;
+}
+
 /* Normalized K and N from the options (defaults when 0, N capped, K <= N). */
 void ct_growth_params(const struct ct_report_opts *o, unsigned *min_grew, unsigned *window);
 

@@ -96,9 +96,8 @@ static void line_peak(FILE *f, struct ct_model *const *ms, size_t n)
 		fputs("peak: no device memory allocated\n", f);
 		return;
 	}
-	uint64_t start = ct_model_start_ns(m);
 	fprintf(f, "peak: %s at %.1f ms", ct_fmt_bytes(m->peak_bytes, b1, sizeof b1),
-		(double)(m->peak_ts >= start ? m->peak_ts - start : 0) / 1e6);
+		(double)ct_model_since_start(m, m->peak_ts) / 1e6);
 	if (n > 1)
 		fprintf(f, " (pid %" PRIu32 ")", m->pid);
 	ct_put_peak_when(f, m);
@@ -127,7 +126,7 @@ static void line_growth(FILE *f, struct ct_model *const *ms, size_t n, const str
 	const struct ct_growth_result *g = NULL;
 	for (size_t d = 0; d < n && !g; d++) {
 		const struct ct_growth_result *r = ct_growth_get(ms[d]);
-		if (r && r->have_series && r->series.boundaries > r->min_grew)
+		if (ct_growth_judged(r))
 			g = r;
 	}
 	if (!g) {

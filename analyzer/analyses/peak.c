@@ -417,12 +417,13 @@ static void text_phases(FILE *f, const struct ct_report_opts *o, struct ct_model
 static void put_step(FILE *f, const struct ct_model *m, uint64_t ts)
 {
 	static const char *const source[3] = {"explicit", "optimizer", "inferred"};
-	int k = m->nstep[0] >= CT_EXIT_STEPS_MIN ? 0 : m->nstep[1] >= CT_EXIT_STEPS_MIN ? 1 : 2;
-	size_t n = m->nstep[k], before = 0;
-	if (n < CT_EXIT_STEPS_MIN)
-		return;
-	while (before < n && m->step_ts[k][before] < ts)
+	int k;
+	size_t n, before = 0;
+	const uint64_t *v = ct_model_step_series(m, &n, &k);
+	while (before < n && v[before] < ts)
 		before++;
+	if (!n)
+		return;
 	if (before == n)
 		fprintf(f, ", after the last of %zu %s steps", n, source[k]);
 	else

@@ -315,7 +315,7 @@ struct mv_state {
 	size_t nthreads, capthreads;
 	struct ct_imap threadmap;
 	uint64_t last_ts; /* latest event or mark: where ranges still open end */
-	/* PyTorch's segments: those live now, and every address one started at */
+	/* PyTorch's segments live now, and every range one held */
 	struct mv_seg *segs;
 	size_t nsegs, capsegs;
 	struct mv_range *ranges; /* every range a PyTorch segment held (compacted now and then) */
@@ -556,7 +556,7 @@ static int in_ranges(const struct mv_range *v, size_t n, uint64_t addr)
 
 static void seg_add(struct mv_state *st, const struct ct_rec_event *ev, int expandable)
 {
-	uint64_t end = ev->ptr + ev->size >= ev->ptr ? ev->ptr + ev->size : UINT64_MAX;
+	uint64_t end = ct_sat_add(ev->ptr, ev->size);
 	st->ranges = ct_xgrow(st->ranges, &st->capranges, st->nranges + 1, sizeof *st->ranges);
 	st->ranges[st->nranges++] = (struct mv_range){ev->ptr, end};
 	if (st->nranges >= st->compact_at) { /* bounded by the distinct ranges, not the events */
@@ -565,8 +565,7 @@ static void seg_add(struct mv_state *st, const struct ct_rec_event *ev, int expa
 	}
 	st->segs = ct_xgrow(st->segs, &st->capsegs, st->nsegs + 1, sizeof *st->segs);
 	st->segs[st->nsegs++] = (struct mv_seg){.ptr = ev->ptr,
-						.end = ev->ptr + ev->size >= ev->ptr ? ev->ptr + ev->size
-										      : UINT64_MAX,
+						.end = end,
 						.stream = ev->stream,
 						.stack = ev->stack_id,
 						.device = mv_dev(ev->device),
@@ -576,7 +575,7 @@ static void seg_add(struct mv_state *st, const struct ct_rec_event *ev, int expa
 /* [ptr, ptr + size) is no longer reserved: cut it out of the segments (unmaps may split one). */
 static void seg_cut(struct mv_state *st, uint64_t ptr, uint64_t size)
 {
-	uint64_t end = ptr + size >= ptr ? ptr + size : UINT64_MAX;
+	uint64_t end = ct_sat_add(ptr, size);
 	for (size_t i = 0; i < st->nsegs; i++) {
 		struct mv_seg *g = &st->segs[i];
 		if (g->end <= ptr || g->ptr >= end)
@@ -915,6 +914,17 @@ static void write_block(struct mv_out *o, uint64_t ptr, uint64_t size, enum pk_k
 	pk_op(p, PK_SETITEMS);
 }
 
+/* Block number *written of a segment's list, opening and closing its batches of PK_BATCH. */
+static void write_listed_block(struct mv_out *o, size_t *written, uint64_t ptr, uint64_t size,
+			       enum pk_key state, uint32_t stack)
+{
+	if (*written % PK_BATCH == 0)
+		pk_op(&o->pk, PK_MARK);
+	write_block(o, ptr, size, state, stack);
+	if (++*written % PK_BATCH == 0)
+		pk_op(&o->pk, PK_APPENDS);
+}
+
 static void write_segment(struct mv_out *o, const struct out_seg *g)
 {
 	struct pk *p = &o->pk;
@@ -946,15 +956,12 @@ static void write_segment(struct mv_out *o, const struct out_seg *g)
 	write_frames(o, g->stack);
 	pk_key(p, K_blocks);
 	pk_op(p, PK_EMPTY_LIST);
-	if (!g->blocks) {
-		pk_op(p, PK_MARK);
-		write_block(o, g->ptr, g->size, K_active_allocated, g->stack);
-		pk_op(p, PK_APPENDS);
-	}
 	/* MemoryViz places each block at the segment's address plus the sizes before it: the
 	 * blocks tile the segment, bytes the layer did not follow (lost events) as inactive */
 	uint64_t at = g->ptr, end = g->ptr + g->size;
 	size_t written = 0;
+	if (!g->blocks) /* a CUDA allocation: one block, the whole */
+		write_listed_block(o, &written, g->ptr, g->size, K_active_allocated, g->stack);
 	for (size_t i = 0; g->blocks && i <= g->nblocks; i++) {
 		static const enum pk_key state[] = {[CT_FW_BLOCK_ALLOCATED] = K_active_allocated,
 						    [CT_FW_BLOCK_PENDING] = K_active_pending_free,
@@ -963,19 +970,12 @@ static void write_segment(struct mv_out *o, const struct out_seg *g)
 		if (b && b->ptr < at)
 			continue; /* overlaps the one before (inconsistent events): left out */
 		uint64_t gap_end = b ? b->ptr : end;
-		for (int k = 0; k < 2; k++) {
-			if (k ? !b : gap_end <= at)
-				continue;
-			if (written % PK_BATCH == 0)
-				pk_op(p, PK_MARK);
-			if (k)
-				write_block(o, b->ptr, b->size, state[b->state],
-					    b->site == UINT32_MAX ? 0 : o->m->sites[b->site].stack_id);
-			else
-				write_block(o, at, gap_end - at, K_inactive, 0);
-			at = k ? b->ptr + b->size : gap_end;
-			if (++written % PK_BATCH == 0)
-				pk_op(p, PK_APPENDS);
+		if (gap_end > at)
+			write_listed_block(o, &written, at, gap_end - at, K_inactive, 0);
+		if (b) {
+			write_listed_block(o, &written, b->ptr, b->size, state[b->state],
+					   b->site == UINT32_MAX ? 0 : o->m->sites[b->site].stack_id);
+			at = b->ptr + b->size;
 		}
 	}
 	if (written % PK_BATCH)

@@ -567,14 +567,8 @@ static void finish_fw_live(void *ctx, const struct ct_fw_block *b)
 	struct live_ctx *lc = ctx;
 	if (b->state != CT_FW_BLOCK_ALLOCATED)
 		return;
-	struct pf_slice s = {.start = b->ts,
-			     .end = lc->end > b->ts ? lc->end : b->ts,
-			     .ptr = b->ptr,
-			     .size = b->size,
-			     .site = b->site,
-			     .kind = lc->m->sites[b->site].kind,
-			     .how = PF_LIVE};
-	add_slice(lc->st, &s);
+	struct ct_block blk = {.ptr = b->ptr, .size = b->size, .ts = b->ts, .site = b->site};
+	finish_live(lc, lc->m, &blk);
 }
 
 static void ob_finish(void *ctx, struct ct_model *m)

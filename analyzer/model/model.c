@@ -768,14 +768,23 @@ static void add_step(struct ct_model *m, uint64_t source, uint64_t ts)
 	m->step_ts[k][m->nstep[k]++] = ts;
 }
 
-int ct_model_spans_steps(const struct ct_model *m, uint64_t first_ts, uint64_t last_ts)
+const uint64_t *ct_model_step_series(const struct ct_model *m, size_t *n, int *source)
 {
 	/* explicit steps win, as in the growth report; inferred ones only stand in for none */
 	int k = m->nstep[0] >= CT_EXIT_STEPS_MIN ? 0 : m->nstep[1] >= CT_EXIT_STEPS_MIN ? 1 : 2;
-	const uint64_t *v = m->step_ts[k];
-	size_t n = m->nstep[k], lo = 0, hi = n;
-	if (n < CT_EXIT_STEPS_MIN)
+	*n = m->nstep[k] >= CT_EXIT_STEPS_MIN ? m->nstep[k] : 0;
+	if (source)
+		*source = k;
+	return *n ? m->step_ts[k] : NULL;
+}
+
+int ct_model_spans_steps(const struct ct_model *m, uint64_t first_ts, uint64_t last_ts)
+{
+	size_t n, lo = 0, hi;
+	const uint64_t *v = ct_model_step_series(m, &n, NULL);
+	if (!n)
 		return 0;
+	hi = n;
 	while (lo < hi) { /* the first boundary after first_ts (boundaries come in time order) */
 		size_t mid = lo + (hi - lo) / 2;
 		if (v[mid] <= first_ts)

@@ -357,6 +357,9 @@ const struct ct_dev_peak *ct_model_dev_peak(const struct ct_model *m, int device
  */
 #define CT_EXIT_STEPS_MIN 3
 int ct_model_spans_steps(const struct ct_model *m, uint64_t first_ts, uint64_t last_ts);
+/* Those boundaries (times, in order) and how many (*n 0 and NULL with fewer than
+ * CT_EXIT_STEPS_MIN); *source, when not NULL: 0 explicit, 1 optimizer, 2 inferred. */
+const uint64_t *ct_model_step_series(const struct ct_model *m, size_t *n, int *source);
 /* Sites whose blocks held now were made across steps (ct_model_spans_steps): add each held
  * block's (site, ts), then ct_spans_kept frees sp and returns a bitmap by site (free it). */
 struct ct_spans;
