@@ -22,6 +22,8 @@ extern const struct ct_analysis ct_analysis_frag;     /* analyses/frag.c: fragme
 extern const struct ct_analysis ct_analysis_streams;  /* analyses/streams.c: per stream */
 extern const struct ct_analysis ct_analysis_perfetto; /* exports/perfetto.c: counters, slices, NVTX */
 extern const struct ct_analysis ct_analysis_memviz;   /* exports/memviz.c: the trace ring */
+/* analyses/layers.c: PyTorch's allocated bytes when it ran without its caching allocator */
+extern const struct ct_analysis ct_analysis_torch_uncached;
 
 /*
  * What a command runs and writes. Every callback sees the command's options;

@@ -99,6 +99,168 @@ struct ct_item *ct_view_fw_peak_items(struct ct_model *m, const struct ct_fw_dev
 	return ct_site_items(m, weigh_fw_peak, (void *)d, n);
 }
 
+/* ---- PyTorch without its caching allocator ------------------------------------------------------ */
+
+/*
+ * With PYTORCH_NO_CUDA_MEMORY_CACHING=1 or backend:cudaMallocAsync each tensor
+ * is one CUDA allocation made by PyTorch's allocator and the framework layer
+ * has no blocks: its allocated bytes are the live CUDA allocations whose owner
+ * is PyTorch (owner_of), per device, and their peak. A site's owner is asked
+ * once (its frames resolved then). Nothing is kept for other programs.
+ */
+#define UNCACHED_DEVS 16
+
+struct uncached_dev {
+	int16_t device;
+	uint64_t allocated, peak, peak_ts, allocs;
+};
+
+struct uncached {
+	int known, on; /* the launch environment read (at the first allocation), and its verdict */
+	uint8_t *owner; /* per model site: 0 not yet asked, 1 PyTorch's, 2 not */
+	size_t nowner;
+	struct uncached_dev devs[UNCACHED_DEVS];
+	size_t ndevs;
+};
+
+static struct uncached_dev *uncached_dev(struct uncached *u, int16_t device)
+{
+	for (size_t i = 0; i < u->ndevs; i++)
+		if (u->devs[i].device == device)
+			return &u->devs[i];
+	if (u->ndevs == UNCACHED_DEVS)
+		return NULL;
+	u->devs[u->ndevs] = (struct uncached_dev){.device = device};
+	return &u->devs[u->ndevs++];
+}
+
+/* The dev of a PyTorch-owned block of device memory, NULL for every other block. */
+static struct uncached_dev *uncached_block_dev(struct uncached *u, struct ct_model *m, const struct ct_block *b)
+{
+	if (!u->known) {
+		u->known = 1;
+		u->on = ct_fw_torch_uncached(m);
+	}
+	if (!u->on || b->site >= m->nsites)
+		return NULL;
+	const struct ct_site *s = &m->sites[b->site];
+	if (!ct_kind_is_device_bytes(s->kind))
+		return NULL;
+	if (b->site >= u->nowner) {
+		size_t cap = u->nowner;
+		u->owner = ct_xgrow(u->owner, &cap, (size_t)b->site + 1, 1);
+		memset(u->owner + u->nowner, 0, cap - u->nowner);
+		u->nowner = cap;
+	}
+	if (!u->owner[b->site])
+		u->owner[b->site] = owner_of(m, s->stack_id) == CT_OWNER_PYTORCH ? 1 : 2;
+	return u->owner[b->site] == 1 ? uncached_dev(u, s->device) : NULL;
+}
+
+static void uncached_alloc(void *ctx, struct ct_model *m, const struct ct_rec_event *ev, const struct ct_block *b)
+{
+	(void)ev;
+	struct uncached_dev *d = uncached_block_dev(ctx, m, b);
+	if (!d)
+		return;
+	d->allocs++;
+	d->allocated = ct_sat_add(d->allocated, b->size);
+	if (d->allocated > d->peak) {
+		d->peak = d->allocated;
+		d->peak_ts = b->ts;
+	}
+}
+
+static void uncached_release(void *ctx, struct ct_model *m, const struct ct_rec_event *ev, const struct ct_block *b,
+			     int how)
+{
+	(void)ev;
+	(void)how;
+	struct uncached_dev *d = uncached_block_dev(ctx, m, b);
+	if (d)
+		d->allocated = ct_sat_sub(d->allocated, b->size);
+}
+
+static void uncached_destroy(void *ctx)
+{
+	struct uncached *u = ctx;
+	free(u->owner);
+	free(u);
+}
+
+static void *uncached_attach(struct ct_model *m, const struct ct_report_opts *o)
+{
+	(void)o;
+	struct uncached *u = ct_xcalloc(1, sizeof *u);
+	ct_model_observe(m, &(struct ct_observer){.ctx = u,
+						   .alloc = uncached_alloc,
+						   .release = uncached_release,
+						   .destroy = uncached_destroy});
+	return u;
+}
+
+const struct ct_analysis ct_analysis_torch_uncached = {
+	.name = "torch_uncached",
+	.attach = uncached_attach,
+};
+
+/* The devices PyTorch allocated on without its cache, NULL when none (or not attached). */
+static const struct uncached *uncached_of(const struct ct_model *m)
+{
+	const struct uncached *u = ct_model_state(m, &ct_analysis_torch_uncached);
+	return u && u->on && u->ndevs ? u : NULL;
+}
+
+static const char *uncached_why(const struct ct_model *m)
+{
+	const char *nc = m->launch[CT_LAUNCH_PYTORCH_NO_CUDA_MEMORY_CACHING];
+	int off = nc && (!strcmp(nc, "1") || !strcmp(nc, "true") || !strcmp(nc, "True"));
+	return off ? "PYTORCH_NO_CUDA_MEMORY_CACHING=1" : "backend:cudaMallocAsync";
+}
+
+void ct_text_torch_uncached(FILE *f, struct ct_model *m)
+{
+	const struct uncached *u = uncached_of(m);
+	if (!u)
+		return;
+	char b[32], t[32];
+	for (size_t i = 0; i < u->ndevs; i++) {
+		const struct uncached_dev *d = &u->devs[i];
+		ct_fmt_dur(ct_model_since_start(m, d->peak_ts), t, sizeof t);
+		fprintf(f,
+			"  PyTorch without its caching allocator (%s: each tensor a CUDA allocation), device %d: "
+			"peak allocated %s (%" PRIu64 " bytes) at %s\n",
+			uncached_why(m), d->device, ct_fmt_bytes(d->peak, b, sizeof b), d->peak, t);
+	}
+}
+
+static void json_torch_uncached(struct ct_json *j, struct ct_model *const *ms, size_t nm)
+{
+	int any = 0;
+	for (size_t k = 0; k < nm; k++)
+		any |= uncached_of(ms[k]) != NULL;
+	if (!any)
+		return;
+	ct_json_key(j, "pytorch_uncached");
+	ct_json_arr(j);
+	for (size_t k = 0; k < nm; k++) {
+		const struct uncached *u = uncached_of(ms[k]);
+		for (size_t i = 0; u && i < u->ndevs; i++) {
+			const struct uncached_dev *d = &u->devs[i];
+			ct_json_obj(j);
+			ct_json_kv_str(j, "setting", uncached_why(ms[k]));
+			ct_json_kv_u64(j, "pid", ms[k]->pid);
+			ct_json_kv_i64(j, "device", d->device);
+			ct_json_kv_u64(j, "peak_allocated_bytes", d->peak);
+			ct_json_kv_u64(j, "peak_allocated_ns", ct_model_since_start(ms[k], d->peak_ts));
+			ct_json_kv_u64(j, "allocated_at_end_bytes", d->allocated);
+			ct_json_kv_u64(j, "allocations", d->allocs);
+			ct_json_obj_end(j);
+		}
+	}
+	ct_json_arr_end(j);
+}
+
 /* ---- text ------------------------------------------------------------------------------------- */
 
 void ct_text_owners(FILE *f, struct ct_model *m)
@@ -182,6 +344,7 @@ void ct_json_layers(struct ct_json *j, const struct ct_report_opts *o, struct ct
 		ct_json_kv_u64(j, "pytorch_cached_free", ct_sat_sub(total[CT_OWNER_PYTORCH], tensors));
 	}
 	ct_json_obj_end(j);
+	json_torch_uncached(j, ms, nm);
 	if (!any)
 		return;
 	ct_json_key(j, "framework");

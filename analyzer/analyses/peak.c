@@ -483,6 +483,7 @@ static void text_peak(FILE *f, const struct ct_report_opts *o, struct ct_model *
 	fputc('\n', f);
 	ct_put_notes(f, m);
 	ct_text_owners(f, m);
+	ct_text_torch_uncached(f, m);
 	size_t nd, more, nfw;
 	const struct ct_dev_peak **dp = dev_peaks(m, &nd, &more);
 	ct_fw_devs(m, &nfw);
@@ -743,7 +744,7 @@ static void render_peak(FILE *f, const struct ct_report_opts *o, struct ct_model
 }
 
 const struct ct_report ct_report_peak = {
-	.uses = CT_USES(&ct_analysis_phases),
+	.uses = CT_USES(&ct_analysis_phases, &ct_analysis_torch_uncached),
 	.render = render_peak,
 	.json = json_peak,
 };

@@ -181,6 +181,14 @@ run async layout PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync
 expect_eq "async: leaked at the KEEP line" "$(leaked_at async)" "device leaked $STEPS $((STEPS * 4 << 20))"
 expect_eq "async: nothing else leaked (the weights are held, then freed by the teardown)" \
 	"$(jget "$T/async.leaks.json" 'len([s for s in j["leaks"]["sites"] if s["class"] != "cache"])')" 1
+# PyTorch's allocated bytes without its cache: the peak is the backend's own peak (memory_stats)
+report "$T/async.peak.json" peak "$(dump_of async)"
+expect_eq "async: peak allocated == the backend's peak allocated" \
+	"$(jget "$T/async.peak.json" '[(x["setting"], x["device"], x["peak_allocated_bytes"]) for x in j["peak"]["pytorch_uncached"]]')" \
+	"[('backend:cudaMallocAsync', 0, $(jget "$T/async.json" 'j["stats"]["0"][1]'))]"
+"$REPORT" peak "$(dump_of async)" | grep -q "^  PyTorch without its caching allocator (backend:cudaMallocAsync: each tensor a CUDA allocation), device 0: peak allocated .* ($(jget "$T/async.json" 'j["stats"]["0"][1]') bytes) at " ||
+	fail "async: peak text"
+echo "ok: async peak text"
 
 # OOM: PyTorch's out-of-memory, with the tensors live then.
 traced oom env TORCH_FAKE_STEPS=2 python3 "$DRIVER" "$FAKE" "$site" basic "$T/oom.json" 2>"$T/oom.err" ||

@@ -57,6 +57,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include <cuda.h>
@@ -743,13 +744,27 @@ FAKE_EXPORT void fake_torch_set_pool(unsigned long long a, unsigned long long b)
 	cur_pool = MempoolId_t(a, b);
 }
 
+/* The cudaMallocAsync backend's allocated bytes per device, current and peak, as torch's
+ * memory_stats() counts them there (each request's size; reserved is the driver pool's). */
+static std::mutex async_mutex;
+static std::unordered_map<void *, std::pair<int, size_t>> async_live;
+static unsigned long long async_allocated[64], async_peak[64];
+
 /* A block of size bytes for stream; NULL when out of memory (torch raises then). */
 FAKE_EXPORT void *fake_torch_alloc(size_t size, uintptr_t stream)
 {
 	if (async_backend) {
 		void *p = nullptr;
 		cudaSetDevice(cur_device);
-		return cudaMallocAsync(&p, size, (cudaStream_t)stream) == cudaSuccess ? p : nullptr;
+		if (cudaMallocAsync(&p, size, (cudaStream_t)stream) != cudaSuccess)
+			return nullptr;
+		std::lock_guard<std::mutex> g(async_mutex);
+		int dv = cur_device >= 0 && cur_device < 64 ? cur_device : 0;
+		async_live[p] = {dv, size};
+		async_allocated[dv] += size;
+		if (async_allocated[dv] > async_peak[dv])
+			async_peak[dv] = async_allocated[dv];
+		return p;
 	}
 	DeviceEngine *d = dev();
 	return d ? d->alloc_block(size, (void *)stream, cur_pool) : nullptr;
@@ -772,8 +787,17 @@ FAKE_EXPORT void *fake_torch_alloc_deep(size_t size, uintptr_t stream, int depth
 /* Give a block back: 0, or -1 for an unknown pointer. */
 FAKE_EXPORT int fake_torch_free(void *ptr)
 {
-	if (async_backend)
-		return cudaFreeAsync(ptr, 0) == cudaSuccess ? 0 : -1;
+	if (async_backend) {
+		if (cudaFreeAsync(ptr, 0) != cudaSuccess)
+			return -1;
+		std::lock_guard<std::mutex> g(async_mutex);
+		auto it = async_live.find(ptr);
+		if (it != async_live.end()) {
+			async_allocated[it->second.first] -= it->second.second;
+			async_live.erase(it);
+		}
+		return 0;
+	}
 	DeviceEngine *d = dev();
 	return d ? d->free_block(ptr, false) : -1;
 }
@@ -794,9 +818,17 @@ FAKE_EXPORT int fake_torch_empty_cache(void)
 	return d && !async_backend ? d->empty_cache() : 0;
 }
 
-/* torch.cuda.memory_stats(device): allocated and reserved bytes, current and peak. 0 or -1. */
+/* torch.cuda.memory_stats(device): allocated and reserved bytes, current and peak. 0 or -1.
+ * The cudaMallocAsync backend: allocated only (reserved 0: the driver pool's, not the backend's). */
 FAKE_EXPORT int fake_torch_stats(int device, unsigned long long out[4])
 {
+	if (async_backend && device >= 0 && device < 64) {
+		std::lock_guard<std::mutex> g(async_mutex);
+		out[0] = async_allocated[device];
+		out[1] = async_peak[device];
+		out[2] = out[3] = 0;
+		return 0;
+	}
 	if (!engine.ready || (size_t)device >= engine.devices.size() || async_backend)
 		return -1;
 	DeviceEngine *d = engine.devices[(size_t)device].get();

@@ -138,6 +138,18 @@ def train(args, mode, keep):
         pb.check("%s: no leaked site" % tag, not notcache and not growth,
                  "not cache: %s; growth: %d" % ([(s["kind"], s["class"], s["bytes"]) for s in notcache],
                                                 len(growth)))
+    if mode in ("async", "nocache"):
+        # each tensor one CUDA allocation: PyTorch's allocated bytes are its live CUDA allocations
+        pk = pb.report(args, tag, "peak", dump).get("peak", {})
+        un = pk.get("pytorch_uncached", [])
+        got = un[0]["peak_allocated_bytes"] if un else None
+        if mode == "async":
+            pb.check("%s: peak allocated (no cache) == max_memory_allocated()" % tag, got == info["max_allocated"],
+                     "%s vs %d" % (got, info["max_allocated"]))
+        else:
+            # torch's allocator keeps no statistics when PYTORCH_NO_CUDA_MEMORY_CACHING bypasses it
+            pb.verdict("INFO", "%s: peak allocated (no cache)" % tag, "cumtrace %s, torch's max_memory_allocated() %d"
+                       % (got, info["max_allocated"]))
     if mode in ("default", "expandable"):
         s = pb.report(args, tag, "summary", dump)
         devs = [d for d in s.get("summary", {}).get("framework", {}).get("devices", []) if d["framework"] == "pytorch"]

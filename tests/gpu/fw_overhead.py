@@ -6,9 +6,12 @@ cost of one tensor allocation + free (ns) in each configuration.
 
 usage: python3 tests/gpu/fw_overhead.py --kit gpu-kit --out DIR [--steps N] [--chunks C]
                                         [--reps R] [--cpus LIST] [--modes M,...] [--pairs P]
+                                        [--model mlp2048|mlp4096]
 
 Each measurement is one process: 30 warm-up steps, then C chunks of N timed steps of an MLP
-(4 x 2048, fp32, batch 256, Adam) that also makes and drops a few small tensors per step, as
+(--model mlp2048: 4 x 2048, fp32, batch 256, Adam: a ~1.5 ms step bound by kernel launches, the
+worst case for a cost per tensor; mlp4096: 6 x 4096, bf16, batch 1024, Adam: the GPU sets the
+pace, as in real training) that also makes and drops a few small tensors per step, as
 data pipelines do; the process's rate is the median of its chunks (a chunk that a machine
 hiccup slowed does not move it). Per mode and repetition the three configurations run in an
 order rotated by one each repetition (untraced first, then on first, then off first), so that
@@ -34,6 +37,7 @@ import sys
 CHILD = r'''
 import json, os, statistics, sys, time, torch
 steps, chunks, history, what = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "1", sys.argv[4]
+model_name = sys.argv[5] if len(sys.argv) > 5 else "mlp2048"
 if what == "pairs":
     x = torch.empty(1, device="cuda")
     for _ in range(1000):
@@ -49,17 +53,22 @@ if what == "pairs":
     print("RESULT " + json.dumps({"ns_per_pair": statistics.median(rates), "chunks": rates}), flush=True)
     sys.exit(0)
 torch.manual_seed(0)
+# mlp2048: 4 x 2048 fp32, batch 256 (a step of ~1.5 ms, bound by kernel launches: the worst case
+# for a per-tensor cost); mlp4096: 6 x 4096 bf16, batch 1024 (GPU_NOTES' training loop: the GPU,
+# not the launching thread, sets the pace, as in real training)
+width, depth, batch, dtype = (2048, 4, 256, torch.float32) if model_name == "mlp2048" else \
+    (4096, 6, 1024, torch.bfloat16)
 layers = []
-for _ in range(4):
-    layers += [torch.nn.Linear(2048, 2048), torch.nn.GELU()]
-model = torch.nn.Sequential(*layers).cuda()
+for _ in range(depth):
+    layers += [torch.nn.Linear(width, width), torch.nn.GELU()]
+model = torch.nn.Sequential(*layers).to("cuda", dtype)
 opt = torch.optim.Adam(model.parameters(), lr=1e-4)
-x = torch.randn(256, 2048, device="cuda")
+x = torch.randn(batch, width, device="cuda", dtype=dtype)
 
 def step():
     opt.zero_grad(set_to_none=True)
     extra = [torch.empty(4096 * (k + 1), device="cuda") for k in range(4)]
-    model(x).square().mean().backward()
+    model(x).float().square().mean().backward()
     opt.step()
     del extra
 
@@ -94,7 +103,7 @@ MODES = {
 
 
 def measure(args, script, mode, traced, layer, history):
-    cmd = [sys.executable, script, str(args.steps), str(args.chunks), "1" if history else "0", "train"]
+    cmd = [sys.executable, script, str(args.steps), str(args.chunks), "1" if history else "0", "train", args.model]
     if args.cpus:
         cmd = ["taskset", "-c", args.cpus] + cmd
     p = subprocess.run(cmd, env=child_env(args, mode, traced, layer, "train"), stdout=subprocess.PIPE,
@@ -189,6 +198,7 @@ def main():
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--cpus", default="")
     ap.add_argument("--modes", default=",".join(MODES))
+    ap.add_argument("--model", choices=("mlp2048", "mlp4096"), default="mlp2048")
     ap.add_argument("--pairs", type=int, default=20000)
     ap.add_argument("--pair-rounds", type=int, default=3)
     ap.add_argument("--pair-cpus", default="")
@@ -220,9 +230,9 @@ def main():
         ok = ratio["on"] >= 0.97 and ratio["off"] >= 0.99
         fails += not ok
         print("%-11s %10.1f %10.1f %10.1f %10.1f %8.3f %8.3f %8.3f  %s  (steps/s, medians of %d processes"
-              " x %d chunks of %d steps; ratios to untraced)" % (
+              " x %d chunks of %d steps of %s; ratios to untraced)" % (
                   mode, med["untraced"], med["history"], med["on"], med["off"], ratio["history"], ratio["on"],
-                  ratio["off"], "PASS" if ok else "FAIL", args.reps, args.chunks, args.steps), flush=True)
+                  ratio["off"], "PASS" if ok else "FAIL", args.reps, args.chunks, args.steps, args.model), flush=True)
         print("RAW %s %s" % (mode, json.dumps(v)), flush=True)
         rates[mode] = med["untraced"]
     per_event = pairs(args, script) if args.pairs else None
