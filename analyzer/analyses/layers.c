@@ -218,7 +218,7 @@ static const char *uncached_why(const struct ct_model *m)
 	return off ? "PYTORCH_NO_CUDA_MEMORY_CACHING=1" : "backend:cudaMallocAsync";
 }
 
-void ct_text_torch_uncached(FILE *f, struct ct_model *m)
+void ct_text_torch_uncached(FILE *f, struct ct_model *m, const char *lead)
 {
 	const struct uncached *u = uncached_of(m);
 	if (!u)
@@ -228,10 +228,38 @@ void ct_text_torch_uncached(FILE *f, struct ct_model *m)
 		const struct uncached_dev *d = &u->devs[i];
 		ct_fmt_dur(ct_model_since_start(m, d->peak_ts), t, sizeof t);
 		fprintf(f,
-			"  PyTorch without its caching allocator (%s: each tensor a CUDA allocation), device %d: "
+			"  %sPyTorch without its caching allocator (%s: each tensor a CUDA allocation), device %d: "
 			"peak allocated %s (%" PRIu64 " bytes) at %s\n",
-			uncached_why(m), d->device, ct_fmt_bytes(d->peak, b, sizeof b), d->peak, t);
+			lead, uncached_why(m), d->device, ct_fmt_bytes(d->peak, b, sizeof b), d->peak, t);
 	}
+}
+
+void ct_text_layers_brief(FILE *f, struct ct_model *m, const char *lead)
+{
+	char b1[32], b2[32], t1[32], t2[32];
+	size_t nd;
+	const struct ct_fw_dev *v = ct_fw_devs(m, &nd);
+	for (size_t i = 0; i < nd; i++) {
+		const struct ct_fw_dev *d = &v[i];
+		ct_fmt_dur(ct_model_since_start(m, d->peak_allocated_ts), t1, sizeof t1);
+		ct_fmt_dur(ct_model_since_start(m, d->peak_reserved_ts), t2, sizeof t2);
+		if (d->fw == CT_FW_TORCH)
+			fprintf(f, "  %sPyTorch, device %d: peak allocated %s (%" PRIu64 " bytes) at %s, peak reserved %s (%" PRIu64
+				" bytes) at %s\n",
+				lead, d->device, ct_fmt_bytes(d->peak_allocated, b1, sizeof b1), d->peak_allocated, t1,
+				ct_fmt_bytes(d->peak_reserved, b2, sizeof b2), d->peak_reserved, t2);
+		else
+			fprintf(f, "  %s%s, device %d: peak used %s (%" PRIu64 " bytes) at %s\n", lead, ct_fw_name(d->fw),
+				d->device, ct_fmt_bytes(d->peak_allocated, b1, sizeof b1), d->peak_allocated, t1);
+	}
+	ct_text_torch_uncached(f, m, lead);
+}
+
+int ct_layers_any(struct ct_model *m)
+{
+	size_t nd;
+	ct_fw_devs(m, &nd);
+	return nd > 0 || uncached_of(m) != NULL;
 }
 
 static void json_torch_uncached(struct ct_json *j, struct ct_model *const *ms, size_t nm)

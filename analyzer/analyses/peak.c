@@ -483,7 +483,7 @@ static void text_peak(FILE *f, const struct ct_report_opts *o, struct ct_model *
 	fputc('\n', f);
 	ct_put_notes(f, m);
 	ct_text_owners(f, m);
-	ct_text_torch_uncached(f, m);
+	ct_text_torch_uncached(f, m, "");
 	size_t nd, more, nfw;
 	const struct ct_dev_peak **dp = dev_peaks(m, &nd, &more);
 	ct_fw_devs(m, &nfw);
@@ -537,6 +537,22 @@ static int has_details(const struct ct_model *m)
  * the ranks' own peaks, the largest, the table of ranks, and the sites live
  * at each rank's peak merged by identity with their share in each rank.
  */
+/* The framework layer's peaks, a line per rank and device (--per-dump: the tensors live at each). */
+static void text_merged_layers(FILE *f, const struct ct_merge *mg)
+{
+	int any = 0;
+	for (size_t i = 0; i < mg->nranks; i++)
+		any |= ct_layers_any(mg->ranks[i].m);
+	if (!any)
+		return;
+	fputs("\nthe framework layer, each rank's peaks (the tensors live at each: --per-dump):\n", f);
+	for (size_t i = 0; i < mg->nranks; i++) {
+		char lead[48];
+		snprintf(lead, sizeof lead, "rank %ld: ", mg->ranks[i].rank);
+		ct_text_layers_brief(f, mg->ranks[i].m, lead);
+	}
+}
+
 static void text_peak_merged(FILE *f, const struct ct_report_opts *o, struct ct_model *const *ms,
 			     size_t nm)
 {
@@ -566,6 +582,7 @@ static void text_peak_merged(FILE *f, const struct ct_report_opts *o, struct ct_
 		fputs("  each rank's devices and phases: --per-dump\n", f);
 	fputc('\n', f);
 	ct_ranks_put_table(f, mg.ranks, mg.nranks);
+	text_merged_layers(f, &mg);
 	if (mg.n)
 		fputs("\nsites live at each rank's peak:\n", f);
 	struct ct_merged_style st = {0};

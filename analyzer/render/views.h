@@ -56,9 +56,14 @@ struct ct_fw_dev;
 struct ct_item *ct_view_fw_peak_items(struct ct_model *m, const struct ct_fw_dev *d, size_t *n);
 /* "  by owner at the peak: PyTorch X (tensors Y + cached free Z), ..." */
 void ct_text_owners(FILE *f, struct ct_model *m);
-/* "  PyTorch without its caching allocator (...), device D: peak allocated ..." a line per device; nothing
- * when PyTorch ran with its cache (analyses/layers.c, ct_analysis_torch_uncached) */
-void ct_text_torch_uncached(FILE *f, struct ct_model *m);
+/* "  LEADPyTorch without its caching allocator (...), device D: peak allocated ..." a line per device;
+ * nothing when PyTorch ran with its cache (analyses/layers.c, ct_analysis_torch_uncached) */
+void ct_text_torch_uncached(FILE *f, struct ct_model *m, const char *lead);
+/* The framework layer's peaks of m, one line per framework dev (and the uncached line above), each
+ * line "  LEAD..."; nothing when m has none. */
+void ct_text_layers_brief(FILE *f, struct ct_model *m, const char *lead);
+/* Has m a framework layer's figures (blocks, or PyTorch without its cache)? */
+int ct_layers_any(struct ct_model *m);
 /* Each framework dev's peaks, fragmentation and blocks live at its peak (text). */
 void ct_text_layers(FILE *f, const struct ct_report_opts *o, struct ct_model *m);
 /* "owners": {...} and, with a framework layer, "framework": [per dev, with its "sites"] */

@@ -189,6 +189,13 @@ expect_eq "async: peak allocated == the backend's peak allocated" \
 "$REPORT" peak "$(dump_of async)" | grep -q "^  PyTorch without its caching allocator (backend:cudaMallocAsync: each tensor a CUDA allocation), device 0: peak allocated .* ($(jget "$T/async.json" 'j["stats"]["0"][1]') bytes) at " ||
 	fail "async: peak text"
 echo "ok: async peak text"
+# two dumps merged (ranks by position): the framework layer's peaks, a line per rank
+"$REPORT" peak "$(dump_of keep)" "$(dump_of async)" >"$T/merged.peak.txt"
+expect_eq "merged peak: the framework layer's lines" \
+	"$(grep -A2 '^the framework layer, each rank' "$T/merged.peak.txt" | sed 's/ at [0-9.]* ms//g; s/ ([0-9]* bytes)//g')" \
+	"the framework layer, each rank's peaks (the tensors live at each: --per-dump):
+  rank 0: PyTorch, device 0: peak allocated $(jget "$T/keep.json" 'j["stats"]["0"][1]' | awk '{printf "%.1f MiB", $1 / 1048576}'), peak reserved $(jget "$T/keep.json" 'j["stats"]["0"][3]' | awk '{printf "%.1f MiB", $1 / 1048576}')
+  rank 1: PyTorch without its caching allocator (backend:cudaMallocAsync: each tensor a CUDA allocation), device 0: peak allocated $(jget "$T/async.json" 'j["stats"]["0"][1]' | awk '{printf "%.1f MiB", $1 / 1048576}')"
 
 # OOM: PyTorch's out-of-memory, with the tensors live then.
 traced oom env TORCH_FAKE_STEPS=2 python3 "$DRIVER" "$FAKE" "$site" basic "$T/oom.json" 2>"$T/oom.err" ||
