@@ -147,6 +147,13 @@ if [ -x "$BIN/hostile_limits" ]; then
 	for n in 16 32 64; do
 		twin "nofile.$n" '' "$BIN/hostile_limits" nofile "$n" 200
 	done
+	# RLIMIT_AS (ulimit -v, KiB) set before the program starts: the shim's stack cache and
+	# dump buffers take their small sizes; the same lines traced and untraced. The CUDA
+	# driver reserves address space of its own, so a small limit fails cuInit the same
+	# way in both (still a twin); the larger ones let the program run.
+	for kib in 67108864 268435456 1073741824; do
+		twin "vm.$kib" '' sh -c 'ulimit -v "$1" && exec "$2" vm 64 200' sh "$kib" "$BIN/hostile_limits"
+	done
 else
 	verdict SKIP nofile "hostile_limits did not build"
 fi
