@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# One device call, several GPU checks: each STEP runs in its own process under its own time
+# limit, its output in $OUT/STEP.txt, and a line "STEP rc N, S s" goes to $OUT/batch.txt.
+# A step that fails or times out does not stop the others.
+#
+#   bash tests/gpu/batch.sh KIT STEP[:SECONDS] ...
+#
+# Steps:
+#   framework-uncached  framework_check.py in the cudaMallocAsync and no-caching modes
+#                       (peak allocated against max_memory_allocated(), the leak verdicts)
+#   overhead-4096       fw_overhead.py --model mlp4096, the four modes, 3 repetitions
+#   overhead-2048       fw_overhead.py --model mlp2048 (launch-bound), the four modes, 3 repetitions
+#   behaviour           tests/gpu/behaviour.sh (the shim never changes the program)
+#   ipc                 tests/gpu/ipc_check.sh (CUDA IPC between a parent and its child)
+#   validate-ONLY       scripts/gpu-validate.sh with GPU_SUITE=validate GPU_ONLY=ONLY
+set -u
+KIT=$(cd "$1" && pwd)
+shift
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+OUT=${OUT:-$ROOT/gpu-out}
+mkdir -p "$OUT"
+export LD_LIBRARY_PATH="$KIT/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader >"$OUT/env.txt" 2>&1
+git -C "$ROOT" log -1 --format='%H %s' >>"$OUT/env.txt" 2>/dev/null
+cat "$KIT/MANIFEST.txt" >>"$OUT/env.txt" 2>/dev/null
+
+step() { # NAME SECONDS CMD...
+	local name=$1 secs=$2 t0 rc
+	shift 2
+	t0=$(date +%s)
+	timeout -s KILL "$secs" "$@" >"$OUT/$name.txt" 2>&1
+	rc=$?
+	echo "$name rc $rc, $(($(date +%s) - t0)) s" | tee -a "$OUT/batch.txt"
+}
+
+for arg in "$@"; do
+	name=${arg%%:*}
+	secs=${arg#*:}
+	[ "$secs" = "$arg" ] && secs=300
+	case $name in
+	framework-uncached)
+		step "$name" "$secs" python3 "$ROOT/tests/gpu/framework_check.py" --kit "$KIT" --out /tmp/fwu \
+			--only train-async,clean-async,train-nocache,clean-nocache ;;
+	overhead-4096 | overhead-2048)
+		step "$name" "$secs" python3 "$ROOT/tests/gpu/fw_overhead.py" --kit "$KIT" --out /tmp/"$name" \
+			--model "mlp${name#overhead-}" --reps 3 --steps 100 --chunks 5 --pairs 0 ;;
+	behaviour)
+		step "$name" "$secs" bash "$ROOT/tests/gpu/behaviour.sh" "$KIT" "$KIT/src/e2e" /tmp/beh ;;
+	ipc)
+		step "$name" "$secs" bash "$ROOT/tests/gpu/ipc_check.sh" "$KIT" /tmp/ipc ;;
+	validate-*)
+		step "$name" "$secs" env GPU_SUITE=validate GPU_ONLY="${name#validate-}" OUT="$OUT/$name" \
+			bash "$ROOT/scripts/gpu-validate.sh" ;;
+	*)
+		echo "batch: unknown step '$name'" | tee -a "$OUT/batch.txt" ;;
+	esac
+done
