@@ -10,6 +10,7 @@
 #                       (peak allocated against max_memory_allocated(), the leak verdicts)
 #   overhead-4096       fw_overhead.py --model mlp4096, the four modes, 3 repetitions
 #   overhead-2048       fw_overhead.py --model mlp2048 (launch-bound), the four modes, 3 repetitions
+#                       (overhead-4096@async,nocache: those modes only)
 #   behaviour           tests/gpu/behaviour.sh (the shim never changes the program)
 #   ipc                 tests/gpu/ipc_check.sh (CUDA IPC between a parent and its child)
 #   validate-ONLY       scripts/gpu-validate.sh with GPU_SUITE=validate GPU_ONLY=ONLY
@@ -42,9 +43,13 @@ for arg in "$@"; do
 	framework-uncached)
 		step "$name" "$secs" python3 "$ROOT/tests/gpu/framework_check.py" --kit "$KIT" --out /tmp/fwu \
 			--only train-async,clean-async,train-nocache,clean-nocache ;;
-	overhead-4096 | overhead-2048)
+	overhead-4096* | overhead-2048*)
+		# overhead-4096@async,nocache: those modes only
+		modes=default,expandable,async,nocache
+		case $name in *@*) modes=${name#*@} ;; esac
+		model=${name#overhead-}
 		step "$name" "$secs" python3 "$ROOT/tests/gpu/fw_overhead.py" --kit "$KIT" --out /tmp/"$name" \
-			--model "mlp${name#overhead-}" --reps 3 --steps 100 --chunks 5 --pairs 0 ;;
+			--model "mlp${model%%@*}" --modes "$modes" --reps 3 --steps 100 --chunks 5 --pairs 0 ;;
 	behaviour)
 		step "$name" "$secs" bash "$ROOT/tests/gpu/behaviour.sh" "$KIT" "$KIT/src/e2e" /tmp/beh ;;
 	ipc)
