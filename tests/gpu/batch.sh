@@ -48,7 +48,7 @@ for arg in "$@"; do
 		modes=default,expandable,async,nocache
 		case $name in *@*) modes=${name#*@} ;; esac
 		model=${name#overhead-}
-		step "$name" "$secs" python3 "$ROOT/tests/gpu/fw_overhead.py" --kit "$KIT" --out /tmp/"$name" \
+		step "$(echo "$name" | tr "@," "__")" "$secs" python3 "$ROOT/tests/gpu/fw_overhead.py" --kit "$KIT" --out /tmp/"$name" \
 			--model "mlp${model%%@*}" --modes "$modes" --reps 3 --steps 100 --chunks 5 --pairs 0 ;;
 	behaviour)
 		step "$name" "$secs" bash "$ROOT/tests/gpu/behaviour.sh" "$KIT" "$KIT/src/e2e" /tmp/beh ;;
