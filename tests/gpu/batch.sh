@@ -10,7 +10,8 @@
 #                       (peak allocated against max_memory_allocated(), the leak verdicts)
 #   overhead-4096       fw_overhead.py --model mlp4096, the four modes, 3 repetitions
 #   overhead-2048       fw_overhead.py --model mlp2048 (launch-bound), the four modes, 3 repetitions
-#                       (overhead-4096@async,nocache: those modes only)
+#                       (overhead-4096@async,nocache: those modes only; OVH_STEPS, OVH_CHUNKS:
+#                       steps per chunk, default 100, and chunks per process, default 5)
 #   behaviour           tests/gpu/behaviour.sh (the shim never changes the program)
 #   ipc                 tests/gpu/ipc_check.sh (CUDA IPC between a parent and its child)
 #   validate-ONLY       scripts/gpu-validate.sh with GPU_SUITE=validate GPU_ONLY=ONLY
@@ -49,7 +50,7 @@ for arg in "$@"; do
 		case $name in *@*) modes=${name#*@} ;; esac
 		model=${name#overhead-}
 		step "$(echo "$name" | tr "@," "__")" "$secs" python3 "$ROOT/tests/gpu/fw_overhead.py" --kit "$KIT" --out /tmp/"$name" \
-			--model "mlp${model%%@*}" --modes "$modes" --reps 3 --steps 100 --chunks 5 --pairs 0 ;;
+			--model "mlp${model%%@*}" --modes "$modes" --reps 3 --steps "${OVH_STEPS:-100}" --chunks "${OVH_CHUNKS:-5}" --pairs 0 ;;
 	behaviour)
 		step "$name" "$secs" bash "$ROOT/tests/gpu/behaviour.sh" "$KIT" "$KIT/src/e2e" /tmp/beh ;;
 	ipc)
