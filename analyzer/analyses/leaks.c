@@ -58,6 +58,45 @@ static void text_evidence(FILE *f, const struct ct_finding *x)
 	fprintf(f, " matches %s \"%s\"\n", ct_rule_field_name(r->field), r->pattern);
 }
 
+/* A leaked VMM allocation's address space (its mappings and their reservations): attributes, not memory. */
+static void text_address_space(FILE *f, const struct ct_leak *l)
+{
+	char b1[32], b2[32];
+	if (!l || (!l->va_mapped && !l->va_reserved))
+		return;
+	fprintf(f, "      its address space (not memory, not counted): mapped %s in %" PRIu64 " range%s, reserved %s in %" PRIu64
+		" range%s\n",
+		ct_fmt_bytes(l->va_mapped_bytes, b1, sizeof b1), l->va_mapped, l->va_mapped == 1 ? "" : "s",
+		ct_fmt_bytes(l->va_reserved_bytes, b2, sizeof b2), l->va_reserved, l->va_reserved == 1 ? "" : "s");
+}
+
+/* Address space left reserved or mapped that no leaked allocation holds. */
+static void text_address_only(FILE *f, const struct ct_model *m)
+{
+	char b1[32], b2[32];
+	if (!m->va_only_reserved && !m->va_only_mapped)
+		return;
+	fprintf(f,
+		"  address space still reserved (%" PRIu64 " range%s, %s) or mapped (%" PRIu64 " range%s, %s) that holds no "
+		"leaked allocation: not memory, not counted\n",
+		m->va_only_reserved, m->va_only_reserved == 1 ? "" : "s",
+		ct_fmt_bytes(m->va_only_reserved_bytes, b1, sizeof b1), m->va_only_mapped,
+		m->va_only_mapped == 1 ? "" : "s", ct_fmt_bytes(m->va_only_mapped_bytes, b2, sizeof b2));
+}
+
+static void json_address_space(struct ct_json *j, const struct ct_leak *l)
+{
+	if (!l || (!l->va_mapped && !l->va_reserved))
+		return;
+	ct_json_key(j, "address_space");
+	ct_json_obj(j);
+	ct_json_kv_u64(j, "mapped", l->va_mapped);
+	ct_json_kv_u64(j, "mapped_bytes", l->va_mapped_bytes);
+	ct_json_kv_u64(j, "reserved", l->va_reserved);
+	ct_json_kv_u64(j, "reserved_bytes", l->va_reserved_bytes);
+	ct_json_obj_end(j);
+}
+
 /* A name for a generated suppression: class, label, identity. */
 static void supp_name(const struct ct_finding *x, char *buf, size_t cap)
 {
@@ -239,6 +278,7 @@ static void text_leaks_of(FILE *f, const struct ct_report_opts *o, struct ct_mod
 		fputc('\n', f);
 	}
 	ct_put_notes(f, m);
+	text_address_only(f, m);
 	struct ct_tally cls[CT_CLASS_COUNT], supp = {0}, base = {0};
 	memset(cls, 0, sizeof cls);
 	size_t n = 0;
@@ -282,6 +322,7 @@ static void text_leaks_of(FILE *f, const struct ct_report_opts *o, struct ct_mod
 		put_class(f, x);
 		fputc('\n', f);
 		text_evidence(f, x);
+		text_address_space(f, x->it.leak);
 		ct_text_stack(f, m, x->it.stack_id);
 		if (o->gen_suppressions)
 			gen_block(f, x, "");
@@ -579,12 +620,30 @@ static void json_leaks(struct ct_json *j, const struct ct_report_opts *o,
 	ct_json_kv_u64(j, "count", leak_count);
 	ct_json_kv_u64(j, "bytes", leak_bytes);
 	ct_json_kv_u64(j, "sites_total", a->nleak);
+	uint64_t vr = 0, vrb = 0, vm = 0, vmb = 0;
+	for (size_t d = 0; d < nm; d++) {
+		vr += ms[d]->va_only_reserved;
+		vrb = ct_sat_add(vrb, ms[d]->va_only_reserved_bytes);
+		vm += ms[d]->va_only_mapped;
+		vmb = ct_sat_add(vmb, ms[d]->va_only_mapped_bytes);
+	}
+	if (vr || vm) {
+		/* not memory, not in count or bytes: address space no leaked allocation holds */
+		ct_json_key(j, "address_space_only");
+		ct_json_obj(j);
+		ct_json_kv_u64(j, "reserved", vr);
+		ct_json_kv_u64(j, "reserved_bytes", vrb);
+		ct_json_kv_u64(j, "mapped", vm);
+		ct_json_kv_u64(j, "mapped_bytes", vmb);
+		ct_json_obj_end(j);
+	}
 	ct_json_key(j, "sites");
 	ct_json_arr(j);
 	for (size_t i = 0; i < ct_items_shown(o, a->nleak); i++) {
 		ct_json_obj(j);
 		ct_json_item_fields(j, &a->v[i].it);
 		json_verdict(j, o, &a->v[i]);
+		json_address_space(j, a->v[i].it.leak);
 		ct_json_obj_end(j);
 	}
 	ct_json_arr_end(j);

@@ -71,6 +71,8 @@ void ct_model_free(struct ct_model *m)
 	ct_imap_free(&m->dpmap);
 	free(m->leaks);
 	ct_imap_free(&m->leakmap);
+	free(m->maph);
+	ct_imap_free(&m->maphmap);
 	ct_tl_free(&m->tl);
 	ct_symtab_free(m->syms);
 	memset(m, 0, sizeof *m);
@@ -84,6 +86,8 @@ static size_t live_home(const struct ct_model *m, unsigned ns, uint64_t ptr)
 	 * address (its low ones are zero: blocks are aligned) */
 	return (size_t)(((ptr ^ (uint64_t)ns << 58) * 0x9e3779b97f4a7c15ull) >> m->live_shift);
 }
+
+static const struct ct_block *mapping_allocation(const struct ct_model *m, const struct ct_block *e);
 
 static size_t live_find(const struct ct_model *m, unsigned ns, uint64_t ptr)
 {
@@ -345,6 +349,16 @@ static int leak_eq(const void *ctx, uint32_t idx, const void *key)
 	       a->reason_op == b->reason_op;
 }
 
+/* The index of site s's leak group (reason: exit), CT_IMAP_NONE when it has none. */
+static uint32_t find_leak(const struct ct_model *m, const struct ct_site *s)
+{
+	struct ct_leak k = {.stack_id = s->stack_id, .api = s->api, .kind = s->kind, .device = s->device};
+	uint64_t h = ct_hash2(ct_hash2(s->stack_id, ((uint64_t)s->api << 32) | ((uint64_t)s->kind << 16) |
+							    (uint16_t)s->device),
+			      0);
+	return ct_imap_get(&m->leakmap, h, leak_eq, m, &k);
+}
+
 /* Count e in its leak group; returns the group's index. */
 static uint32_t add_leak(struct ct_model *m, const struct ct_site *s, const struct ct_block *e,
 			 uint8_t reason_op, uint16_t reason_api)
@@ -465,7 +479,16 @@ static void remove_live(struct ct_model *m, size_t slot, const struct ct_rec_eve
 		unsigned a = ev->api < CT_API_COUNT ? ev->api : CT_API_COUNT;
 		m->api[a].bytes = ct_sat_add(m->api[a].bytes, e.size);
 	} else if (how == RM_LEAK) {
-		add_leak(m, s, &e, ev->op, ev->api);
+		/* address space is not memory: a reservation, or a mapping of a live allocation */
+		if (s->kind == CT_KIND_VMM_RESERVED) {
+			m->va_only_reserved++;
+			m->va_only_reserved_bytes = ct_sat_add(m->va_only_reserved_bytes, e.size);
+		} else if (s->kind == CT_KIND_VMM_MAPPED && mapping_allocation(m, &e)) {
+			m->va_only_mapped++;
+			m->va_only_mapped_bytes = ct_sat_add(m->va_only_mapped_bytes, e.size);
+		} else {
+			add_leak(m, s, &e, ev->op, ev->api);
+		}
 	}
 	ct_tl_update(&m->tl, s->kind, s->device, ev->ts_ns, k->live_bytes);
 	live_remove_at(m, slot);
@@ -795,6 +818,127 @@ int ct_model_spans_steps(const struct ct_model *m, uint64_t first_ts, uint64_t l
 	return lo + 1 < n && v[lo + 1] <= last_ts;
 }
 
+/* ---- address space: VMM reservations and mappings are never memory ----------------- */
+
+static int maph_eq(const void *ctx, uint32_t idx, const void *key)
+{
+	return ((const struct ct_model *)ctx)->maph[idx].ptr == *(const uint64_t *)key;
+}
+
+/* A mapping of ptr was made of the allocation handle: remember it (the latest per address). */
+static void maph_put(struct ct_model *m, uint64_t ptr, uint64_t handle)
+{
+	uint64_t h = ct_mix64(ptr);
+	uint32_t i = ct_imap_get(&m->maphmap, h, maph_eq, m, &ptr);
+	if (i == CT_IMAP_NONE) {
+		if (m->nmaph >= UINT32_MAX - 1)
+			return;
+		m->maph = ct_xgrow(m->maph, &m->capmaph, m->nmaph + 1, sizeof *m->maph);
+		i = (uint32_t)m->nmaph++;
+		m->maph[i].ptr = ptr;
+		ct_imap_put(&m->maphmap, h, i);
+	}
+	m->maph[i].handle = handle;
+}
+
+/* The live allocation (cuMemCreate) a live mapping e was made of, NULL when it is gone or unknown. */
+static const struct ct_block *mapping_allocation(const struct ct_model *m, const struct ct_block *e)
+{
+	uint64_t ptr = e->ptr;
+	uint32_t i = ct_imap_get(&m->maphmap, ct_mix64(ptr), maph_eq, m, &ptr);
+	if (i == CT_IMAP_NONE)
+		return NULL;
+	size_t at = live_find(m, CT_NS_PHYSICAL, m->maph[i].handle);
+	return at == SIZE_MAX ? NULL : &m->live[at];
+}
+
+static int cmp_block_ptr(const void *a, const void *b)
+{
+	const struct ct_block *x = *(const struct ct_block *const *)a, *y = *(const struct ct_block *const *)b;
+	return x->ptr < y->ptr ? -1 : x->ptr > y->ptr;
+}
+
+/* The reservation of v (sorted by address) holding ptr, SIZE_MAX when none. */
+static size_t reservation_of(const struct ct_block *const *v, size_t n, uint64_t ptr)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) { /* the first reservation starting after ptr */
+		size_t mid = lo + (hi - lo) / 2;
+		if (v[mid]->ptr <= ptr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo && ptr - v[lo - 1]->ptr < v[lo - 1]->size ? lo - 1 : SIZE_MAX;
+}
+
+/*
+ * Count the live blocks still held (kept: those the exit point judged kept from
+ * step to step, else the others) in their leak groups, memory once:
+ *   - every allocation (device, host, managed, VMM physical) is a leak;
+ *   - a mapping of a live VMM allocation is that allocation's attribute
+ *     (va_mapped); a mapping whose allocation handle was released (the
+ *     mapping alone keeps the memory) or is unknown is memory, a leak itself;
+ *   - a reservation is an attribute of the group of the first mapping inside
+ *     it; one holding nothing mapped is address space only (va_only_*).
+ */
+static void leak_live(struct ct_model *m, int kept)
+{
+	const struct ct_block **resv = NULL;
+	size_t nresv = 0, capresv = 0;
+	for (size_t i = 0; m->live_mask && i <= m->live_mask; i++) {
+		const struct ct_block *e = &m->live[i];
+		if (!e->ns || exit_kept(m, e) != kept)
+			continue;
+		uint8_t kind = m->sites[e->site].kind;
+		if (kind == CT_KIND_VMM_RESERVED) {
+			resv = ct_xgrow(resv, &capresv, nresv + 1, sizeof *resv);
+			resv[nresv++] = e;
+		} else if (kind != CT_KIND_VMM_MAPPED) {
+			uint32_t l = add_leak(m, &m->sites[e->site], e, 0, 0); /* may move m->leaks */
+			m->leaks[l].kept |= (uint8_t)kept;
+		}
+	}
+	if (nresv > 1)
+		qsort(resv, nresv, sizeof *resv, cmp_block_ptr);
+	uint8_t *held = nresv ? ct_xcalloc(nresv, 1) : NULL;
+	for (size_t i = 0; m->live_mask && i <= m->live_mask; i++) {
+		const struct ct_block *e = &m->live[i];
+		if (!e->ns || m->sites[e->site].kind != CT_KIND_VMM_MAPPED || exit_kept(m, e) != kept)
+			continue;
+		const struct ct_block *a = mapping_allocation(m, e);
+		uint32_t l;
+		if (a) {
+			l = find_leak(m, &m->sites[a->site]);
+			if (l != CT_IMAP_NONE) {
+				m->leaks[l].va_mapped++;
+				m->leaks[l].va_mapped_bytes = ct_sat_add(m->leaks[l].va_mapped_bytes, e->size);
+			}
+		} else {
+			l = add_leak(m, &m->sites[e->site], e, 0, 0);
+			m->leaks[l].kept |= (uint8_t)kept;
+		}
+		size_t r = reservation_of(resv, nresv, e->ptr);
+		if (r == SIZE_MAX) {
+			if (l == CT_IMAP_NONE) {
+				m->va_only_mapped++;
+				m->va_only_mapped_bytes = ct_sat_add(m->va_only_mapped_bytes, e->size);
+			}
+		} else if (!held[r] && l != CT_IMAP_NONE) {
+			held[r] = 1;
+			m->leaks[l].va_reserved++;
+			m->leaks[l].va_reserved_bytes = ct_sat_add(m->leaks[l].va_reserved_bytes, resv[r]->size);
+		}
+	}
+	for (size_t r = 0; r < nresv; r++)
+		if (!held[r]) {
+			m->va_only_reserved++;
+			m->va_only_reserved_bytes = ct_sat_add(m->va_only_reserved_bytes, resv[r]->size);
+		}
+	free(held);
+	free(resv);
+}
+
 /*
  * The program's own code ended (CT_MARK_EXIT). A site whose blocks live now
  * were made across steps (ct_model_spans_steps: kept from step to step) is
@@ -811,13 +955,7 @@ static void exit_point(struct ct_model *m, uint64_t ts)
 			ct_spans_add(sp, m->live[i].site, m->live[i].ts);
 	m->exit_nsites = m->nsites;
 	m->exit_kept = ct_spans_kept(m, sp);
-	for (size_t i = 0; m->live_mask && i <= m->live_mask; i++) {
-		const struct ct_block *e = &m->live[i];
-		if (e->ns && exit_kept(m, e)) {
-			uint32_t l = add_leak(m, &m->sites[e->site], e, 0, 0); /* may move m->leaks */
-			m->leaks[l].kept = 1;
-		}
-	}
+	leak_live(m, 1);
 }
 
 struct ct_spans {
@@ -992,6 +1130,8 @@ static void apply_event(struct ct_model *m, const struct ct_rec_event *ev)
 		break;
 	case CT_OP_MAP:
 		do_alloc(m, ev, CT_KIND_VMM_MAPPED);
+		if (ev->result == 0 && ev->ptr)
+			maph_put(m, ev->ptr, ev->aux);
 		break;
 	case CT_OP_FREE:
 		do_free(m, ev, free_ns(ev));
@@ -1027,12 +1167,7 @@ void ct_model_finish(struct ct_model *m)
 		if (m->obs[i].finish)
 			m->obs[i].finish(m->obs[i].ctx, m);
 	ct_fw_finish(m);
-	for (size_t i = 0; m->live_mask && i <= m->live_mask; i++) {
-		const struct ct_block *e = &m->live[i];
-		/* what the exit point counted is counted */
-		if (e->ns && !exit_kept(m, e))
-			add_leak(m, &m->sites[e->site], e, 0, 0);
-	}
+	leak_live(m, 0); /* what the exit point counted is counted */
 	ct_tl_sort(&m->tl);
 }
 

@@ -95,6 +95,13 @@ struct ct_leak {
 	uint8_t kept;	     /* judged at the exit point: kept from step to step (model.c) */
 	uint64_t count, bytes;
 	uint64_t first_ts; /* earliest allocation */
+	/*
+	 * Address space, never memory (issue 19): the mappings of this group's VMM
+	 * allocations still live with them (cuMemMap of a live handle), and the
+	 * reservations holding its mappings (cuMemAddressReserve): attributes of the
+	 * allocation, not leaks of their own.
+	 */
+	uint64_t va_mapped, va_mapped_bytes, va_reserved, va_reserved_bytes;
 };
 
 struct ct_api_stats {
@@ -286,6 +293,19 @@ struct ct_model {
 	struct ct_imap leakmap;
 	uint64_t leak_count, leak_bytes;
 	uint64_t reset_leak_count, reset_leak_bytes;
+	/*
+	 * Address space still reserved or mapped at the end that no leaked
+	 * allocation holds (a reservation with nothing of it mapped, a mapping
+	 * inside no reservation...: never memory, never a leak), and the
+	 * mappings' allocation handles (ptr -> handle, the latest map of each
+	 * address) that tie a mapping to its cuMemCreate allocation.
+	 */
+	uint64_t va_only_reserved, va_only_reserved_bytes, va_only_mapped, va_only_mapped_bytes;
+	struct ct_maph {
+		uint64_t ptr, handle;
+	} *maph;
+	size_t nmaph, capmaph;
+	struct ct_imap maphmap;
 
 	struct ct_timeline tl;
 	struct ct_symtab *syms;

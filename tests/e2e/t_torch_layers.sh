@@ -175,6 +175,14 @@ run expandable layout PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
 figures expandable
 expect_eq "expandable: leaked at the KEEP line" "$(leaked_at expandable)" \
 	"torch_block leaked $STEPS $(leaked_bytes expandable)"
+# memory counted once (issue 19): the CUDA layer's bytes not freed are the segments' (torch's reserved
+# bytes), never the 64 GiB address reservation, which is an attribute of the allocation mapped into it
+expect_eq "expandable: CUDA layer not freed == reserved" \
+	"$(jget "$T/expandable.leaks.json" 'j["leaks"]["bytes"]')" \
+	"$(jget "$T/expandable.json" 'j["stats"]["0"][2]')"
+expect_eq "expandable: the reservation, an attribute" \
+	"$(jget "$T/expandable.leaks.json" '(sum(s.get("address_space", {}).get("reserved_bytes", 0) for s in j["leaks"]["sites"]), [s["kind"] for s in j["leaks"]["sites"] if s["kind"].startswith("vmm_r")])')" \
+	"(68719476736, [])"
 
 # cudaMallocAsync: one CUDA call per tensor, no trace events; the same verdict at the same line.
 run async layout PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync
