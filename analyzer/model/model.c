@@ -20,6 +20,8 @@ unsigned ct_kind_ns(unsigned kind)
 		return CT_NS_PHYSICAL;
 	case CT_KIND_VMM_RESERVED:
 		return CT_NS_RESERVED;
+	case CT_KIND_ARRAY:
+		return CT_NS_ARRAY;
 	default:
 		return CT_NS_NONE;
 	}
@@ -577,7 +579,7 @@ static void do_alloc(struct ct_model *m, const struct ct_rec_event *ev, uint8_t 
 	struct ct_block e = {.ptr = ev->ptr,
 			    .size = ev->size,
 			    .ts = ev->ts_ns,
-			    .stream = ev->stream,
+			    .stream = kind == CT_KIND_ARRAY ? 0 : ev->stream, /* arrays: their extent */
 			    .tid = ev->tid,
 			    .site = si,
 			    .ns = (uint8_t)ns};

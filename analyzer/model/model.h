@@ -24,12 +24,13 @@ enum ct_ns {
 	CT_NS_REGISTERED = 2, /* cudaHostRegister'ed user memory */
 	CT_NS_PHYSICAL = 3,   /* cuMemCreate handles */
 	CT_NS_RESERVED = 4,   /* cuMemAddressReserve ranges */
+	CT_NS_ARRAY = 5,      /* CUDA array handles */
 };
 
-/* Kinds counted as "device bytes" for the peak: device memory and VMM physical. */
+/* Kinds counted as "device bytes" for the peak: device memory, VMM physical and arrays. */
 static inline int ct_kind_is_device_bytes(unsigned kind)
 {
-	return kind == CT_KIND_DEVICE || kind == CT_KIND_VMM_PHYSICAL;
+	return kind == CT_KIND_DEVICE || kind == CT_KIND_VMM_PHYSICAL || kind == CT_KIND_ARRAY;
 }
 
 /* Stream-ordered allocations (from a memory pool, on a stream). */

@@ -260,6 +260,17 @@ enum ct_kind {
 	CT_KIND_VMM_PHYSICAL = 5,    /* cuMemCreate physical allocation */
 	CT_KIND_VMM_RESERVED = 6,    /* cuMemAddressReserve range */
 	CT_KIND_VMM_MAPPED = 7,	     /* cuMemMap mapping */
+	/*
+	 * A CUDA array (cudaMallocArray, cudaMalloc3DArray, cudaMallocMipmappedArray,
+	 * cuArrayCreate, cuArray3DCreate, cuMipmappedArrayCreate): ptr = the array's
+	 * handle (freed by cudaFreeArray / cudaFreeMipmappedArray / cuArrayDestroy /
+	 * cuMipmappedArrayDestroy with it), size = width x height x depth x element
+	 * bytes summed over its mipmap levels (height, depth 0 count as 1; 0 when the
+	 * element format is one the shim does not know), aux = width | height << 32,
+	 * stream = depth | element bytes << 32 | levels << 48 (the extent in elements).
+	 * Device memory: the device may charge more (alignment, tiling).
+	 */
+	CT_KIND_ARRAY = 8,
 	CT_KIND_COUNT,
 	/* Framework kinds: only on framework events (CT_LAYER_FRAMEWORK), never
 	 * memory of the CUDA layer; CT_KIND_COUNT counts the kinds above only. */
@@ -342,7 +353,17 @@ enum ct_kind {
 	X(torch_segment_unmap, FRAMEWORK)                                      \
 	X(torch_oom, FRAMEWORK)                                                \
 	X(cupy_alloc, FRAMEWORK)                                               \
-	X(cupy_free, FRAMEWORK)
+	X(cupy_free, FRAMEWORK)                                                \
+	X(cudaMallocArray, RUNTIME)                                            \
+	X(cudaMalloc3DArray, RUNTIME)                                          \
+	X(cudaMallocMipmappedArray, RUNTIME)                                   \
+	X(cudaFreeArray, RUNTIME)                                              \
+	X(cudaFreeMipmappedArray, RUNTIME)                                     \
+	X(cuArrayCreate_v2, DRIVER)                                            \
+	X(cuArray3DCreate_v2, DRIVER)                                          \
+	X(cuMipmappedArrayCreate, DRIVER)                                      \
+	X(cuArrayDestroy, DRIVER)                                              \
+	X(cuMipmappedArrayDestroy, DRIVER)
 
 enum ct_api {
 #define CT_API_ENUM_(name, layer) CT_API_##name,
@@ -795,7 +816,8 @@ static inline const char *ct_kind_name(unsigned kind)
 	static const char *const names[] = {"none",		"device",
 					    "host_pinned",	"host_registered",
 					    "managed",		"vmm_physical",
-					    "vmm_reserved",	"vmm_mapped"};
+					    "vmm_reserved",	"vmm_mapped",
+					    "array"};
 	if (kind == CT_KIND_TORCH_BLOCK)
 		return "torch_block";
 	if (kind == CT_KIND_TORCH_SEGMENT)

@@ -39,6 +39,7 @@
 #include <cupti.h>
 
 #include "cupti.h"
+#include "arrays.h"
 #include "hooks.h"
 
 _Atomic int ct_backend_cupti;

@@ -8,6 +8,7 @@
 
 #include <cuda.h>
 
+#include "arrays.h"
 #include "hooks.h"
 
 /* Prototypes cuda.h only declares under per-thread-stream builds. */

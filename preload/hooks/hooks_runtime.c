@@ -6,6 +6,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "arrays.h"
 #include "hooks.h"
 
 /* Prototypes the public header only declares under per-thread-stream builds. */

@@ -371,6 +371,7 @@ enum kind {
 	K_HOST,		/* cuMemAllocHost, cuMemHostAlloc: its own host mapping */
 	K_REGISTERED,	/* cuMemHostRegister: the caller's memory */
 	K_VMM,		/* cuMemMap: a mapping inside a reservation */
+	K_ARRAY,	/* cuArrayCreate, cuArray3DCreate, cuMipmappedArrayCreate: handle = address */
 };
 
 /* A live allocation (or registration or VMM mapping), a node of g_blocks
@@ -894,6 +895,7 @@ static void free_now(const struct block *b)
 		break;
 	case K_DEVICE:
 	case K_MANAGED:
+	case K_ARRAY:
 		arena_free(&g_dev[b->dev], b->addr, b->span);
 		break;
 	case K_HOST:
@@ -1546,6 +1548,91 @@ static CUresult impl_free_async(CUdeviceptr dptr, CUstream h)
 	}
 	return CUDA_SUCCESS;
 }
+
+/* ---- arrays ------------------------------------------------------------------ */
+
+/* Bytes of one element of fmt with ch channels (1, 2 or 4), 0 when invalid. */
+static size_t array_elem(CUarray_format fmt, unsigned ch)
+{
+	size_t b;
+
+	switch (fmt) {
+	case CU_AD_FORMAT_UNSIGNED_INT8:
+	case CU_AD_FORMAT_SIGNED_INT8:
+		b = 1;
+		break;
+	case CU_AD_FORMAT_UNSIGNED_INT16:
+	case CU_AD_FORMAT_SIGNED_INT16:
+	case CU_AD_FORMAT_HALF:
+		b = 2;
+		break;
+	case CU_AD_FORMAT_UNSIGNED_INT32:
+	case CU_AD_FORMAT_SIGNED_INT32:
+	case CU_AD_FORMAT_FLOAT:
+		b = 4;
+		break;
+	default:
+		return 0;
+	}
+	return ch == 1 || ch == 2 || ch == 4 ? b * ch : 0;
+}
+
+/* An array of w x h x d elements (h, d 0: 1) of elem bytes over levels mipmap levels, charged
+ * to the device like an allocation of exactly its bytes; the handle is its address. */
+static CUresult impl_array(void **handle, size_t w, size_t h, size_t d, size_t elem, unsigned levels, int layered)
+{
+	size_t total = 0, b;
+	CUdeviceptr a;
+	struct block *blk;
+	CUresult r;
+
+	if (!handle || !w || !elem || !levels || levels > 32)
+		return CUDA_ERROR_INVALID_VALUE;
+	for (unsigned l = 0; l < levels; l++) {
+		size_t lw = w >> l ? w >> l : 1, lh = h ? (h >> l ? h >> l : 1) : 1,
+		       ld = d ? (layered ? d : (d >> l ? d >> l : 1)) : 1;
+		if (__builtin_mul_overflow(lw, lh, &b) || __builtin_mul_overflow(b, ld, &b) ||
+		    __builtin_mul_overflow(b, elem, &b) || __builtin_add_overflow(total, b, &total))
+			return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	if ((r = dev_alloc(&a, total, K_DEVICE)))
+		return r;
+	blk = blk_exact(a);
+	blk->kind = K_ARRAY;
+	*handle = (void *)a;
+	return CUDA_SUCCESS;
+}
+
+static CUresult impl_array_create(CUarray *h, const CUDA_ARRAY_DESCRIPTOR *desc)
+{
+	if (!desc)
+		return CUDA_ERROR_INVALID_VALUE;
+	return impl_array((void **)h, desc->Width, desc->Height, 0, array_elem(desc->Format, desc->NumChannels), 1, 0);
+}
+
+static CUresult impl_array3d_create(void **h, const CUDA_ARRAY3D_DESCRIPTOR *desc, unsigned levels)
+{
+	if (!desc)
+		return CUDA_ERROR_INVALID_VALUE;
+	return impl_array(h, desc->Width, desc->Height, desc->Depth, array_elem(desc->Format, desc->NumChannels),
+			  levels, (desc->Flags & CUDA_ARRAY3D_LAYERED) != 0);
+}
+
+DRIVER_FN(cuArrayCreate_v2, (CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR *pAllocateArray),
+	  impl_array_create(pHandle, pAllocateArray))
+
+DRIVER_FN(cuArray3DCreate_v2, (CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *pAllocateArray),
+	  impl_array3d_create((void **)pHandle, pAllocateArray, 1))
+
+DRIVER_FN(cuMipmappedArrayCreate, (CUmipmappedArray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *pMipmappedArrayDesc,
+	  unsigned int numMipmapLevels),
+	  impl_array3d_create((void **)pHandle, pMipmappedArrayDesc, numMipmapLevels))
+
+DRIVER_FN(cuArrayDestroy, (CUarray hArray),
+	  free_matching((uintptr_t)hArray, KIND(K_ARRAY), CUDA_ERROR_INVALID_HANDLE))
+
+DRIVER_FN(cuMipmappedArrayDestroy, (CUmipmappedArray hMipmappedArray),
+	  free_matching((uintptr_t)hMipmappedArray, KIND(K_ARRAY), CUDA_ERROR_INVALID_HANDLE))
 
 DRIVER_FN(cuMemAlloc_v2, (CUdeviceptr *dptr, size_t bytesize),
 	  dev_alloc(dptr, bytesize, K_DEVICE))
@@ -2320,6 +2407,11 @@ static const struct proc g_procs[] = {
 	P("cuMemGetInfo", 3020, cuMemGetInfo_v2),
 	P("cuMemAlloc", 3020, cuMemAlloc_v2),
 	P("cuMemAllocPitch", 3020, cuMemAllocPitch_v2),
+	P("cuArrayCreate", 3020, cuArrayCreate_v2),
+	P("cuArray3DCreate", 3020, cuArray3DCreate_v2),
+	P("cuMipmappedArrayCreate", 5000, cuMipmappedArrayCreate),
+	P("cuArrayDestroy", 2000, cuArrayDestroy),
+	P("cuMipmappedArrayDestroy", 5000, cuMipmappedArrayDestroy),
 	P("cuMemFree", 3020, cuMemFree_v2),
 	P("cuMemAllocHost", 3020, cuMemAllocHost_v2),
 	P("cuMemHostAlloc", 2020, cuMemHostAlloc),

@@ -62,6 +62,11 @@ cudaError_t CUDARTAPI cudaGetDriverEntryPointByVersion_ptsz(const char *symbol, 
 	X(memAlloc, "cuMemAlloc", PFN_cuMemAlloc_v3020, 0) \
 	X(memAllocPitch, "cuMemAllocPitch", PFN_cuMemAllocPitch_v3020, 0) \
 	X(memAllocManaged, "cuMemAllocManaged", PFN_cuMemAllocManaged_v6000, 0) \
+	X(arrayCreate, "cuArrayCreate", PFN_cuArrayCreate_v3020, 0) \
+	X(array3DCreate, "cuArray3DCreate", PFN_cuArray3DCreate_v3020, 0) \
+	X(mipmappedCreate, "cuMipmappedArrayCreate", PFN_cuMipmappedArrayCreate_v5000, 0) \
+	X(arrayDestroy, "cuArrayDestroy", PFN_cuArrayDestroy_v2000, 0) \
+	X(mipmappedDestroy, "cuMipmappedArrayDestroy", PFN_cuMipmappedArrayDestroy_v5000, 0) \
 	X(memFree, "cuMemFree", PFN_cuMemFree_v3020, 0) \
 	X(memAllocHost, "cuMemAllocHost", PFN_cuMemAllocHost_v3020, 0) \
 	X(memHostAlloc, "cuMemHostAlloc", PFN_cuMemHostAlloc_v2020, 0) \
@@ -544,6 +549,101 @@ cudaError_t CUDARTAPI cudaFree(void *devPtr)
 {
 	RT_ENTER(); /* cudaFree(NULL) is the idiom for "initialise now" */
 	return devPtr ? rt_drv(D.memFree(dptr(devPtr))) : cudaSuccess;
+}
+
+/* ---- arrays: the driver's, with the runtime's channel format turned into the driver's ---- */
+
+/* A channel format as a driver format and channel count: channels of one size (8, 16 or 32 bits),
+ * signed, unsigned or float; 0 when the fake does not know it. */
+static int rt_array_format(const struct cudaChannelFormatDesc *desc, CUarray_format *fmt, unsigned *ch)
+{
+	int bits[4];
+
+	if (!desc)
+		return 0;
+	bits[0] = desc->x, bits[1] = desc->y, bits[2] = desc->z, bits[3] = desc->w;
+	*ch = 0;
+	for (int i = 0; i < 4; i++)
+		if (bits[i]) {
+			if (bits[i] != desc->x)
+				return 0;
+			(*ch)++;
+		}
+	if (*ch == 3 || !*ch)
+		return 0;
+	switch (desc->f) {
+	case cudaChannelFormatKindSigned:
+		*fmt = desc->x == 8 ? CU_AD_FORMAT_SIGNED_INT8 : desc->x == 16 ? CU_AD_FORMAT_SIGNED_INT16
+			: CU_AD_FORMAT_SIGNED_INT32;
+		break;
+	case cudaChannelFormatKindUnsigned:
+		*fmt = desc->x == 8 ? CU_AD_FORMAT_UNSIGNED_INT8 : desc->x == 16 ? CU_AD_FORMAT_UNSIGNED_INT16
+			: CU_AD_FORMAT_UNSIGNED_INT32;
+		break;
+	case cudaChannelFormatKindFloat:
+		if (desc->x != 16 && desc->x != 32)
+			return 0;
+		*fmt = desc->x == 16 ? CU_AD_FORMAT_HALF : CU_AD_FORMAT_FLOAT;
+		return 1;
+	default:
+		return 0;
+	}
+	return desc->x == 8 || desc->x == 16 || desc->x == 32;
+}
+
+static cudaError_t rt_array3d(void **out, const struct cudaChannelFormatDesc *desc, struct cudaExtent e,
+			      unsigned levels, unsigned flags, int mipmapped)
+{
+	CUDA_ARRAY3D_DESCRIPTOR d;
+
+	RT_ENTER();
+	memset(&d, 0, sizeof d);
+	if (!out || !rt_array_format(desc, &d.Format, &d.NumChannels))
+		return rt_fail(cudaErrorInvalidValue);
+	d.Width = e.width, d.Height = e.height, d.Depth = e.depth;
+	d.Flags = flags & cudaArrayLayered ? CUDA_ARRAY3D_LAYERED : 0;
+	if (mipmapped)
+		return rt_drv(D.mipmappedCreate((CUmipmappedArray *)out, &d, levels));
+	return rt_drv(D.array3DCreate((CUarray *)out, &d));
+}
+
+cudaError_t CUDARTAPI cudaMallocArray(cudaArray_t *array, const struct cudaChannelFormatDesc *desc, size_t width,
+				      size_t height, unsigned int flags)
+{
+	CUDA_ARRAY_DESCRIPTOR d;
+
+	(void)flags;
+	RT_ENTER();
+	memset(&d, 0, sizeof d);
+	if (!array || !rt_array_format(desc, &d.Format, &d.NumChannels))
+		return rt_fail(cudaErrorInvalidValue);
+	d.Width = width, d.Height = height;
+	return rt_drv(D.arrayCreate((CUarray *)array, &d));
+}
+
+cudaError_t CUDARTAPI cudaMalloc3DArray(cudaArray_t *array, const struct cudaChannelFormatDesc *desc,
+					struct cudaExtent extent, unsigned int flags)
+{
+	return rt_array3d((void **)array, desc, extent, 1, flags, 0);
+}
+
+cudaError_t CUDARTAPI cudaMallocMipmappedArray(cudaMipmappedArray_t *mipmappedArray,
+					       const struct cudaChannelFormatDesc *desc, struct cudaExtent extent,
+					       unsigned int numLevels, unsigned int flags)
+{
+	return rt_array3d((void **)mipmappedArray, desc, extent, numLevels, flags, 1);
+}
+
+cudaError_t CUDARTAPI cudaFreeArray(cudaArray_t array)
+{
+	RT_ENTER();
+	return array ? rt_drv(D.arrayDestroy((CUarray)array)) : cudaSuccess;
+}
+
+cudaError_t CUDARTAPI cudaFreeMipmappedArray(cudaMipmappedArray_t mipmappedArray)
+{
+	RT_ENTER();
+	return mipmappedArray ? rt_drv(D.mipmappedDestroy((CUmipmappedArray)mipmappedArray)) : cudaSuccess;
 }
 
 cudaError_t CUDARTAPI cudaMallocHost(void **ptr, size_t size)

@@ -14,6 +14,7 @@
 #                       steps per chunk, default 100, and chunks per process, default 5)
 #   behaviour           tests/gpu/behaviour.sh (the shim never changes the program)
 #   ipc                 tests/gpu/ipc_check.sh (CUDA IPC between a parent and its child)
+#   arrays              tests/gpu/array_check.sh (CUDA arrays against compute-sanitizer and cudaMemGetInfo)
 #   validate-ONLY       scripts/gpu-validate.sh with GPU_SUITE=validate GPU_ONLY=ONLY
 set -u
 KIT=$(cd "$1" && pwd)
@@ -55,6 +56,8 @@ for arg in "$@"; do
 		step "$name" "$secs" bash "$ROOT/tests/gpu/behaviour.sh" "$KIT" "$KIT/src/e2e" /tmp/beh ;;
 	ipc)
 		step "$name" "$secs" bash "$ROOT/tests/gpu/ipc_check.sh" "$KIT" /tmp/ipc ;;
+	arrays)
+		step "$name" "$secs" bash "$ROOT/tests/gpu/array_check.sh" "$KIT" /tmp/arrays ;;
 	validate-*)
 		step "$name" "$secs" env GPU_SUITE=validate GPU_ONLY="${name#validate-}" OUT="$OUT/$name" \
 			bash "$ROOT/scripts/gpu-validate.sh" ;;

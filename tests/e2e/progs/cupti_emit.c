@@ -90,6 +90,11 @@ static const struct {
 	{RT, RTID(cudaDeviceSynchronize_v3020)},
 	{RT, RTID(cudaDeviceReset_v3020)},
 	{RT, RTID(cudaSetDevice_v3020)},
+	{RT, RTID(cudaMallocArray_v3020)},
+	{RT, RTID(cudaMalloc3DArray_v3020)},
+	{RT, RTID(cudaMallocMipmappedArray_v5000)},
+	{RT, RTID(cudaFreeArray_v3020)},
+	{RT, RTID(cudaFreeMipmappedArray_v5000)},
 	{DRV, DRVID(cuMemAlloc_v2)},
 	{DRV, DRVID(cuMemAllocPitch_v2)},
 	{DRV, DRVID(cuMemFree_v2)},
@@ -121,6 +126,11 @@ static const struct {
 	{DRV, DRVID(cuStreamSynchronize_ptsz)},
 	{DRV, DRVID(cuCtxDestroy_v2)},
 	{DRV, DRVID(cuDevicePrimaryCtxReset_v2)},
+	{DRV, DRVID(cuArrayCreate_v2)},
+	{DRV, DRVID(cuArray3DCreate_v2)},
+	{DRV, DRVID(cuMipmappedArrayCreate)},
+	{DRV, DRVID(cuArrayDestroy)},
+	{DRV, DRVID(cuMipmappedArrayDestroy)},
 };
 #define NEXPECTED (sizeof expected / sizeof expected[0])
 
