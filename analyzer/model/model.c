@@ -438,7 +438,9 @@ const char *ct_leak_reason(const struct ct_leak *l, char *buf, size_t cap)
 
 /* ---- events ------------------------------------------------------------------------ */
 
-enum rm_how { RM_FREE, RM_UNSEEN, RM_LEAK };
+/* RM_LEAK_ADDRESS: a checkpoint's address space (a reservation, a mapping of an allocation live at
+ * the checkpoint): never memory, counted apart (va_only_*) */
+enum rm_how { RM_FREE, RM_UNSEEN, RM_LEAK, RM_LEAK_ADDRESS };
 
 static void kd_add(struct ct_kd_stats *k, uint64_t bytes, int add)
 {
@@ -481,16 +483,13 @@ static void remove_live(struct ct_model *m, size_t slot, const struct ct_rec_eve
 		unsigned a = ev->api < CT_API_COUNT ? ev->api : CT_API_COUNT;
 		m->api[a].bytes = ct_sat_add(m->api[a].bytes, e.size);
 	} else if (how == RM_LEAK) {
-		/* address space is not memory: a reservation, or a mapping of a live allocation */
-		if (s->kind == CT_KIND_VMM_RESERVED) {
-			m->va_only_reserved++;
-			m->va_only_reserved_bytes = ct_sat_add(m->va_only_reserved_bytes, e.size);
-		} else if (s->kind == CT_KIND_VMM_MAPPED && mapping_allocation(m, &e)) {
-			m->va_only_mapped++;
-			m->va_only_mapped_bytes = ct_sat_add(m->va_only_mapped_bytes, e.size);
-		} else {
-			add_leak(m, s, &e, ev->op, ev->api);
-		}
+		add_leak(m, s, &e, ev->op, ev->api);
+	} else if (how == RM_LEAK_ADDRESS && s->kind == CT_KIND_VMM_RESERVED) {
+		m->va_only_reserved++;
+		m->va_only_reserved_bytes = ct_sat_add(m->va_only_reserved_bytes, e.size);
+	} else if (how == RM_LEAK_ADDRESS) {
+		m->va_only_mapped++;
+		m->va_only_mapped_bytes = ct_sat_add(m->va_only_mapped_bytes, e.size);
 	}
 	ct_tl_update(&m->tl, s->kind, s->device, ev->ts_ns, k->live_bytes);
 	live_remove_at(m, slot);
@@ -670,6 +669,7 @@ static void do_unmap(struct ct_model *m, const struct ct_rec_event *ev)
 struct ckey {
 	uint64_t ts, ptr;
 	uint8_t ns;
+	uint8_t address; /* a reservation, or a mapping of an allocation live at the checkpoint */
 };
 
 static int ckey_cmp(const void *a, const void *b)
@@ -699,6 +699,8 @@ static void checkpoint(struct ct_model *m, const struct ct_rec_event *ev)
 		keys[n].ns = e->ns;
 		keys[n].ptr = e->ptr;
 		keys[n].ts = e->ts;
+		uint8_t kind = m->sites[e->site].kind;
+		keys[n].address = kind == CT_KIND_VMM_RESERVED || (kind == CT_KIND_VMM_MAPPED && mapping_allocation(m, e));
 		n++;
 	}
 	/* in allocation order, not the hash table's: observers see the same sequence of
@@ -707,7 +709,7 @@ static void checkpoint(struct ct_model *m, const struct ct_rec_event *ev)
 	for (size_t i = 0; i < n; i++) {
 		size_t slot = live_find(m, keys[i].ns, keys[i].ptr);
 		if (slot != SIZE_MAX)
-			remove_live(m, slot, ev, RM_LEAK);
+			remove_live(m, slot, ev, keys[i].address ? RM_LEAK_ADDRESS : RM_LEAK);
 	}
 	free(keys);
 }
