@@ -234,23 +234,29 @@ void ct_text_torch_uncached(FILE *f, struct ct_model *m, const char *lead)
 	}
 }
 
-void ct_text_layers_brief(FILE *f, struct ct_model *m, const char *lead)
+/* "NAME, device D: peak allocated X (N bytes) at T, peak reserved ..." (CuPy: "peak used ..."), no newline. */
+static void put_fw_dev_peaks(FILE *f, const struct ct_model *m, const struct ct_fw_dev *d)
 {
 	char b1[32], b2[32], t1[32], t2[32];
+	ct_fmt_dur(ct_model_since_start(m, d->peak_allocated_ts), t1, sizeof t1);
+	fprintf(f, "%s, device %d: peak %s %s (%" PRIu64 " bytes) at %s", ct_fw_name(d->fw), d->device,
+		d->fw == CT_FW_TORCH ? "allocated" : "used", ct_fmt_bytes(d->peak_allocated, b1, sizeof b1),
+		d->peak_allocated, t1);
+	if (d->fw == CT_FW_TORCH) {
+		ct_fmt_dur(ct_model_since_start(m, d->peak_reserved_ts), t2, sizeof t2);
+		fprintf(f, ", peak reserved %s (%" PRIu64 " bytes) at %s", ct_fmt_bytes(d->peak_reserved, b2, sizeof b2),
+			d->peak_reserved, t2);
+	}
+}
+
+void ct_text_layers_brief(FILE *f, struct ct_model *m, const char *lead)
+{
 	size_t nd;
 	const struct ct_fw_dev *v = ct_fw_devs(m, &nd);
 	for (size_t i = 0; i < nd; i++) {
-		const struct ct_fw_dev *d = &v[i];
-		ct_fmt_dur(ct_model_since_start(m, d->peak_allocated_ts), t1, sizeof t1);
-		ct_fmt_dur(ct_model_since_start(m, d->peak_reserved_ts), t2, sizeof t2);
-		if (d->fw == CT_FW_TORCH)
-			fprintf(f, "  %sPyTorch, device %d: peak allocated %s (%" PRIu64 " bytes) at %s, peak reserved %s (%" PRIu64
-				" bytes) at %s\n",
-				lead, d->device, ct_fmt_bytes(d->peak_allocated, b1, sizeof b1), d->peak_allocated, t1,
-				ct_fmt_bytes(d->peak_reserved, b2, sizeof b2), d->peak_reserved, t2);
-		else
-			fprintf(f, "  %s%s, device %d: peak used %s (%" PRIu64 " bytes) at %s\n", lead, ct_fw_name(d->fw),
-				d->device, ct_fmt_bytes(d->peak_allocated, b1, sizeof b1), d->peak_allocated, t1);
+		fprintf(f, "  %s", lead);
+		put_fw_dev_peaks(f, m, &v[i]);
+		fputc('\n', f);
 	}
 	ct_text_torch_uncached(f, m, lead);
 }
@@ -319,23 +325,17 @@ void ct_text_owners(FILE *f, struct ct_model *m)
 
 void ct_text_layers(FILE *f, const struct ct_report_opts *o, struct ct_model *m)
 {
-	char b1[32], b2[32], b3[32], t1[32], t2[32];
+	char b3[32];
 	size_t nd;
 	const struct ct_fw_dev *v = ct_fw_devs(m, &nd);
 	for (size_t i = 0; i < nd; i++) {
 		const struct ct_fw_dev *d = &v[i];
-		ct_fmt_dur(ct_model_since_start(m, d->peak_allocated_ts), t1, sizeof t1);
-		ct_fmt_dur(ct_model_since_start(m, d->peak_reserved_ts), t2, sizeof t2);
+		fputc('\n', f);
+		put_fw_dev_peaks(f, m, d);
+		fputc('\n', f);
 		if (d->fw == CT_FW_TORCH)
-			fprintf(f,
-				"\n%s, device %d: peak allocated %s (%" PRIu64 " bytes) at %s, peak reserved %s (%" PRIu64
-				" bytes) at %s\n  reserved but unallocated at the peak of allocated: %s\n",
-				ct_fw_name(d->fw), d->device, ct_fmt_bytes(d->peak_allocated, b1, sizeof b1),
-				d->peak_allocated, t1, ct_fmt_bytes(d->peak_reserved, b2, sizeof b2), d->peak_reserved, t2,
+			fprintf(f, "  reserved but unallocated at the peak of allocated: %s\n",
 				ct_fmt_bytes(ct_sat_sub(d->reserved_at_peak_allocated, d->peak_allocated), b3, sizeof b3));
-		else
-			fprintf(f, "\n%s, device %d: peak used %s (%" PRIu64 " bytes) at %s\n", ct_fw_name(d->fw),
-				d->device, ct_fmt_bytes(d->peak_allocated, b1, sizeof b1), d->peak_allocated, t1);
 		if (d->estimated)
 			fprintf(f, "  %" PRIu64 " of %" PRIu64 " block sizes estimated (rounded request)\n", d->estimated,
 				d->blocks);

@@ -5,19 +5,8 @@
 # array's bytes beside the device's own charge (cudaMemGetInfo deltas, printed as INFO).
 #   bash tests/gpu/array_check.sh KIT OUTDIR
 # Prints PASS/FAIL/INFO lines; exits 1 on any FAIL.
-set -u
-KIT=$(cd "$1" && pwd)
-OUT=$2
-mkdir -p "$OUT"
-OUT=$(cd "$OUT" && pwd)
-SRC=$(cd "$(dirname "$0")" && pwd)
-CUDA=${CUDA_HOME:-/usr/local/cuda}
-LIBDIR=${CUDA_LIBDIR:-$CUDA/lib64}
-export LD_LIBRARY_PATH="$KIT/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-fails=0
-check() { # WHAT OK DETAIL
-	if [ "$2" = 1 ]; then echo "PASS arrays: $1: $3"; else echo "FAIL arrays: $1: $3"; fails=$((fails + 1)); fi
-}
+CHECK_NAME=arrays
+. "$(dirname "$0")/check_lib.sh"
 gcc -O1 -g -x c -I"$CUDA/include" -o "$OUT/leak_array" "$SRC/leak_array.cu" -L"$LIBDIR" -L"$LIBDIR/stubs" \
 	-Wl,-rpath,"$LIBDIR" -lcudart -lcuda >"$OUT/build.log" 2>&1 || {
 	check build 0 "$(tail -n 3 "$OUT/build.log" | tr '\n' ' ')"

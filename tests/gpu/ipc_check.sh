@@ -8,19 +8,8 @@
 #   bash tests/gpu/ipc_check.sh KIT OUTDIR
 # CUDA_HOME (default /usr/local/cuda) gives the headers and libraries. Prints PASS/FAIL/INFO
 # lines; exits 1 on any FAIL.
-set -u
-KIT=$(cd "$1" && pwd)
-OUT=$2
-mkdir -p "$OUT"
-OUT=$(cd "$OUT" && pwd)
-SRC=$(cd "$(dirname "$0")" && pwd)
-CUDA=${CUDA_HOME:-/usr/local/cuda}
-LIBDIR=${CUDA_LIBDIR:-$CUDA/lib64}
-export LD_LIBRARY_PATH="$KIT/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-fails=0
-check() { # WHAT OK DETAIL
-	if [ "$2" = 1 ]; then echo "PASS ipc: $1: $3"; else echo "FAIL ipc: $1: $3"; fails=$((fails + 1)); fi
-}
+CHECK_NAME=ipc
+. "$(dirname "$0")/check_lib.sh"
 gcc -O1 -g -x c -I"$CUDA/include" -o "$OUT/ipc_pair" "$SRC/ipc_pair.cu" -L"$LIBDIR" -Wl,-rpath,"$LIBDIR" \
 	-lcudart >"$OUT/build.log" 2>&1 || {
 	check build 0 "$(tail -n 3 "$OUT/build.log" | tr '\n' ' ')"
