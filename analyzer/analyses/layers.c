@@ -211,13 +211,6 @@ static const struct uncached *uncached_of(const struct ct_model *m)
 	return u && u->on && u->ndevs ? u : NULL;
 }
 
-static const char *uncached_why(const struct ct_model *m)
-{
-	const char *nc = m->launch[CT_LAUNCH_PYTORCH_NO_CUDA_MEMORY_CACHING];
-	int off = nc && (!strcmp(nc, "1") || !strcmp(nc, "true") || !strcmp(nc, "True"));
-	return off ? "PYTORCH_NO_CUDA_MEMORY_CACHING=1" : "backend:cudaMallocAsync";
-}
-
 void ct_text_torch_uncached(FILE *f, struct ct_model *m, const char *lead)
 {
 	const struct uncached *u = uncached_of(m);
@@ -230,7 +223,7 @@ void ct_text_torch_uncached(FILE *f, struct ct_model *m, const char *lead)
 		fprintf(f,
 			"  %sPyTorch without its caching allocator (%s: each tensor a CUDA allocation), device %d: "
 			"peak allocated %s (%" PRIu64 " bytes) at %s\n",
-			lead, uncached_why(m), d->device, ct_fmt_bytes(d->peak, b, sizeof b), d->peak, t);
+			lead, ct_fw_torch_uncached_setting(m), d->device, ct_fmt_bytes(d->peak, b, sizeof b), d->peak, t);
 	}
 }
 
@@ -282,7 +275,7 @@ static void json_torch_uncached(struct ct_json *j, struct ct_model *const *ms, s
 		for (size_t i = 0; u && i < u->ndevs; i++) {
 			const struct uncached_dev *d = &u->devs[i];
 			ct_json_obj(j);
-			ct_json_kv_str(j, "setting", uncached_why(ms[k]));
+			ct_json_kv_str(j, "setting", ct_fw_torch_uncached_setting(ms[k]));
 			ct_json_kv_u64(j, "pid", ms[k]->pid);
 			ct_json_kv_i64(j, "device", d->device);
 			ct_json_kv_u64(j, "peak_allocated_bytes", d->peak);

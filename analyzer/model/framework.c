@@ -602,17 +602,22 @@ void ct_fw_finish(struct ct_model *m)
 
 /* ---- queries -------------------------------------------------------------------------------- */
 
-int ct_fw_torch_uncached(const struct ct_model *m)
+const char *ct_fw_torch_uncached_setting(const struct ct_model *m)
 {
 	const char *nc = m->launch[CT_LAUNCH_PYTORCH_NO_CUDA_MEMORY_CACHING];
 	if (nc && (!strcmp(nc, "1") || !strcmp(nc, "true") || !strcmp(nc, "True")))
-		return 1;
+		return "PYTORCH_NO_CUDA_MEMORY_CACHING=1";
 	const char *conf[2] = {m->launch[CT_LAUNCH_PYTORCH_CUDA_ALLOC_CONF],
 			       m->launch[CT_LAUNCH_PYTORCH_ALLOC_CONF]};
 	for (int i = 0; i < 2; i++)
 		if (conf[i] && strstr(conf[i], "backend:cudaMallocAsync"))
-			return 1;
-	return 0;
+			return "backend:cudaMallocAsync";
+	return NULL;
+}
+
+int ct_fw_torch_uncached(const struct ct_model *m)
+{
+	return ct_fw_torch_uncached_setting(m) != NULL;
 }
 
 const struct ct_fw_dev *ct_fw_devs(const struct ct_model *m, size_t *n)

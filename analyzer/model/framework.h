@@ -132,6 +132,8 @@ const struct ct_fw_oom *ct_fw_ooms(const struct ct_model *m, size_t *kept, uint6
  * start)? Then each of its CUDA allocations is one tensor's memory, never a cache's.
  */
 int ct_fw_torch_uncached(const struct ct_model *m);
+/* The setting that turned it off ("PYTORCH_NO_CUDA_MEMORY_CACHING=1", "backend:cudaMallocAsync"), NULL: on. */
+const char *ct_fw_torch_uncached_setting(const struct ct_model *m);
 /* Did the program mark its exit point (CT_MARK_EXIT)? */
 int ct_fw_exit_marked(const struct ct_model *m);
 /* A block of the layer: handed out, free requested (torch: still in use on a stream), or a

@@ -351,14 +351,18 @@ static int leak_eq(const void *ctx, uint32_t idx, const void *key)
 	       a->reason_op == b->reason_op;
 }
 
+/* A leak group's key in m->leakmap: site identity and reason. */
+static uint64_t leak_hash(const struct ct_leak *k)
+{
+	return ct_hash2(ct_hash2(k->stack_id, ((uint64_t)k->api << 32) | ((uint64_t)k->kind << 16) | (uint16_t)k->device),
+			((uint64_t)k->reason_op << 16) | k->reason_api);
+}
+
 /* The index of site s's leak group (reason: exit), CT_IMAP_NONE when it has none. */
 static uint32_t find_leak(const struct ct_model *m, const struct ct_site *s)
 {
 	struct ct_leak k = {.stack_id = s->stack_id, .api = s->api, .kind = s->kind, .device = s->device};
-	uint64_t h = ct_hash2(ct_hash2(s->stack_id, ((uint64_t)s->api << 32) | ((uint64_t)s->kind << 16) |
-							    (uint16_t)s->device),
-			      0);
-	return ct_imap_get(&m->leakmap, h, leak_eq, m, &k);
+	return ct_imap_get(&m->leakmap, leak_hash(&k), leak_eq, m, &k);
 }
 
 /* Count e in its leak group; returns the group's index. */
@@ -371,10 +375,7 @@ static uint32_t add_leak(struct ct_model *m, const struct ct_site *s, const stru
 			    .device = s->device,
 			    .reason_api = reason_api,
 			    .reason_op = reason_op};
-	uint64_t h = ct_hash2(ct_hash2(s->stack_id, ((uint64_t)s->api << 32) |
-							    ((uint64_t)s->kind << 16) |
-							    (uint16_t)s->device),
-			      ((uint64_t)reason_op << 16) | reason_api);
+	uint64_t h = leak_hash(&k);
 	uint32_t i = ct_imap_get(&m->leakmap, h, leak_eq, m, &k);
 	if (i == CT_IMAP_NONE) {
 		m->leaks = ct_xgrow(m->leaks, &m->capleaks, m->nleaks + 1, sizeof *m->leaks);
