@@ -11,7 +11,11 @@
 #   overhead-4096       fw_overhead.py --model mlp4096, the four modes, 3 repetitions
 #   overhead-2048       fw_overhead.py --model mlp2048 (launch-bound), the four modes, 3 repetitions
 #                       (overhead-4096@async,nocache: those modes only; OVH_STEPS, OVH_CHUNKS:
-#                       steps per chunk, default 100, and chunks per process, default 5)
+#                       steps per chunk, default 100, and chunks per process, default 5;
+#                       OVH_CHUNK_S: seconds per chunk instead of steps, OVH_WARM_S: seconds of
+#                       untimed steps after the warm-up, OVH_REPS: processes per configuration, 3;
+#                       OVH_CPUS: pin every process to these CPUs (taskset list); OVH_HISTORY=0:
+#                       no torch history runs)
 #   behaviour           tests/gpu/behaviour.sh (the shim never changes the program)
 #   ipc                 tests/gpu/ipc_check.sh (CUDA IPC between a parent and its child)
 #   arrays              tests/gpu/array_check.sh (CUDA arrays against compute-sanitizer and cudaMemGetInfo)
@@ -25,6 +29,8 @@ mkdir -p "$OUT"
 export LD_LIBRARY_PATH="$KIT/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader >"$OUT/env.txt" 2>&1
+# where the GPU sits against the CPUs (NUMA), for pinning the timed runs (OVH_CPUS)
+{ nvidia-smi topo -m; lscpu | grep -i 'numa\|^CPU(s)\|model name'; } >"$OUT/topo.txt" 2>&1
 git -C "$ROOT" log -1 --format='%H %s' >>"$OUT/env.txt" 2>/dev/null
 cat "$KIT/MANIFEST.txt" >>"$OUT/env.txt" 2>/dev/null
 
@@ -51,13 +57,17 @@ for arg in "$@"; do
 		case $name in *@*) modes=${name#*@} ;; esac
 		model=${name#overhead-}
 		step "$(echo "$name" | tr "@," "__")" "$secs" python3 "$ROOT/tests/gpu/fw_overhead.py" --kit "$KIT" --out /tmp/"$name" \
-			--model "mlp${model%%@*}" --modes "$modes" --reps 3 --steps "${OVH_STEPS:-100}" --chunks "${OVH_CHUNKS:-5}" --pairs 0 ;;
+			--model "mlp${model%%@*}" --modes "$modes" --reps "${OVH_REPS:-3}" --steps "${OVH_STEPS:-100}" --chunks "${OVH_CHUNKS:-5}" --pairs 0 \
+			--chunk-seconds "${OVH_CHUNK_S:-0}" --warmup-seconds "${OVH_WARM_S:-0}" \
+			${OVH_CPUS:+--cpus "$OVH_CPUS"} $([ "${OVH_HISTORY:-1}" = 0 ] && echo --no-history) ;;
 	behaviour)
 		step "$name" "$secs" bash "$ROOT/tests/gpu/behaviour.sh" "$KIT" "$KIT/src/e2e" /tmp/beh ;;
 	ipc)
 		step "$name" "$secs" bash "$ROOT/tests/gpu/ipc_check.sh" "$KIT" /tmp/ipc ;;
 	arrays)
-		step "$name" "$secs" bash "$ROOT/tests/gpu/array_check.sh" "$KIT" /tmp/arrays ;;
+		step "$name" "$secs" bash "$ROOT/tests/gpu/array_check.sh" "$KIT" /tmp/arrays
+		# compute-sanitizer's own words, to explain its total against the device's charge
+		cp /tmp/arrays/san.out "$OUT/arrays-sanitizer.txt" 2>/dev/null ;;
 	validate-*)
 		step "$name" "$secs" env GPU_SUITE=validate GPU_ONLY="${name#validate-}" OUT="$OUT/$name" \
 			bash "$ROOT/scripts/gpu-validate.sh" ;;

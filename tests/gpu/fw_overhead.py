@@ -7,6 +7,7 @@ cost of one tensor allocation + free (ns) in each configuration.
 usage: python3 tests/gpu/fw_overhead.py --kit gpu-kit --out DIR [--steps N] [--chunks C]
                                         [--reps R] [--cpus LIST] [--modes M,...] [--pairs P]
                                         [--model mlp2048|mlp4096]
+                                        [--chunk-seconds S] [--warmup-seconds W]
 
 Each measurement is one process: 30 warm-up steps, then C chunks of N timed steps of an MLP
 (--model mlp2048: 4 x 2048, fp32, batch 256, Adam: a ~1.5 ms step bound by kernel launches, the
@@ -38,6 +39,10 @@ CHILD = r'''
 import json, os, statistics, sys, time, torch
 steps, chunks, history, what = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "1", sys.argv[4]
 model_name = sys.argv[5] if len(sys.argv) > 5 else "mlp2048"
+# seconds per chunk and of warm-up: when > 0 a chunk runs whole steps until that long has passed
+# (the rate is then steps / seconds of that chunk, synchronized at both ends)
+chunk_s = float(sys.argv[6]) if len(sys.argv) > 6 else 0.0
+warm_s = float(sys.argv[7]) if len(sys.argv) > 7 else 0.0
 if what == "pairs":
     x = torch.empty(1, device="cuda")
     for _ in range(1000):
@@ -72,23 +77,33 @@ def step():
     opt.step()
     del extra
 
-def timed(n):
+done = [0]  # steps in timed chunks
+
+def timed(n, secs=0.0, count=True):
     torch.cuda.synchronize()
     t0 = time.perf_counter()
-    for _ in range(n):
+    k = 0
+    while (k < n) if secs <= 0 else (time.perf_counter() - t0 < secs):
         step()
+        k += 1
     torch.cuda.synchronize()
-    return n / (time.perf_counter() - t0)
+    if count:
+        done[0] += k
+    return k / (time.perf_counter() - t0)
 
-for _ in range(30):
-    step()
-rates = [timed(steps) for _ in range(chunks)]
-out = {"steps_per_s": statistics.median(rates), "chunks": rates}
-if history:
-    torch.cuda.memory._record_memory_history(stacks="python")
+def warm_up():
     for _ in range(30):
         step()
-    hrates = [timed(steps) for _ in range(chunks)]
+    if warm_s > 0:
+        timed(0, warm_s, count=False)
+
+warm_up()
+rates = [timed(steps, chunk_s) for _ in range(chunks)]
+out = {"steps_per_s": statistics.median(rates), "chunks": rates, "timed_steps": done[0]}
+if history:
+    torch.cuda.memory._record_memory_history(stacks="python")
+    warm_up()
+    hrates = [timed(steps, chunk_s) for _ in range(chunks)]
     out["history_steps_per_s"] = statistics.median(hrates)
     torch.cuda.memory._record_memory_history(enabled=None)
 print("RESULT " + json.dumps(out), flush=True)
@@ -103,7 +118,8 @@ MODES = {
 
 
 def measure(args, script, mode, traced, layer, history):
-    cmd = [sys.executable, script, str(args.steps), str(args.chunks), "1" if history else "0", "train", args.model]
+    cmd = [sys.executable, script, str(args.steps), str(args.chunks), "1" if history else "0", "train", args.model,
+           str(args.chunk_seconds), str(args.warmup_seconds)]
     if args.cpus:
         cmd = ["taskset", "-c", args.cpus] + cmd
     p = subprocess.run(cmd, env=child_env(args, mode, traced, layer, "train"), stdout=subprocess.PIPE,
@@ -176,7 +192,7 @@ def events_per_step(args, mode):
     """Framework events per training step in a layer-on run's dump (30 warm-up steps + the
     timed chunks; the model's set-up events are few against them)."""
     dumps = sorted(glob.glob(os.path.join(args.out, "ovh-train-%s-on.*.dump" % mode)))
-    if not dumps:
+    if not dumps or args.chunk_seconds > 0:  # timed chunks: the steps per process vary
         return None
     env = dict(os.environ)
     env["LD_LIBRARY_PATH"] = os.path.join(os.path.abspath(args.kit), "lib")
@@ -199,6 +215,12 @@ def main():
     ap.add_argument("--cpus", default="")
     ap.add_argument("--modes", default=",".join(MODES))
     ap.add_argument("--model", choices=("mlp2048", "mlp4096"), default="mlp2048")
+    ap.add_argument("--chunk-seconds", type=float, default=0.0,
+                    help="each chunk runs whole steps for this long (0: --steps steps)")
+    ap.add_argument("--warmup-seconds", type=float, default=0.0,
+                    help="after the 30 warm-up steps, run this long untimed (clocks settle)")
+    ap.add_argument("--no-history", action="store_true",
+                    help="leave out torch's _record_memory_history runs (nan in its columns)")
     ap.add_argument("--pairs", type=int, default=20000)
     ap.add_argument("--pair-rounds", type=int, default=3)
     ap.add_argument("--pair-cpus", default="")
@@ -216,7 +238,8 @@ def main():
             for i in range(len(CONFIGS)):
                 key, traced, layer = CONFIGS[(i + rep) % len(CONFIGS)]
                 # torch's history needs its caching allocator (cudaMallocAsync refuses it)
-                r = measure(args, script, mode, traced, layer, key == "untraced" and mode != "async")
+                r = measure(args, script, mode, traced, layer,
+                            key == "untraced" and mode != "async" and not args.no_history)
                 if not r:
                     continue
                 v[key].append(r["steps_per_s"])
@@ -230,9 +253,11 @@ def main():
         ok = ratio["on"] >= 0.97 and ratio["off"] >= 0.99
         fails += not ok
         print("%-11s %10.1f %10.1f %10.1f %10.1f %8.3f %8.3f %8.3f  %s  (steps/s, medians of %d processes"
-              " x %d chunks of %d steps of %s; ratios to untraced)" % (
+              " x %d chunks of %s of %s; ratios to untraced)" % (
                   mode, med["untraced"], med["history"], med["on"], med["off"], ratio["history"], ratio["on"],
-                  ratio["off"], "PASS" if ok else "FAIL", args.reps, args.chunks, args.steps, args.model), flush=True)
+                  ratio["off"], "PASS" if ok else "FAIL", args.reps, args.chunks,
+                  "%.1f s" % args.chunk_seconds if args.chunk_seconds > 0 else "%d steps" % args.steps,
+                  args.model), flush=True)
         print("RAW %s %s" % (mode, json.dumps(v)), flush=True)
         rates[mode] = med["untraced"]
     per_event = pairs(args, script) if args.pairs else None

@@ -86,6 +86,10 @@ int main(void)
 	unsigned long long leaked = 2048ull * 1024 * 16 + (4096ull * 4096 + 2048ull * 2048 + 1024ull * 1024) * 4 +
 				    1024ull * 1024 * 8 * 4;
 	printf("GROUND_TRUTH leaked_count=3 leaked_bytes=%llu\n", leaked);
+	/* compute-sanitizer's words for the same arrays: elements, not bytes, each mipmap level apart */
+	printf("SANITIZER_VIEW count=5 elements=%llu sizes=%llu,%llu,%llu,%llu,%llu\n",
+	       2048ull * 1024 + 4096ull * 4096 + 2048ull * 2048 + 1024ull * 1024 + 1024ull * 1024 * 8,
+	       2048ull * 1024, 4096ull * 4096, 2048ull * 2048, 1024ull * 1024, 1024ull * 1024 * 8);
 	(void)a1;
 	(void)a3;
 	(void)a5;
