@@ -275,9 +275,14 @@ uint32_t ct_model_site(struct ct_model *m, uint32_t stack_id, uint16_t api, uint
 {
 	struct ct_site k = {.stack_id = stack_id, .api = api, .kind = kind, .device = device};
 	uint64_t h = site_hash(&k);
+	uint32_t *cached = &m->site_cache[h & (CT_SITE_CACHE - 1)];
+	if (*cached && site_eq(m, *cached - 1, &k))
+		return *cached - 1;
 	uint32_t i = ct_imap_get(&m->sitemap, h, site_eq, m, &k);
-	if (i != CT_IMAP_NONE)
+	if (i != CT_IMAP_NONE) {
+		*cached = i + 1;
 		return i;
+	}
 	/* framework blocks are never CUDA memory: no (kind, device) statistics */
 	k.kd = ct_kind_is_framework(kind) ? CT_IMAP_NONE : get_kd(m, kind, device);
 	k.saved_version = UINT64_MAX;
@@ -291,6 +296,7 @@ uint32_t ct_model_site(struct ct_model *m, uint32_t stack_id, uint16_t api, uint
 	i = (uint32_t)m->nsites++;
 	m->sites[i] = k;
 	ct_imap_put(&m->sitemap, h, i);
+	*cached = i + 1;
 	if (m->infer.on && m->infer.site == UINT32_MAX && stack_id == m->infer.stack_id &&
 	    api == m->infer.api && kind == m->infer.kind && device == m->infer.device)
 		m->infer.site = i;

@@ -224,6 +224,9 @@ struct ct_infer {
 	uint64_t boundaries; /* inferred boundaries made */
 };
 
+/* Sites remembered by ct_model_site: allocations in a loop repeat a few. */
+#define CT_SITE_CACHE 64
+
 struct ct_model {
 	/* process */
 	int have_process;
@@ -279,6 +282,8 @@ struct ct_model {
 	struct ct_site *sites;
 	size_t nsites, capsites;
 	struct ct_imap sitemap;
+	/* the sites last looked up, by hash: index + 1, 0 = none (ct_model_site) */
+	uint32_t site_cache[CT_SITE_CACHE];
 
 	/* peak of device bytes (ct_kind_is_device_bytes), all devices together */
 	uint64_t dev_live, peak_bytes, peak_ts, peak_version;

@@ -16,7 +16,7 @@
 
 #define DEFAULT_CHUNK (1u << 20)
 #define DEFAULT_MAX_PENDING ((size_t)1 << 20)
-#define MAX_PENDING_LIMIT ((size_t)2 << 20) /* 96 B each: 192 MiB */
+#define MAX_PENDING_LIMIT ((size_t)2 << 20) /* at most 96 B each: 192 MiB */
 
 struct pending {
 	struct ct_rec_event ev;
@@ -167,14 +167,25 @@ static int fill(struct rd *r, size_t need)
  * the two minima, so the order is exactly that of one heap over all events.
  */
 #define MAX_QUEUES 65536
-/* An emptied queue keeps an array up to this many events while there are
- * at most this many queues: ids that come and go hold little memory. */
+/* An emptied queue keeps its buffer up to this many bytes while there are at
+ * most KEEP_QUEUE queues: ids that come and go hold little memory. */
 #define KEEP_QUEUE 1024
+#define KEEP_QUEUE_BYTES ((size_t)64 << 10)
 
+/*
+ * A thread's queue holds its first event decoded (first) and the others
+ * packed, each relative to the one before it, in buf[head, tail): the
+ * window holds the events of a writer round and more, and a packed event
+ * takes about a sixth of the 96 bytes of struct pending (docs/bench.md).
+ * enc_prev is the last event pushed, the reference of the next packing;
+ * unpacking walks the same chain from first.
+ */
 struct tq {
 	uint32_t tid;
-	struct pending *q;   /* ring: item i at q[(head + i) & (cap - 1)] */
-	size_t head, n, cap; /* cap a power of two, or 0 */
+	size_t n; /* events held: first and n - 1 packed */
+	struct pending first, enc_prev;
+	unsigned char *buf;
+	size_t head, tail, cap;
 };
 
 /* A non-empty queue in the merge heap, with its first event's order key. */
@@ -236,10 +247,192 @@ static void heap_pop(struct rd *r, struct pending *out)
 	}
 }
 
-static const struct pending *tq_first(const struct rd *r, const struct tq *t)
+/*
+ * ---- packed events -------------------------------------------------------------
+ *
+ * An event packed after prev (same thread, not before it in the release
+ * order, so ts and seq do not go back): a mask byte, then LEB128 numbers:
+ * always the time and file-order steps, then each field group the mask names,
+ * in mask bit order. Unchanged fields take no byte. PACK_MAX bounds a packed
+ * event (a mask and at most 25 numbers of at most 10 bytes would be more, but
+ * the numbers are of the widths below: 1 + 10 * 8 + 5 + 4 * 3 + 5 * 5 = 123).
+ */
+#define PACK_MAX 128
+enum {
+	PK_DUR = 1 << 0,    /* dur_ns */
+	PK_PTR = 1 << 1,    /* ptr, as the zigzag of its step from prev's */
+	PK_SIZE = 1 << 2,   /* size */
+	PK_STREAM = 1 << 3, /* stream */
+	PK_AUX = 1 << 4,    /* aux */
+	PK_STACK = 1 << 5,  /* stack_id */
+	PK_CALL = 1 << 6,   /* api, op, kind, layer */
+	PK_REST = 1 << 7,   /* record header, flags, result, device, reserved, pystack_id */
+};
+
+static unsigned char *put_u(unsigned char *o, uint64_t v)
 {
-	(void)r;
-	return &t->q[t->head];
+	while (v >= 0x80) {
+		*o++ = (unsigned char)(v | 0x80);
+		v >>= 7;
+	}
+	*o++ = (unsigned char)v;
+	return o;
+}
+
+static const unsigned char *get_u(const unsigned char *i, uint64_t *v)
+{
+	uint64_t x = 0;
+	unsigned shift = 0;
+	for (;;) {
+		unsigned char b = *i++;
+		x |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80) || shift >= 63)
+			break;
+		shift += 7;
+	}
+	*v = x;
+	return i;
+}
+
+static uint64_t zigzag(int64_t v)
+{
+	return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+}
+
+static int64_t unzigzag(uint64_t v)
+{
+	return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+}
+
+/* Pack p after prev into o (PACK_MAX bytes); returns the end. */
+static unsigned char *pack(unsigned char *o, const struct pending *prev, const struct pending *p)
+{
+	const struct ct_rec_event *a = &prev->ev, *e = &p->ev;
+	unsigned mask = 0;
+	if (e->dur_ns != a->dur_ns)
+		mask |= PK_DUR;
+	if (e->ptr != a->ptr)
+		mask |= PK_PTR;
+	if (e->size != a->size)
+		mask |= PK_SIZE;
+	if (e->stream != a->stream)
+		mask |= PK_STREAM;
+	if (e->aux != a->aux)
+		mask |= PK_AUX;
+	if (e->stack_id != a->stack_id)
+		mask |= PK_STACK;
+	if (e->api != a->api || e->op != a->op || e->kind != a->kind || e->layer != a->layer)
+		mask |= PK_CALL;
+	if (e->rec.type != a->rec.type || e->rec.flags != a->rec.flags || e->rec.size != a->rec.size ||
+	    e->flags != a->flags || e->result != a->result || e->device != a->device ||
+	    e->reserved != a->reserved || p->pystack_id != prev->pystack_id)
+		mask |= PK_REST;
+	*o++ = (unsigned char)mask;
+	o = put_u(o, e->ts_ns - a->ts_ns);
+	o = put_u(o, p->seq - prev->seq);
+	if (mask & PK_DUR)
+		o = put_u(o, e->dur_ns);
+	if (mask & PK_PTR)
+		o = put_u(o, zigzag((int64_t)(e->ptr - a->ptr)));
+	if (mask & PK_SIZE)
+		o = put_u(o, e->size);
+	if (mask & PK_STREAM)
+		o = put_u(o, e->stream);
+	if (mask & PK_AUX)
+		o = put_u(o, e->aux);
+	if (mask & PK_STACK)
+		o = put_u(o, e->stack_id);
+	if (mask & PK_CALL) {
+		o = put_u(o, e->api);
+		*o++ = e->op;
+		*o++ = e->kind;
+		*o++ = e->layer;
+	}
+	if (mask & PK_REST) {
+		o = put_u(o, e->rec.type);
+		o = put_u(o, e->rec.flags);
+		o = put_u(o, e->rec.size);
+		o = put_u(o, e->flags);
+		o = put_u(o, (uint32_t)e->result);
+		o = put_u(o, (uint16_t)e->device);
+		*o++ = e->reserved;
+		o = put_u(o, p->pystack_id);
+	}
+	return o;
+}
+
+/* Unpack the event packed at i after *p, in place of *p; returns the end. */
+static const unsigned char *unpack(const unsigned char *i, struct pending *p)
+{
+	struct ct_rec_event *e = &p->ev;
+	uint64_t v;
+	unsigned mask = *i++;
+	i = get_u(i, &v);
+	e->ts_ns += v;
+	i = get_u(i, &v);
+	p->seq += v;
+	if (mask & PK_DUR)
+		i = get_u(i, &e->dur_ns);
+	if (mask & PK_PTR) {
+		i = get_u(i, &v);
+		e->ptr += (uint64_t)unzigzag(v);
+	}
+	if (mask & PK_SIZE)
+		i = get_u(i, &e->size);
+	if (mask & PK_STREAM)
+		i = get_u(i, &e->stream);
+	if (mask & PK_AUX)
+		i = get_u(i, &e->aux);
+	if (mask & PK_STACK) {
+		i = get_u(i, &v);
+		e->stack_id = (uint32_t)v;
+	}
+	if (mask & PK_CALL) {
+		i = get_u(i, &v);
+		e->api = (uint16_t)v;
+		e->op = *i++;
+		e->kind = *i++;
+		e->layer = *i++;
+	}
+	if (mask & PK_REST) {
+		i = get_u(i, &v);
+		e->rec.type = (uint16_t)v;
+		i = get_u(i, &v);
+		e->rec.flags = (uint16_t)v;
+		i = get_u(i, &v);
+		e->rec.size = (uint32_t)v;
+		i = get_u(i, &v);
+		e->flags = (uint32_t)v;
+		i = get_u(i, &v);
+		e->result = (int32_t)(uint32_t)v;
+		i = get_u(i, &v);
+		e->device = (int16_t)(uint16_t)v;
+		e->reserved = *i++;
+		i = get_u(i, &v);
+		p->pystack_id = (uint32_t)v;
+	}
+	return i;
+}
+
+/* Room for one more packed event at t->buf[tail]: slide the held bytes down
+ * when half the buffer is behind head, else grow it. */
+static void tq_room(struct tq *t)
+{
+	if (t->cap - t->tail >= PACK_MAX)
+		return;
+	size_t held = t->tail - t->head;
+	if (t->head >= t->cap / 2 && t->cap - held >= PACK_MAX) {
+		memmove(t->buf, t->buf + t->head, held);
+	} else {
+		size_t cap = t->cap ? t->cap * 2 : 4 * PACK_MAX;
+		unsigned char *nb = ct_xmalloc(cap);
+		memcpy(nb, t->buf + t->head, held);
+		free(t->buf);
+		t->buf = nb;
+		t->cap = cap;
+	}
+	t->head = 0;
+	t->tail = held;
 }
 
 static int mkey_less(const struct mkey *a, const struct mkey *b)
@@ -324,23 +517,17 @@ lookup_only:;
 static void pending_push(struct rd *r, const struct pending *p)
 {
 	struct tq *t = tq_of(r, p->ev.tid);
-	if (t && (t->n == 0 || !pend_less(p, &t->q[(t->head + t->n - 1) & (t->cap - 1)]))) {
-		if (t->n == t->cap) {
-			/*
-			 * Full: [head, cap) then [0, head). realloc (mremap for
-			 * large rings: no second copy in memory), then move
-			 * [0, head) behind the old end.
-			 */
-			size_t old = t->cap, cap = old ? old * 2 : 8;
-			t->q = ct_xrealloc(t->q, cap * sizeof *t->q);
-			memcpy(t->q + old, t->q, t->head * sizeof *t->q);
-			t->cap = cap;
-		}
-		t->q[(t->head + t->n) & (t->cap - 1)] = *p;
-		if (t->n++ == 0) {
-			mkey_set(&r->mheap[r->mheap_n], p, (uint32_t)(t - r->tq));
-			mheap_up(r, r->mheap_n++);
-		}
+	if (t && t->n == 0) {
+		t->first = *p;
+		t->enc_prev = *p;
+		t->n = 1;
+		mkey_set(&r->mheap[r->mheap_n], p, (uint32_t)(t - r->tq));
+		mheap_up(r, r->mheap_n++);
+	} else if (t && !pend_less(p, &t->enc_prev)) {
+		tq_room(t);
+		t->tail = (size_t)(pack(t->buf + t->tail, &t->enc_prev, p) - t->buf);
+		t->enc_prev = *p;
+		t->n++;
 	} else {
 		heap_push(r, p);
 	}
@@ -352,46 +539,38 @@ static void pending_push(struct rd *r, const struct pending *p)
 /* The smallest held event: from a queue (*from_queue = 1) or the heap. */
 static const struct pending *pending_min(const struct rd *r, int *from_queue)
 {
-	const struct pending *a = r->mheap_n ? tq_first(r, &r->tq[r->mheap[0].q]) : NULL;
+	const struct pending *a = r->mheap_n ? &r->tq[r->mheap[0].q].first : NULL;
 	const struct pending *b = r->heap_n ? &r->heap[0] : NULL;
 	*from_queue = a && (!b || pend_less(a, b));
 	return *from_queue ? a : b;
 }
 
-/*
- * Take the smallest held event out of the window: a pointer to it, valid
- * until the next push (*tmp holds it when it has no other home).
- */
-static struct pending *pending_take(struct rd *r, struct pending *tmp)
+/* Take the smallest held event out of the window into *out. */
+static void pending_take(struct rd *r, struct pending *out)
 {
 	int from_queue;
 	pending_min(r, &from_queue);
 	r->pending_n--;
 	if (!from_queue) {
-		heap_pop(r, tmp);
-		return tmp;
+		heap_pop(r, out);
+		return;
 	}
 	struct tq *t = &r->tq[r->mheap[0].q];
-	struct pending *p = &t->q[t->head];
-	t->head = (t->head + 1) & (t->cap - 1);
-	/* the window outgrows the caches: fetch the queue's next events early */
-	__builtin_prefetch(&t->q[(t->head + 8) & (t->cap - 1)]);
+	*out = t->first;
 	if (--t->n == 0) {
-		if (t->cap > KEEP_QUEUE || r->ntq > KEEP_QUEUE) {
-			*tmp = *p;
-			p = tmp;
-			free(t->q);
-			t->q = NULL;
+		if (t->cap > KEEP_QUEUE_BYTES || r->ntq > KEEP_QUEUE) {
+			free(t->buf);
+			t->buf = NULL;
 			t->cap = 0;
 		}
-		t->head = 0;
+		t->head = t->tail = 0;
 		r->mheap[0] = r->mheap[--r->mheap_n];
 	} else {
-		mkey_set(&r->mheap[0], &t->q[t->head], r->mheap[0].q);
+		t->head = (size_t)(unpack(t->buf + t->head, &t->first) - t->buf);
+		mkey_set(&r->mheap[0], &t->first, r->mheap[0].q);
 	}
 	if (r->mheap_n > 1)
 		mheap_down(r, 0);
-	return p;
 }
 
 /* How far behind the newest writer round the reorder window reaches. */
@@ -410,8 +589,9 @@ static void deliver(struct rd *r, struct pending *p)
 
 static void release_one(struct rd *r)
 {
-	struct pending tmp;
-	deliver(r, pending_take(r, &tmp));
+	struct pending p;
+	pending_take(r, &p);
+	deliver(r, &p);
 }
 
 static void release_upto(struct rd *r, uint64_t ts)
@@ -430,7 +610,7 @@ static void release_all(struct rd *r)
 static void pending_free(struct rd *r)
 {
 	for (size_t i = 0; i < r->ntq; i++)
-		free(r->tq[i].q);
+		free(r->tq[i].buf);
 	free(r->tq);
 	free(r->tq_map);
 	free(r->mheap);
@@ -792,10 +972,12 @@ static int peek(struct rd *r, size_t need)
 }
 
 /*
- * The CT_REC_ZSTD of size bytes at off (at buf[start]) is decompressed:
- * when the record after it looks like another one, hand that frame to the
- * worker (zprefetch.h: the reader still checks it when it gets there).
+ * The CT_REC_ZSTD of size bytes at off (at buf[start]) is decompressed: hand
+ * the next one to the worker (zprefetch.h: the reader still checks it when it
+ * gets there). The writer puts a round's batch record (and other small plain
+ * records) between two CT_REC_ZSTD: look past up to PREFETCH_SKIP of them.
  */
+#define PREFETCH_SKIP 16
 static void prefetch_next(struct rd *r, uint64_t off, uint32_t size)
 {
 	if (r->zpre_off)
@@ -804,15 +986,25 @@ static void prefetch_next(struct rd *r, uint64_t off, uint32_t size)
 		r->zpre_off = 1;
 		return;
 	}
-	struct ct_rec_zstd z;
-	if (peek(r, (size_t)size + sizeof z) < 0)
+	size_t at = size; /* from buf[start] */
+	for (int skip = 0; skip <= PREFETCH_SKIP; skip++) {
+		struct ct_rec_zstd z;
+		if (peek(r, at + sizeof z) < 0)
+			return;
+		memcpy(&z, r->buf + r->start + at, sizeof z);
+		if (z.rec.size < sizeof(struct ct_rec) || z.rec.size % 8 || z.rec.size > CT_REC_MAX)
+			return; /* the reader says what is wrong when it gets there */
+		if (z.rec.type != CT_REC_ZSTD) {
+			at += z.rec.size;
+			continue;
+		}
+		if (z.rec.size < sizeof z || z.frame_size > z.rec.size - sizeof z ||
+		    peek(r, at + z.rec.size) < 0)
+			return;
+		(void)ct_zpre_post(r->zpre, off + at, r->buf + r->start + at + sizeof z, z.frame_size,
+				   z.raw_size);
 		return;
-	memcpy(&z, r->buf + r->start + size, sizeof z);
-	if (z.rec.type != CT_REC_ZSTD || z.rec.size < sizeof z || z.rec.size > CT_REC_MAX ||
-	    z.frame_size > z.rec.size - sizeof z || peek(r, (size_t)size + z.rec.size) < 0)
-		return;
-	(void)ct_zpre_post(r->zpre, off + size, r->buf + r->start + size + sizeof z, z.frame_size,
-			   z.raw_size);
+	}
 }
 
 /*
