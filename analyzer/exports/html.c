@@ -779,7 +779,8 @@ static void html_timeline(FILE *f, const struct ct_report_opts *o, struct ct_mod
 	double origin = chart_origin(m);
 	uint64_t start, from = ct_model_start_ns(m) + (uint64_t)origin;
 	uint64_t bns = ct_tl_bucket_ns_from(tl, from, nb, &start);
-	double t0 = (double)ct_model_since_start(m, start); /* bucket 0's start: at most a fine bucket before */
+	/* bucket 0's start: at most a fine bucket before the first record */
+	double t0 = (double)ct_model_since_start(m, start);
 	/* every series' maximum; the largest HTML_SERIES_MAX are drawn, in (kind, device) order */
 	uint64_t *vals = ct_xcalloc(nb * tl->nseries, sizeof *vals);
 	struct ranked *rk = ct_xcalloc(tl->nseries, sizeof *rk);
@@ -820,7 +821,8 @@ static void html_timeline(FILE *f, const struct ct_report_opts *o, struct ct_mod
 			if (tl->series[rk[k].idx].kind == CT_KIND_DEVICE &&
 			    tl->series[rk[k].idx].device == pl[i].dv->device)
 				pl[i].color = palette[k % PALETTE_N];
-		snprintf(label, sizeof label, "held by stream-ordered pools, dev %d (reserved, estimate): at most %s",
+		snprintf(label, sizeof label,
+			 "held by stream-ordered pools, dev %d (reserved, estimate): at most %s",
 			 pl[i].dv->device, ct_fmt_bytes(pl[i].max, b1, sizeof b1));
 		chart_line(&c, pl[i].color, "pool dash", label, pl[i].t, pl[i].v, pl[i].n, 1);
 	}
@@ -871,11 +873,12 @@ static void html_timeline(FILE *f, const struct ct_report_opts *o, struct ct_mod
 		uint64_t merged = 0;
 		for (size_t i = 0; i < nme; i++)
 			merged += me[i].merged;
-		fprintf(f, "<p class=\"muted marks\" data-entries=\"%zu\" data-ticks=\"%zu\" data-named=\"%zu\">"
-			   "Marks and ranges: %zu (each range once", nme, ticks, named, nme);
+		fprintf(f, "<p class=\"muted marks\" data-entries=\"%zu\" data-ticks=\"%zu\" "
+			   "data-named=\"%zu\">Marks and ranges: %zu (each range once",
+			nme, ticks, named, nme);
 		if (merged)
-			fprintf(f, ": %" PRIu64 " record%s of a range or mark already open counted in it", merged,
-				merged == 1 ? "" : "s");
+			fprintf(f, ": %" PRIu64 " record%s of a range or mark already open counted in it",
+				merged, merged == 1 ? "" : "s");
 		fprintf(f, "), %zu drawn as ticks at their start, %zu named; ", ticks, named);
 		fputs("ticks closer than 3 units are left out and a name that would run into the one before "
 		      "is (its tooltip names it).</p>\n", f);
@@ -937,16 +940,18 @@ static void html_lead(FILE *f, struct ct_model *m, size_t d, const struct ct_ass
 		fprintf(f, " &#8594; <a href=\"#d%zu-leaks\">leaks</a></p>\n", d);
 	} else {
 		fprintf(f, "<p class=\"lead-leak ok\" id=\"d%zu-lead-leak\" data-bytes=\"0\">%s</p>\n", d,
-			m->leak_count ? "No leak outside the suppressions." : "No leaks: every allocation was freed.");
+			m->leak_count ? "No leak outside the suppressions."
+				      : "No leaks: every allocation was freed.");
 	}
 	if (m->peak_seen) {
 		struct ct_model *one[1] = {m};
 		size_t n;
 		struct ct_item *v = ct_peak_items(one, 1, &n);
 		ct_fmt_dur(ct_model_since_start(m, m->peak_ts), b2, sizeof b2);
-		fprintf(f, "<p class=\"lead-peak\" id=\"d%zu-lead-peak\" data-peak=\"%" PRIu64 "\" data-bytes=\"%" PRIu64
-			   "\">Peak device memory: <strong>%s</strong> at %s",
-			d, m->peak_bytes, n ? v[0].bytes : 0, ct_fmt_bytes(m->peak_bytes, b1, sizeof b1), b2);
+		fprintf(f, "<p class=\"lead-peak\" id=\"d%zu-lead-peak\" data-peak=\"%" PRIu64
+			   "\" data-bytes=\"%" PRIu64 "\">Peak device memory: <strong>%s</strong> at %s",
+			d, m->peak_bytes, n ? v[0].bytes : 0, ct_fmt_bytes(m->peak_bytes, b1, sizeof b1),
+			b2);
 		if (n) {
 			fprintf(f, "; its largest site: <strong>%s</strong> in %" PRIu64 " allocation%s at ",
 				ct_fmt_bytes(v[0].bytes, b1, sizeof b1), v[0].count, v[0].count == 1 ? "" : "s");

@@ -171,7 +171,8 @@ size_t ct_marks_entries(struct ct_marklist *l, uint64_t end_ns, struct ct_mark_e
 			uint16_t by = mk->kind == CT_MARK_POP ? CT_MARK_PUSH : CT_MARK_START;
 			for (size_t k = nopen; k-- > 0;) {
 				size_t e = open[k];
-				if (v[e].kind != by || (by == CT_MARK_PUSH ? tids[e] != mk->tid : ids[e] != mk->aux))
+				int mine = by == CT_MARK_PUSH ? tids[e] == mk->tid : ids[e] == mk->aux;
+				if (v[e].kind != by || !mine)
 					continue;
 				v[e].end_ns = mk->ts_ns;
 				memmove(&open[k], &open[k + 1], (nopen - k - 1) * sizeof *open);

@@ -525,9 +525,9 @@ static void html_dump(struct dg *g)
 				  .api = CT_API_cudaMallocAsync, .op = CT_OP_ALLOC, .kind = CT_KIND_DEVICE};
 		dg_event(g, &a);
 		if (i == 20) {
-			ev(g, t + 300 * US, CT_OP_ALLOC, CT_KIND_DEVICE, CT_API_cudaMalloc, 0x4000000, 32 * MiB, 1, 2,
-			   0, 0);
-			ev(g, t + 400 * US, CT_OP_FREE, CT_KIND_DEVICE, CT_API_cudaFree, 0x4000000, 0, 1, 0, 0, 0);
+			const uint64_t p = 0x4000000;
+			ev(g, t + 300 * US, CT_OP_ALLOC, CT_KIND_DEVICE, CT_API_cudaMalloc, p, 32 * MiB, 1, 2, 0, 0);
+			ev(g, t + 400 * US, CT_OP_FREE, CT_KIND_DEVICE, CT_API_cudaFree, p, 0, 1, 0, 0, 0);
 		}
 		struct dg_ev f = {.ts = t + 700 * US, .dur = 10, .ptr = 0x7000000, .stream = 0x5000, .tid = 1,
 				  .api = CT_API_cudaFreeAsync, .op = CT_OP_FREE, .kind = CT_KIND_DEVICE};
