@@ -22,6 +22,7 @@
  * the dumps and the options: no time of the analysis, no host of it.
  */
 #include <inttypes.h>
+#include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,6 +74,9 @@ static const char css[] =
 	".card .v{font-size:21px;font-weight:600}\n"
 	".card .l{color:#5b6472;font-size:12px}\n"
 	".card.bad .v{color:#b42318}\n"
+	".lead{border-left:4px solid #2f5d9e;background:#f3f6fb;padding:6px 12px;margin:8px 0 10px;"
+	"font-size:14.5px}\n"
+	".lead p{margin:3px 0}\n"
 	".warn{background:#fff4e5;border-left:4px solid #e67e22;padding:6px 10px;margin:6px 0}\n"
 	".ok{color:#2e7d32}\n"
 	".muted{color:#6b7380}\n"
@@ -108,6 +112,10 @@ static const char css[] =
 	"svg path.s{fill:none;stroke-width:1.6;stroke-linejoin:round}\n"
 	"svg path.dash{stroke-dasharray:6 3}\n"
 	"svg rect.plot{fill:#fcfcfd;stroke:#dde1e7}\n"
+	"svg path.area{fill-opacity:.13;stroke:none}\n"
+	"svg line.mark{stroke:#9aa3b5;stroke-dasharray:2 3}\n"
+	"svg text.mark{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,'DejaVu Sans Mono',"
+	"monospace;font-size:10px;fill:#4a5566}\n"
 	"ul.legend{list-style:none;padding:0;margin:4px 0 8px;display:flex;flex-wrap:wrap;"
 	"gap:4px 20px;font-size:12.5px}\n"
 	"footer{color:#6b7380;font-size:12px;text-align:center;margin:20px 0}\n";
@@ -343,13 +351,17 @@ static void html_item_list(FILE *f, const struct ct_report_opts *o, const struct
 
 struct chart {
 	FILE *f;
-	double tmax;  /* x: 0 .. tmax ns since the start */
+	double t0;    /* x: t0 .. t0 + tmax ns since the process start; t0 is the first record */
+	double tmax;
 	double ymax;  /* y: 0 .. ymax bytes (the top tick) */
+	int marks;    /* mark names are written along the top: the peak's label goes lower */
 };
 
+/* x of t (ns since the process start); times before the axis's start are at its start. */
 static double chart_x(const struct chart *c, double t)
 {
-	return CH_L + CH_PW * (t > c->tmax ? 1.0 : t / c->tmax);
+	t -= c->t0;
+	return CH_L + CH_PW * (t < 0 ? 0.0 : t > c->tmax ? 1.0 : t / c->tmax);
 }
 
 static double chart_y(const struct chart *c, double v)
@@ -378,16 +390,36 @@ static void tick_label(char *buf, size_t cap, double v, double unit, const char 
 }
 
 /*
- * Open a chart: the <svg> (data-t-max, data-y-max: the axes' ends, for
- * checkers), the plot area, the grid, the ticks of both axes in human units.
+ * The start of a dump's time axes, in ns since the process start: its first
+ * record (event or mark). What came before (imports, set-up before the first
+ * CUDA call) would be an empty stretch squeezing the trace to the right.
  */
-static void chart_open(struct chart *c, FILE *f, const char *cls, const char *label, double tmax,
-		       double vmax)
+static double chart_origin(struct ct_model *m)
+{
+	uint64_t t = m->have_ts ? m->first_ts : UINT64_MAX;
+	if (m->marks_list->n) {
+		ct_marks_sort(m->marks_list);
+		if (m->marks_list->v[0].ts_ns < t)
+			t = m->marks_list->v[0].ts_ns;
+	}
+	return t == UINT64_MAX ? 0 : (double)ct_model_since_start(m, t);
+}
+
+/*
+ * Open a chart whose time axis runs from t0 to tend (ns since the process
+ * start; labelled from 0 at t0): the <svg> (data-t0, data-t-max, data-y-max:
+ * the axes' start and ends, for checkers), the plot area, the grid, the
+ * ticks of both axes in human units.
+ */
+static void chart_open(struct chart *c, FILE *f, const char *cls, const char *label, double t0,
+		       double tend, double vmax)
 {
 	static const char *const bnames[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
 	char b[48];
 	c->f = f;
-	c->tmax = tmax > 0 ? tmax : 1;
+	c->t0 = t0;
+	c->tmax = tend - t0 > 0 ? tend - t0 : 1;
+	c->marks = 0;
 	/* y: a 1-2-5 step in the largest binary unit below the maximum, about five ticks */
 	if (vmax < 1)
 		vmax = 1;
@@ -410,7 +442,8 @@ static void chart_open(struct chart *c, FILE *f, const char *cls, const char *la
 		"width=\"%d\" height=\"%d\" role=\"img\" aria-label=\"",
 		cls, CH_W, CH_H, CH_W, CH_H);
 	ct_html_put(f, label);
-	fprintf(f, "\" data-t-max=\"%.0f\" data-y-max=\"%.0f\">\n", c->tmax, c->ymax);
+	fprintf(f, "\" data-t0=\"%.0f\" data-t-max=\"%.0f\" data-y-max=\"%.0f\">\n", c->t0, c->tmax,
+		c->ymax);
 	fprintf(f, "<rect class=\"plot\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\"/>\n", CH_L, CH_T,
 		CH_PW, CH_PH);
 	for (int i = 0; i <= yticks; i++) {
@@ -421,22 +454,36 @@ static void chart_open(struct chart *c, FILE *f, const char *cls, const char *la
 		tick_label(b, sizeof b, i * ystep, unit, bnames[u]);
 		fprintf(f, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n", CH_L - 6, y + 4, b);
 	}
-	/* x: a 1-2-5 step of nanoseconds, about six ticks, labelled in the unit of the end */
+	/* x: a 1-2-5 step of nanoseconds, about six ticks at its multiples, labelled in the unit of
+	 * the end with the decimals the step needs: the page's one clock (time since the process
+	 * started), whatever time the axis starts at */
 	double tstep = nice_step(c->tmax / 6);
+	tend = c->t0 + c->tmax;
 	if (tstep < 1)
 		tstep = 1;
-	double tunit = c->tmax >= 1e9 ? 1e9 : c->tmax >= 1e6 ? 1e6 : c->tmax >= 1e3 ? 1e3 : 1;
+	double tunit = tend >= 1e9 ? 1e9 : tend >= 1e6 ? 1e6 : tend >= 1e3 ? 1e3 : 1;
 	const char *tname = tunit == 1e9 ? "s" : tunit == 1e6 ? "ms" : tunit == 1e3 ? "\xc2\xb5s" : "ns";
-	for (int i = 0; i * tstep <= c->tmax * (1 + 1e-9); i++) {
+	int decimals = 0;
+	for (double q = tstep / tunit; q < 0.999 && decimals < 9; q *= 10)
+		decimals++;
+	for (double i = ceil(c->t0 / tstep - 1e-9); i * tstep <= tend * (1 + 1e-9); i++) {
 		double x = chart_x(c, i * tstep);
 		fprintf(f, "<line class=\"axis\" x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\"/>\n", x,
 			CH_T + CH_PH, x, CH_T + CH_PH + 4);
-		tick_label(b, sizeof b, i * tstep, tunit, tname);
+		if (i == 0)
+			snprintf(b, sizeof b, "0");
+		else
+			snprintf(b, sizeof b, "%.*f %s", decimals, i * tstep / tunit, tname);
 		fprintf(f, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>\n", x,
 			CH_T + CH_PH + 17, b);
 	}
-	fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">time since the start of the trace</text>\n",
-		CH_L + CH_PW, CH_H - 4);
+	fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">time since the process started", CH_L + CH_PW,
+		CH_H - 4);
+	if (t0 >= 1) {
+		ct_fmt_dur((uint64_t)t0, b, sizeof b);
+		fprintf(f, "; the axis starts at the first event, %s", b);
+	}
+	fputs("</text>\n", f);
 }
 
 static void chart_close(struct chart *c)
@@ -452,7 +499,7 @@ static void chart_marker(struct chart *c, double t, const char *text)
 	fprintf(c->f, "<line class=\"peak\" x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\"/>\n", x, CH_T, x,
 		CH_T + CH_PH);
 	fprintf(c->f, "<text class=\"peak\" x=\"%.1f\" y=\"%d\" text-anchor=\"%s\">%s</text>\n",
-		right ? x - 4 : x + 4, CH_T + 12, right ? "end" : "start", text);
+		right ? x - 4 : x + 4, CH_T + (c->marks ? 26 : 12), right ? "end" : "start", text);
 }
 
 /*
@@ -485,6 +532,110 @@ static void chart_series(struct chart *c, const char *color, const char *label, 
 	fputs("</title></path>\n", c->f);
 }
 
+/*
+ * A series of n points (t[i] ns since the process start, in time order;
+ * v[i]) joined by lines; cls: more classes ("dash", "pool"). data-max is the
+ * largest value, for checkers. With area, the region under the line too, as
+ * its own path (class "area", not a series).
+ */
+static void chart_line(struct chart *c, const char *color, const char *cls, const char *label,
+		       const double *t, const uint64_t *v, size_t n, int area)
+{
+	uint64_t mx = 0;
+	for (size_t i = 0; i < n; i++)
+		if (v[i] > mx)
+			mx = v[i];
+	if (area && n) {
+		fprintf(c->f, "<path class=\"area\" fill=\"%s\" d=\"M%.1f %d", color, chart_x(c, t[0]),
+			CH_T + CH_PH);
+		for (size_t i = 0; i < n; i++)
+			fprintf(c->f, "L%.1f %.1f", chart_x(c, t[i]), chart_y(c, (double)v[i]));
+		fprintf(c->f, "L%.1f %dZ\"/>\n", chart_x(c, t[n - 1]), CH_T + CH_PH);
+	}
+	fprintf(c->f, "<path class=\"s%s%s\" stroke=\"%s\" data-max=\"%" PRIu64 "\" d=\"", *cls ? " " : "",
+		cls, color, mx);
+	for (size_t i = 0; i < n; i++)
+		fprintf(c->f, "%c%.1f %.1f", i ? 'L' : 'M', chart_x(c, t[i]), chart_y(c, (double)v[i]));
+	fputs("\"><title>", c->f);
+	ct_html_put(c->f, label);
+	fputs("</title></path>\n", c->f);
+}
+
+/* Characters a mark name shows as (ct_html_put: a control byte as \xNN; UTF-8 continuation bytes none). */
+static size_t shown_chars(const char *s, size_t n)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char b = (unsigned char)s[i];
+		k += b < 0x20 || b == 0x7f ? 4 : (b & 0xc0) == 0x80 ? 0 : 1;
+	}
+	return k;
+}
+
+#define MARK_GAP 3.0	  /* ticks closer than this (viewBox units) are thinned */
+#define MARK_NAME_MAX 24  /* bytes of a name written on the chart (the tooltip has it whole) */
+#define MARK_CHAR_W 6.2	  /* width of a character of text.mark (10px monospace: 0.6em) and a little */
+#define MARK_NAME_GAP 8.0 /* the least room between two names */
+
+/*
+ * The marks (ct_marks_entries: each range once) as ticks across the plot at
+ * their start, the names along its top: a tick within MARK_GAP of the one
+ * drawn before is left out, a name that would run into the one written
+ * before is left out (its tick stays, the tooltip names it). *named gets the
+ * names written; returns the ticks drawn.
+ */
+static size_t chart_marks(struct chart *c, const struct ct_model *m, const struct ct_mark_entry *e,
+			  size_t n, size_t *named)
+{
+	char b1[32], b2[32];
+	double last_tick = -1e9, last_end = -1e9;
+	size_t ticks = 0;
+	*named = 0;
+	c->marks = n != 0;
+	fputs("<g class=\"marks\">\n", c->f);
+	for (size_t i = 0; i < n; i++) {
+		double t = (double)ct_model_since_start(m, e[i].ts_ns), x = chart_x(c, t);
+		if (x - last_tick < MARK_GAP)
+			continue;
+		last_tick = x;
+		ticks++;
+		fprintf(c->f, "<line class=\"mark\" x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" data-t=\"%.0f\" "
+			   "data-end=\"%" PRIu64 "\" data-name=\"",
+			x, CH_T, x, CH_T + CH_PH, t, ct_model_since_start(m, e[i].end_ns));
+		ct_html_put(c->f, e[i].name);
+		fprintf(c->f, "\"><title>%s ", ct_mark_kind_name(e[i].kind));
+		ct_html_put(c->f, e[i].name);
+		ct_fmt_dur((uint64_t)t, b1, sizeof b1);
+		if (e[i].end_ns > e[i].ts_ns) {
+			ct_fmt_dur(ct_model_since_start(m, e[i].end_ns), b2, sizeof b2);
+			fprintf(c->f, ": %s to %s", b1, b2);
+		} else {
+			fprintf(c->f, ": at %s", b1);
+		}
+		if (e[i].merged)
+			fprintf(c->f, " (recorded %" PRIu32 " more time%s: counted once)", e[i].merged,
+				e[i].merged == 1 ? "" : "s");
+		fputs("</title></line>\n", c->f);
+		size_t len = strlen(e[i].name), cut = len > MARK_NAME_MAX ? MARK_NAME_MAX : len;
+		while (cut < len && cut && ((unsigned char)e[i].name[cut] & 0xc0) == 0x80)
+			cut--;
+		double w = MARK_CHAR_W * (double)(shown_chars(e[i].name, cut) + (cut < len));
+		/* after the tick, or before it near the right end */
+		int before = x + 2 + w > CH_L + CH_PW;
+		double lo = before ? x - 2 - w : x + 2;
+		if (!len || lo < last_end + MARK_NAME_GAP || lo < CH_L)
+			continue;
+		last_end = lo + w;
+		(*named)++;
+		fprintf(c->f, "<text class=\"mark\" x=\"%.1f\" y=\"%d\" text-anchor=\"%s\" data-w=\"%.1f\">",
+			before ? x - 2 : x + 2, CH_T + 10, before ? "end" : "start", w);
+		put_cut(c->f, e[i].name, cut);
+		fputs("</text>\n", c->f);
+	}
+	fputs("</g>\n", c->f);
+	return ticks;
+}
+
 /* A legend entry: a swatch, the label (escaped), a muted note. */
 static void legend_item(FILE *f, const char *color, const char *label, const char *note)
 {
@@ -495,6 +646,70 @@ static void legend_item(FILE *f, const char *color, const char *label, const cha
 	if (note)
 		fprintf(f, " <span class=\"muted\">%s</span>", note);
 	fputs("</li>\n", f);
+}
+
+/* One line of the frag chart: a field of every sample. */
+struct frag_line {
+	const char *label;
+	size_t off; /* offsetof the field in struct ct_frag_state */
+	int dash;   /* dashed: a line that often lies on another one */
+};
+
+static const struct frag_line frag_lines[] = {
+	{"live outside pools", offsetof(struct ct_frag_state, bytes), 0},
+	{"span of those", offsetof(struct ct_frag_state, span), 0},
+	{"free inside the span", offsetof(struct ct_frag_state, free), 0},
+	{"largest hole", offsetof(struct ct_frag_state, hole), 1},
+	{"pool used", offsetof(struct ct_frag_state, pool_used), 0},
+	{"pool reserved (estimate)", offsetof(struct ct_frag_state, pool_reserved), 1},
+	{"VMM mapped", offsetof(struct ct_frag_state, vmm_mapped), 0},
+	{"VMM physical", offsetof(struct ct_frag_state, vmm_physical), 0},
+};
+#define FRAG_LINES (sizeof frag_lines / sizeof frag_lines[0])
+
+static uint64_t frag_field(const struct ct_frag_state *s, size_t line)
+{
+	uint64_t v;
+	memcpy(&v, (const char *)s + frag_lines[line].off, sizeof v);
+	return v;
+}
+
+/*
+ * The points of frag line `line` of a device: its samples from the chart's
+ * start t0 on (the last sample before t0 at t0: nothing happened in between),
+ * the state at the device's peak in its place in time, so that the line
+ * passes through the peak's dot however far apart the samples are (a sample
+ * is the state at a moment, and a short peak falls between two), and the
+ * state at the end after the last sample. t and v hold nsamples + 2 points;
+ * returns the number written.
+ */
+static size_t frag_points(const struct ct_model *m, const struct ct_frag_view *dv, size_t line,
+			  double t0, double *t, uint64_t *v)
+{
+	size_t n = 0;
+	int peak_in = !dv->have_peak;
+	for (size_t i = 0; i < dv->nsamples; i++) {
+		double ti = (double)ct_view_frag_time(m, i);
+		if (!peak_in && (double)dv->peak_ns < ti) {
+			t[n] = (double)dv->peak_ns;
+			v[n++] = frag_field(&dv->at_peak, line);
+			peak_in = 1;
+		}
+		if (ti < t0 && i + 1 < dv->nsamples && (double)ct_view_frag_time(m, i + 1) <= t0)
+			continue; /* before the axis, and not the last one before it */
+		t[n] = ti < t0 ? t0 : ti;
+		v[n++] = frag_field(&dv->samples[i], line);
+	}
+	if (!peak_in) {
+		t[n] = (double)dv->peak_ns;
+		v[n++] = frag_field(&dv->at_peak, line);
+	}
+	double end = (double)ct_model_duration_ns(m);
+	if (n && t[n - 1] < end) {
+		t[n] = end;
+		v[n++] = frag_field(&dv->at_end, line);
+	}
+	return n;
 }
 
 /* ---- timeline ---------------------------------------------------------------------------------- */
@@ -518,10 +733,42 @@ static int cmp_ranked_idx(const void *a, const void *b)
 	return (x->idx > y->idx) - (x->idx < y->idx);
 }
 
+/* A device whose stream-ordered pools held memory: its reserved bytes over time (frag.c's estimate). */
+struct pool_line {
+	const struct ct_frag_view *dv;
+	const char *color; /* its device series' */
+	double *t;
+	uint64_t *v;
+	size_t n;
+	uint64_t max;
+};
+
+static size_t pool_lines(struct ct_model *m, const struct ct_frag_view *dv, size_t ndv, double t0,
+			 struct pool_line *out)
+{
+	size_t line = 0, n = 0;
+	while (strcmp(frag_lines[line].label, "pool reserved (estimate)"))
+		line++;
+	for (size_t i = 0; i < ndv && n < HTML_SERIES_MAX; i++) {
+		struct pool_line p = {&dv[i], "#8a93a0", ct_xcalloc(dv[i].nsamples + 2, sizeof(double)),
+				      ct_xcalloc(dv[i].nsamples + 2, sizeof(uint64_t)), 0, 0};
+		p.n = frag_points(m, &dv[i], line, t0, p.t, p.v);
+		for (size_t k = 0; k < p.n; k++)
+			p.max = p.v[k] > p.max ? p.v[k] : p.max;
+		if (p.max && p.n >= 2) {
+			out[n++] = p;
+			continue;
+		}
+		free(p.t);
+		free(p.v);
+	}
+	return n;
+}
+
 static void html_timeline(FILE *f, const struct ct_report_opts *o, struct ct_model *m, size_t d,
 			  const struct ct_oom_view *ooms, size_t nooms)
 {
-	char b1[32], b2[32], label[96], note[96];
+	char b1[32], b2[32], label[160], note[96];
 	const struct ct_timeline *tl = &m->tl;
 	fprintf(f, "<h3 id=\"d%zu-timeline\">Live bytes over time</h3>\n", d);
 	if (!tl->started || !tl->nseries) {
@@ -529,13 +776,16 @@ static void html_timeline(FILE *f, const struct ct_report_opts *o, struct ct_mod
 		return;
 	}
 	size_t nb = o->buckets ? o->buckets : 1;
-	uint64_t bns = ct_tl_bucket_ns(tl, nb);
-	double t0 = (double)ct_model_since_start(m, tl->t0);
+	double origin = chart_origin(m);
+	uint64_t start, from = ct_model_start_ns(m) + (uint64_t)origin;
+	uint64_t bns = ct_tl_bucket_ns_from(tl, from, nb, &start);
+	/* bucket 0's start: at most a fine bucket before the first record */
+	double t0 = (double)ct_model_since_start(m, start);
 	/* every series' maximum; the largest HTML_SERIES_MAX are drawn, in (kind, device) order */
 	uint64_t *vals = ct_xcalloc(nb * tl->nseries, sizeof *vals);
 	struct ranked *rk = ct_xcalloc(tl->nseries, sizeof *rk);
 	for (size_t s = 0; s < tl->nseries; s++) {
-		ct_tl_resample(tl, s, nb, vals + s * nb);
+		ct_tl_resample_from(tl, s, from, nb, vals + s * nb);
 		rk[s].idx = s;
 		for (size_t i = 0; i < nb; i++)
 			if (vals[s * nb + i] > rk[s].max)
@@ -548,13 +798,34 @@ static void html_timeline(FILE *f, const struct ct_report_opts *o, struct ct_mod
 	for (size_t k = 0; k < drawn; k++)
 		if (rk[k].max > ymax)
 			ymax = rk[k].max;
+	/* memory the stream-ordered pools hold: the device series drop when a block goes back to its
+	 * pool, the memory does not */
+	size_t ndv;
+	struct ct_frag_view *dv = ct_view_frag(m, &ndv);
+	struct pool_line pl[HTML_SERIES_MAX];
+	size_t npl = pool_lines(m, dv, ndv, origin, pl);
+	for (size_t i = 0; i < npl; i++)
+		ymax = pl[i].max > ymax ? pl[i].max : ymax;
 	ct_fmt_dur(bns, b1, sizeof b1);
 	fprintf(f, "<p class=\"muted\">The most bytes live in each of %zu buckets of %s, per memory kind "
-		   "and device.</p>\n",
-		nb, b1);
+		   "and device%s.</p>\n",
+		nb, b1,
+		npl ? "; the shaded areas: the bytes the stream-ordered pools of a device hold (reserved, "
+		      "frag's estimate, at its samples, the peak and the end), in use or not"
+		    : "");
 	struct chart c;
-	chart_open(&c, f, "timeline", "live bytes over time per memory kind and device",
+	chart_open(&c, f, "timeline", "live bytes over time per memory kind and device", origin,
 		   t0 + (double)bns * (double)nb, (double)ymax);
+	for (size_t i = 0; i < npl; i++) {
+		for (size_t k = 0; k < drawn; k++)
+			if (tl->series[rk[k].idx].kind == CT_KIND_DEVICE &&
+			    tl->series[rk[k].idx].device == pl[i].dv->device)
+				pl[i].color = palette[k % PALETTE_N];
+		snprintf(label, sizeof label,
+			 "held by stream-ordered pools, dev %d (reserved, estimate): at most %s",
+			 pl[i].dv->device, ct_fmt_bytes(pl[i].max, b1, sizeof b1));
+		chart_line(&c, pl[i].color, "pool dash", label, pl[i].t, pl[i].v, pl[i].n, 1);
+	}
 	for (size_t k = 0; k < drawn; k++) {
 		const struct ct_tl_series *se = &tl->series[rk[k].idx];
 		snprintf(label, sizeof label, "%s dev %d: at most %s", ct_kind_name(se->kind), se->device,
@@ -562,6 +833,10 @@ static void html_timeline(FILE *f, const struct ct_report_opts *o, struct ct_mod
 		chart_series(&c, palette[k % PALETTE_N], label, vals + rk[k].idx * nb, nb, t0, (double)bns, 1,
 			     0);
 	}
+	struct ct_mark_entry *me;
+	size_t nme = ct_marks_entries(m->marks_list, m->last_ts, &me), named = 0, ticks = 0;
+	if (nme)
+		ticks = chart_marks(&c, m, me, nme, &named);
 	if (m->peak_seen) {
 		snprintf(label, sizeof label, "peak %s", ct_fmt_bytes(m->peak_bytes, b1, sizeof b1));
 		chart_marker(&c, (double)ct_model_since_start(m, m->peak_ts), label);
@@ -584,7 +859,32 @@ static void html_timeline(FILE *f, const struct ct_report_opts *o, struct ct_mod
 			 ct_fmt_bytes(se->cur, b2, sizeof b2));
 		legend_item(f, palette[k % PALETTE_N], label, note);
 	}
+	for (size_t i = 0; i < npl; i++) {
+		snprintf(label, sizeof label, "held by stream-ordered pools, dev %d", pl[i].dv->device);
+		snprintf(note, sizeof note, "reserved (estimate): max %s, at end %s",
+			 ct_fmt_bytes(pl[i].max, b1, sizeof b1),
+			 ct_fmt_bytes(pl[i].dv->at_end.pool_reserved, b2, sizeof b2));
+		legend_item(f, pl[i].color, label, note);
+		free(pl[i].t);
+		free(pl[i].v);
+	}
 	fputs("</ul>\n", f);
+	if (nme) {
+		uint64_t merged = 0;
+		for (size_t i = 0; i < nme; i++)
+			merged += me[i].merged;
+		fprintf(f, "<p class=\"muted marks\" data-entries=\"%zu\" data-ticks=\"%zu\" "
+			   "data-named=\"%zu\">Marks and ranges: %zu (each range once",
+			nme, ticks, named, nme);
+		if (merged)
+			fprintf(f, ": %" PRIu64 " record%s of a range or mark already open counted in it",
+				merged, merged == 1 ? "" : "s");
+		fprintf(f, "), %zu drawn as ticks at their start, %zu named; ", ticks, named);
+		fputs("ticks closer than 3 units are left out and a name that would run into the one before "
+		      "is (its tooltip names it).</p>\n", f);
+	}
+	free(me);
+	free(dv);
 	if (drawn < tl->nseries)
 		fprintf(f, "<p class=\"muted\">%zu smaller series are not drawn.</p>\n", tl->nseries - drawn);
 	if (tl->dropped_series)
@@ -592,6 +892,78 @@ static void html_timeline(FILE *f, const struct ct_report_opts *o, struct ct_mod
 			CT_TL_MAX_SERIES);
 	free(rk);
 	free(vals);
+}
+
+/* ---- the lead: what to look at first ---------------------------------------------------------- */
+
+/* A site in a line of text: its label (td_site's), or td_site's words for what stands in for it. */
+static void put_site(FILE *f, struct ct_model *m, uint32_t stack_id)
+{
+	char label[512];
+	size_t n = 0;
+	if (!stack_id)
+		fputs("<span class=\"site muted\">(no stack recorded)</span>", f);
+	else if (!ct_frames_has(m, stack_id))
+		fprintf(f, "<span class=\"site muted\">(stack #%" PRIu32 " is missing from the dump)</span>",
+			stack_id);
+	else if (!(n = ct_frames_resolve(m, stack_id, frames, CT_FRAMES_MAX)))
+		fputs("<span class=\"site muted\">(empty stack)</span>", f);
+	if (!n)
+		return;
+	int own = ct_first_user_frame(frames, n);
+	fputs("<code class=\"site\">", f);
+	ct_html_put(f, ct_frame_label(&frames[own >= 0 ? own : 0], 1, label, sizeof label));
+	fputs("</code>", f);
+}
+
+/*
+ * Right under the dump's title, so that it is on screen without scrolling:
+ * the largest leak site (the leaks table's first row) and the peak's largest
+ * site (the peak table's first row), with their bytes and links to the tables.
+ */
+static void html_lead(FILE *f, struct ct_model *m, size_t d, const struct ct_assessment *a)
+{
+	char b1[32], b2[32];
+	fprintf(f, "<div class=\"lead\" id=\"d%zu-lead\">\n", d);
+	const struct ct_finding *top = NULL;
+	for (size_t i = 0; i < a->nleak && !top; i++)
+		if (a->v[i].supp < 0)
+			top = &a->v[i];
+	if (top) {
+		fprintf(f, "<p class=\"lead-leak\" id=\"d%zu-lead-leak\" data-bytes=\"%" PRIu64
+			   "\" data-count=\"%" PRIu64 "\">Largest leak: <strong>%s</strong> in %" PRIu64
+			   " allocation%s (<span class=\"chip c-%s\">%s</span>) at ",
+			d, top->it.bytes, top->it.count, ct_fmt_bytes(top->it.bytes, b1, sizeof b1),
+			top->it.count, top->it.count == 1 ? "" : "s", ct_class_name(top->cls),
+			ct_class_name(top->cls));
+		put_site(f, m, top->it.stack_id);
+		fprintf(f, " &#8594; <a href=\"#d%zu-leaks\">leaks</a></p>\n", d);
+	} else {
+		fprintf(f, "<p class=\"lead-leak ok\" id=\"d%zu-lead-leak\" data-bytes=\"0\">%s</p>\n", d,
+			m->leak_count ? "No leak outside the suppressions."
+				      : "No leaks: every allocation was freed.");
+	}
+	if (m->peak_seen) {
+		struct ct_model *one[1] = {m};
+		size_t n;
+		struct ct_item *v = ct_peak_items(one, 1, &n);
+		ct_fmt_dur(ct_model_since_start(m, m->peak_ts), b2, sizeof b2);
+		fprintf(f, "<p class=\"lead-peak\" id=\"d%zu-lead-peak\" data-peak=\"%" PRIu64
+			   "\" data-bytes=\"%" PRIu64 "\">Peak device memory: <strong>%s</strong> at %s",
+			d, m->peak_bytes, n ? v[0].bytes : 0, ct_fmt_bytes(m->peak_bytes, b1, sizeof b1),
+			b2);
+		if (n) {
+			fprintf(f, "; its largest site: <strong>%s</strong> in %" PRIu64 " allocation%s at ",
+				ct_fmt_bytes(v[0].bytes, b1, sizeof b1), v[0].count, v[0].count == 1 ? "" : "s");
+			put_site(f, v[0].m, v[0].stack_id);
+		}
+		fprintf(f, " &#8594; <a href=\"#d%zu-peak\">peak</a></p>\n", d);
+		free(v);
+	} else {
+		fprintf(f, "<p class=\"lead-peak muted\" id=\"d%zu-lead-peak\" data-bytes=\"0\">No device memory "
+			   "was allocated.</p>\n", d);
+	}
+	fputs("</div>\n", f);
 }
 
 /* ---- header ------------------------------------------------------------------------------------ */
@@ -636,7 +1008,8 @@ static void card(FILE *f, int bad, const char *attrs, const char *value, const c
 		bad ? " bad" : "", attrs, value, label);
 }
 
-static void html_header(FILE *f, struct ct_model *m, size_t d, uint64_t oom_count)
+static void html_header(FILE *f, struct ct_model *m, size_t d, uint64_t oom_count,
+			const struct ct_assessment *a)
 {
 	char b1[32], b2[32], b3[160], attrs[96];
 	uint64_t dur = ct_model_duration_ns(m);
@@ -649,6 +1022,7 @@ static void html_header(FILE *f, struct ct_model *m, size_t d, uint64_t oom_coun
 		fputs("an unknown process (no process record)", f);
 	}
 	fputs("</h2>\n", f);
+	html_lead(f, m, d, a);
 	fprintf(f, "<nav class=\"toc\"><a href=\"#d%zu-timeline\">Timeline</a><a href=\"#d%zu-peak\">"
 		   "Peak</a><a href=\"#d%zu-leaks\">Leaks</a>",
 		d, d, d);
@@ -724,8 +1098,18 @@ static void html_header(FILE *f, struct ct_model *m, size_t d, uint64_t oom_coun
 	}
 	if (m->marks) {
 		fact(f, "marks");
-		fprintf(f, "%" PRIu64 " (%" PRIu64 " ranges, %" PRIu64 " instants)</dd>\n", m->marks,
+		fprintf(f, "%" PRIu64 " (%" PRIu64 " ranges, %" PRIu64 " instants)", m->marks,
 			m->marks_list->ranges, m->marks_list->instants);
+		struct ct_mark_entry *me;
+		size_t n = ct_marks_entries(m->marks_list, m->last_ts, &me);
+		uint64_t merged = 0;
+		for (size_t i = 0; i < n; i++)
+			merged += me[i].merged;
+		if (merged)
+			fprintf(f, "; %zu marks and ranges counted once each (%" PRIu64 " recorded twice)", n,
+				merged);
+		free(me);
+		fputs("</dd>\n", f);
 	}
 	fputs("</dl>\n", f);
 }
@@ -940,13 +1324,13 @@ static void html_growth(FILE *f, const struct ct_report_opts *o, struct ct_model
 	table_close(f, 0);
 }
 
-static void html_leaks(FILE *f, const struct ct_report_opts *o, struct ct_model *m, size_t d)
+static void html_leaks(FILE *f, const struct ct_report_opts *o, struct ct_model *m, size_t d,
+		       const struct ct_assessment *a)
 {
 	static const char *const cols[] = {"#", "#bytes", "#allocations", "class", "reason", "what",
 					   "site", NULL};
 	char b1[32], reason[64];
 	fprintf(f, "<h3 id=\"d%zu-leaks\">Leaks</h3>\n", d);
-	struct ct_assessment *a = ct_assess(o, &m, 1, NULL);
 	/* the classes of the sites not suppressed (suppressed ones are counted apart) */
 	struct ct_tally cls[CT_CLASS_COUNT], supp = {0};
 	memset(cls, 0, sizeof cls);
@@ -997,7 +1381,6 @@ static void html_leaks(FILE *f, const struct ct_report_opts *o, struct ct_model 
 		table_close(f, 0);
 	}
 	html_growth(f, o, m, a);
-	ct_assessment_free(a);
 }
 
 /* ---- out of memory ----------------------------------------------------------------------------- */
@@ -1050,99 +1433,70 @@ static void html_oom(FILE *f, const struct ct_report_opts *o, struct ct_model *m
 
 /* ---- fragmentation ----------------------------------------------------------------------------- */
 
-/* One line of the frag chart: a field of every sample. */
-struct frag_line {
-	const char *label;
-	size_t off; /* offsetof the field in struct ct_frag_state */
-	int dash;   /* dashed: a line that often lies on another one */
-};
-
-static const struct frag_line frag_lines[] = {
-	{"live outside pools", offsetof(struct ct_frag_state, bytes), 0},
-	{"span of those", offsetof(struct ct_frag_state, span), 0},
-	{"free inside the span", offsetof(struct ct_frag_state, free), 0},
-	{"largest hole", offsetof(struct ct_frag_state, hole), 1},
-	{"pool used", offsetof(struct ct_frag_state, pool_used), 0},
-	{"pool reserved (estimate)", offsetof(struct ct_frag_state, pool_reserved), 1},
-	{"VMM mapped", offsetof(struct ct_frag_state, vmm_mapped), 0},
-	{"VMM physical", offsetof(struct ct_frag_state, vmm_physical), 0},
-};
-#define FRAG_LINES (sizeof frag_lines / sizeof frag_lines[0])
-
-static uint64_t frag_field(const struct ct_frag_state *s, size_t line)
-{
-	uint64_t v;
-	memcpy(&v, (const char *)s + frag_lines[line].off, sizeof v);
-	return v;
-}
-
 /*
  * The frag report's samples of a device as lines, and the state at the
- * device's peak as dots on the peak's line: samples are the state at moments
- * (not the most in between), so a short peak falls between two of them.
+ * device's peak as dots on the peak's line, each line passing through its
+ * dot (frag_points).
  */
-static void frag_chart(FILE *f, const struct ct_model *m, const struct ct_frag_view *dv)
+static void frag_chart(FILE *f, struct ct_model *m, const struct ct_frag_view *dv)
 {
 	char b[32], label[96];
-	size_t ns = dv->nsamples;
+	size_t ns = dv->nsamples, np[FRAG_LINES];
 	uint64_t mx[FRAG_LINES] = {0}, ymax = 0;
-	int drawn[FRAG_LINES] = {0};
-	for (size_t l = 0; l < FRAG_LINES; l++) {
-		for (size_t i = 0; i < ns; i++) {
-			uint64_t v = frag_field(&dv->samples[i], l);
-			if (v > mx[l])
-				mx[l] = v;
-		}
-		uint64_t at_peak = dv->have_peak ? frag_field(&dv->at_peak, l) : 0;
-		drawn[l] = mx[l] || at_peak;
-		ymax = mx[l] > ymax ? mx[l] : ymax;
-		ymax = at_peak > ymax ? at_peak : ymax;
-	}
-	if (!ns || !ymax) {
+	if (!ns) {
 		fputs("<p class=\"muted\">Nothing live at the sample times.</p>\n", f);
 		return;
 	}
-	if (ns < 2) { /* a line needs two: a dump that spans no time */
-		fputs("<p class=\"muted\">One sample time only: no chart over time.</p>\n", f);
+	double origin = chart_origin(m), tend = origin;
+	double *t = ct_xcalloc(FRAG_LINES * (ns + 2), sizeof *t);
+	uint64_t *v = ct_xcalloc(FRAG_LINES * (ns + 2), sizeof *v);
+	for (size_t l = 0; l < FRAG_LINES; l++) {
+		np[l] = frag_points(m, dv, l, origin, t + l * (ns + 2), v + l * (ns + 2));
+		for (size_t i = 0; i < np[l]; i++)
+			mx[l] = v[l * (ns + 2) + i] > mx[l] ? v[l * (ns + 2) + i] : mx[l];
+		ymax = mx[l] > ymax ? mx[l] : ymax;
+		if (np[l] && t[l * (ns + 2) + np[l] - 1] > tend)
+			tend = t[l * (ns + 2) + np[l] - 1];
+	}
+	if (!ymax || ns < 2 || np[0] < 2) { /* a line needs two points: a dump that spans no time */
+		fputs(ymax ? "<p class=\"muted\">One sample time only: no chart over time.</p>\n"
+			   : "<p class=\"muted\">Nothing live at the sample times.</p>\n",
+		      f);
+		free(t);
+		free(v);
 		return;
 	}
-	double dt = (double)(ct_view_frag_time(m, 1) - ct_view_frag_time(m, 0));
-	double t0 = (double)ct_view_frag_time(m, 0);
-	double tmax = t0 + dt * (double)(ns - 1);
-	if (dv->have_peak && (double)dv->peak_ns > tmax)
-		tmax = (double)dv->peak_ns;
 	struct chart c;
 	snprintf(label, sizeof label, "fragmentation of device %d over time", dv->device);
-	chart_open(&c, f, "frag", label, tmax, (double)ymax);
-	uint64_t *vals = ct_xcalloc(ns, sizeof *vals);
+	chart_open(&c, f, "frag", label, origin, tend, (double)ymax);
 	for (size_t l = 0; l < FRAG_LINES; l++) {
-		if (!drawn[l])
+		if (!mx[l])
 			continue;
-		for (size_t i = 0; i < ns; i++)
-			vals[i] = frag_field(&dv->samples[i], l);
-		snprintf(label, sizeof label, "%s: at most %s at the sample times", frag_lines[l].label,
-			 ct_fmt_bytes(mx[l], b, sizeof b));
-		chart_series(&c, palette[l % PALETTE_N], label, vals, ns, t0, dt, 0, frag_lines[l].dash);
+		snprintf(label, sizeof label, "%s: at most %s at the sample times, the peak and the end",
+			 frag_lines[l].label, ct_fmt_bytes(mx[l], b, sizeof b));
+		chart_line(&c, palette[l % PALETTE_N], frag_lines[l].dash ? "dash" : "", label, t + l * (ns + 2),
+			   v + l * (ns + 2), np[l], 0);
 	}
-	free(vals);
+	free(t);
+	free(v);
 	if (dv->have_peak) {
 		double x = chart_x(&c, (double)dv->peak_ns);
 		snprintf(label, sizeof label, "peak %s", ct_fmt_bytes(dv->at_peak.device_bytes, b, sizeof b));
 		chart_marker(&c, (double)dv->peak_ns, label);
 		for (size_t l = 0; l < FRAG_LINES; l++) {
-			uint64_t v = frag_field(&dv->at_peak, l);
-			if (!drawn[l])
+			uint64_t val = frag_field(&dv->at_peak, l);
+			if (!mx[l])
 				continue;
 			fprintf(f, "<circle class=\"at-peak\" cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\" fill=\"%s\" "
 				   "data-bytes=\"%" PRIu64 "\"><title>at the peak: %s %s</title></circle>\n",
-				x, chart_y(&c, (double)v), palette[l % PALETTE_N], v, frag_lines[l].label,
-				ct_fmt_bytes(v, b, sizeof b));
+				x, chart_y(&c, (double)val), palette[l % PALETTE_N], val, frag_lines[l].label,
+				ct_fmt_bytes(val, b, sizeof b));
 		}
 	}
 	chart_close(&c);
 	fputs("<ul class=\"legend\">\n", f);
 	for (size_t l = 0; l < FRAG_LINES; l++)
-		if (drawn[l])
+		if (mx[l])
 			legend_item(f, palette[l % PALETTE_N], frag_lines[l].label, NULL);
 	fputs("</ul>\n", f);
 }
@@ -1280,14 +1634,16 @@ static void html_dump(FILE *f, const struct ct_report_opts *o, struct ct_model *
 	uint64_t oom_count, oom_bytes;
 	struct ct_oom_view *ooms = ct_view_ooms(m, &nooms, &oom_count, &oom_bytes);
 	fprintf(f, "<section class=\"dump\" id=\"d%zu\" data-pid=\"%" PRIu32 "\">\n", d, m->pid);
-	html_header(f, m, d, oom_count);
+	struct ct_assessment *a = ct_assess(o, &m, 1, NULL);
+	html_header(f, m, d, oom_count, a);
 	html_timeline(f, o, m, d, ooms, nooms);
 	html_peak(f, o, m, d);
-	html_leaks(f, o, m, d);
+	html_leaks(f, o, m, d, a);
 	html_oom(f, o, m, d, ooms, nooms, oom_count, oom_bytes);
 	html_frag(f, m, d);
 	html_streams(f, o, m, d);
 	fputs("</section>\n", f);
+	ct_assessment_free(a);
 	free(ooms);
 }
 

@@ -126,6 +126,96 @@ void ct_marks_sort(struct ct_marklist *l)
 		qsort(l->v, l->n, sizeof *l->v, cmp_mark);
 }
 
+/* ---- entries: each range counted once ---------------------------------------------- */
+
+struct entry_ref {
+	const struct ct_mark_entry *e;
+	size_t idx;
+};
+
+static int cmp_entry_name(const void *a, const void *b)
+{
+	const struct entry_ref *x = a, *y = b;
+	int c = strcmp(x->e->name, y->e->name);
+	if (c)
+		return c;
+	return (x->idx > y->idx) - (x->idx < y->idx); /* entries are in time order */
+}
+
+size_t ct_marks_entries(struct ct_marklist *l, uint64_t end_ns, struct ct_mark_entry **out)
+{
+	ct_marks_sort(l);
+	size_t cap = l->n ? l->n : 1, n = 0, nopen = 0;
+	struct ct_mark_entry *v = ct_xcalloc(cap, sizeof *v);
+	size_t *open = ct_xcalloc(cap, sizeof *open); /* entries of ranges not closed yet */
+	uint64_t *ids = ct_xcalloc(cap, sizeof *ids), *tids = ct_xcalloc(cap, sizeof *tids);
+	for (size_t i = 0; i < l->n; i++) {
+		const struct ct_mark *mk = &l->v[i];
+		switch (mk->kind) {
+		case CT_MARK_PUSH:
+		case CT_MARK_START:
+			open[nopen++] = n;
+			ids[n] = mk->aux;
+			tids[n] = mk->tid;
+			/* open until closed: the end of the trace */
+			v[n++] = (struct ct_mark_entry){mk->ts_ns, end_ns > mk->ts_ns ? end_ns : mk->ts_ns,
+							mk->name, mk->kind, 0};
+			break;
+		case CT_MARK_INSTANT:
+		case CT_MARK_STEP:
+			v[n++] = (struct ct_mark_entry){mk->ts_ns, mk->ts_ns, mk->name, mk->kind, 0};
+			break;
+		case CT_MARK_POP:
+		case CT_MARK_STOP: {
+			/* the newest open range this closes: a push of the thread, a start of the id */
+			uint16_t by = mk->kind == CT_MARK_POP ? CT_MARK_PUSH : CT_MARK_START;
+			for (size_t k = nopen; k-- > 0;) {
+				size_t e = open[k];
+				int mine = by == CT_MARK_PUSH ? tids[e] == mk->tid : ids[e] == mk->aux;
+				if (v[e].kind != by || !mine)
+					continue;
+				v[e].end_ns = mk->ts_ns;
+				memmove(&open[k], &open[k + 1], (nopen - k - 1) * sizeof *open);
+				nopen--;
+				break;
+			}
+			break;
+		}
+		default:
+			break;
+		}
+	}
+	free(open);
+	free(ids);
+	free(tids);
+	/* by name, each in time order: an entry opening before the first one of its run ends
+	 * is that one (later entries of a name only open after the run's earlier ones did) */
+	struct entry_ref *r = ct_xcalloc(n ? n : 1, sizeof *r);
+	for (size_t i = 0; i < n; i++)
+		r[i] = (struct entry_ref){&v[i], i};
+	qsort(r, n, sizeof *r, cmp_entry_name);
+	uint8_t *gone = ct_xcalloc(n ? n : 1, 1);
+	for (size_t i = 0, keep = 0; i < n; i++) {
+		struct ct_mark_entry *e = &v[r[i].idx], *k = &v[keep];
+		if (i && !strcmp(k->name, e->name) && e->ts_ns <= k->end_ns) {
+			if (e->end_ns > k->end_ns)
+				k->end_ns = e->end_ns;
+			k->merged += 1 + e->merged;
+			gone[r[i].idx] = 1;
+			continue;
+		}
+		keep = r[i].idx;
+	}
+	free(r);
+	size_t kept = 0;
+	for (size_t i = 0; i < n; i++)
+		if (!gone[i])
+			v[kept++] = v[i];
+	free(gone);
+	*out = v;
+	return kept;
+}
+
 /* ---- marks in time order ------------------------------------------------------------ */
 
 struct ct_markq {

@@ -61,6 +61,27 @@ int ct_markq_pop(struct ct_markq *q, uint64_t until, struct ct_mark *out);
 
 /* Order the kept marks by time (file order among equal times); idempotent. */
 void ct_marks_sort(struct ct_marklist *l);
+/*
+ * A mark for people: a step or instant at its time, or a range from its push
+ * or start to its pop (the same thread's) or end (the same id), end_ns when
+ * it was never closed. name points into the list.
+ */
+struct ct_mark_entry {
+	uint64_t ts_ns, end_ns; /* end_ns == ts_ns: a step or an instant */
+	const char *name;
+	uint16_t kind;	 /* CT_MARK_INSTANT, CT_MARK_STEP, CT_MARK_PUSH or CT_MARK_START */
+	uint32_t merged; /* the other marks counted in this one */
+};
+/*
+ * The kept marks as entries in time order, each counted once (sorts the
+ * list): a mark or range that opens while a range or mark of the same name
+ * is open (or at the same time as it) is the same thing recorded twice
+ * (cumtrace.range and an NVTX range of one block of code, a step mark inside
+ * its NVTX step range, a range pushed twice): it is merged into the first,
+ * whose end becomes the later of the two. Pops and ends close entries only.
+ * Returns their number; *out (to free) gets them.
+ */
+size_t ct_marks_entries(struct ct_marklist *l, uint64_t end_ns, struct ct_mark_entry **out);
 /* "instant", "push", "pop", "start", "end", "step" */
 const char *ct_mark_kind_name(unsigned kind);
 /*

@@ -152,10 +152,19 @@ void ct_tl_update(struct ct_timeline *tl, uint8_t kind, int16_t device, uint64_t
 		se->b[idx] = live;
 }
 
-/* Fine buckets per output bucket: output buckets are whole fine buckets. */
-static uint64_t fine_per_bucket(const struct ct_timeline *tl, size_t n)
+/* The fine bucket holding ts: 0 before t0, the last one used after t_end. */
+static uint64_t fine_of(const struct ct_timeline *tl, uint64_t ts)
 {
-	uint64_t used = (uint64_t)tl->end_idx + 1;
+	if (ts <= tl->t0)
+		return 0;
+	uint64_t i = (ts - tl->t0) >> tl->shift;
+	return i > tl->end_idx ? tl->end_idx : i;
+}
+
+/* Fine buckets per output bucket from fine bucket f0: output buckets are whole fine buckets. */
+static uint64_t fine_per_bucket(const struct ct_timeline *tl, uint64_t f0, size_t n)
+{
+	uint64_t used = (uint64_t)tl->end_idx + 1 - f0;
 	if (!n)
 		n = 1;
 	return used / n + (used % n ? 1 : 0);
@@ -163,16 +172,23 @@ static uint64_t fine_per_bucket(const struct ct_timeline *tl, size_t n)
 
 uint64_t ct_tl_bucket_ns(const struct ct_timeline *tl, size_t n)
 {
-	return fine_per_bucket(tl, n) * tl->width;
+	return fine_per_bucket(tl, 0, n) * tl->width;
 }
 
-uint64_t ct_tl_resample(const struct ct_timeline *tl, size_t si, size_t n, uint64_t *out)
+uint64_t ct_tl_bucket_ns_from(const struct ct_timeline *tl, uint64_t from, size_t n, uint64_t *start)
+{
+	uint64_t f0 = fine_of(tl, from);
+	*start = tl->t0 + f0 * tl->width;
+	return fine_per_bucket(tl, f0, n) * tl->width;
+}
+
+static uint64_t resample(const struct ct_timeline *tl, size_t si, uint64_t f0, size_t n, uint64_t *out)
 {
 	const struct ct_tl_series *se = &tl->series[si];
-	uint64_t k = fine_per_bucket(tl, n);
+	uint64_t k = fine_per_bucket(tl, f0, n);
 	for (size_t j = 0; j < n; j++) {
 		uint64_t mx = 0;
-		for (uint64_t i = j * k; i < (j + 1) * k; i++) {
+		for (uint64_t i = f0 + j * k; i < f0 + (j + 1) * k; i++) {
 			/* after the last write (and past the end) the current value holds */
 			uint64_t v = i > se->last ? se->cur : se->b[i];
 			if (v > mx)
@@ -183,6 +199,17 @@ uint64_t ct_tl_resample(const struct ct_timeline *tl, size_t si, size_t n, uint6
 		out[j] = mx;
 	}
 	return k * tl->width;
+}
+
+uint64_t ct_tl_resample(const struct ct_timeline *tl, size_t si, size_t n, uint64_t *out)
+{
+	return resample(tl, si, 0, n, out);
+}
+
+uint64_t ct_tl_resample_from(const struct ct_timeline *tl, size_t si, uint64_t from, size_t n,
+			     uint64_t *out)
+{
+	return resample(tl, si, fine_of(tl, from), n, out);
 }
 
 static int cmp_series(const void *a, const void *b)

@@ -60,6 +60,15 @@ void ct_tl_update(struct ct_timeline *tl, uint8_t kind, int16_t device, uint64_t
 uint64_t ct_tl_resample(const struct ct_timeline *tl, size_t si, size_t n, uint64_t *out);
 /* The output bucket width ct_tl_resample uses for n buckets. */
 uint64_t ct_tl_bucket_ns(const struct ct_timeline *tl, size_t n);
+/*
+ * The same from the fine bucket holding `from` (clamped to [t0, t_end]) on:
+ * the first output bucket starts at that fine bucket's start, *start (at most
+ * one fine width before from), so that a chart can begin at the first event
+ * rather than at t0 (the process start).
+ */
+uint64_t ct_tl_resample_from(const struct ct_timeline *tl, size_t si, uint64_t from, size_t n,
+			     uint64_t *out);
+uint64_t ct_tl_bucket_ns_from(const struct ct_timeline *tl, uint64_t from, size_t n, uint64_t *start);
 /* Sort series by (kind, device) for stable output. */
 void ct_tl_sort(struct ct_timeline *tl);
 

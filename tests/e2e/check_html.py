@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Check the output of `cumtrace-report html`.
 
-    check_html.py FILE [SUMMARY.json]
+    check_html.py FILE [SUMMARY.json] [--leaks-text FILE] [--peak-text FILE]
 
 Exits 1 with one line per violation, else writes a summary (JSON) of what
 the page shows, per dump section, so that a test can compare it with the
@@ -20,10 +20,21 @@ What a page must be (docs/report.md, "html"):
   no 'unsafe-inline' or 'unsafe-eval', and the SHA-256 of every inline
   <style> in style-src and of every inline <script> in script-src (a
   <script> with src is an error);
-- charts: every <svg class="chart"> has a plot rectangle and its axes' ends
-  (data-t-max, data-y-max); each series path (class "s") has at least two
-  points, all of them inside the plot, and its highest point is its
-  data-max on the y axis, within a pixel.
+- charts: every <svg class="chart"> has a plot rectangle and its axes' start
+  and ends (data-t0, data-t-max, data-y-max); each series path (class "s")
+  has at least two points, all of them inside the plot, and its highest
+  point is its data-max on the y axis, within a pixel; every dot (the state
+  at a peak) is a point of the series of its color (the line reaches it);
+- marks on a chart: ticks (line.mark) inside the plot, at least 3 units
+  apart, in time order; no two of one name where the second opens inside the
+  first's range (a range counted twice); names (text.mark, 10px monospace:
+  MARK_CHAR_W a character) beside their tick that do not run into each other;
+- the lead: each dump section opens (right after its title) with a
+  div.lead naming the largest leak site (p.lead-leak) and the peak's largest
+  site (p.lead-peak) with their bytes, the same as the first rows of the
+  leaks and peak tables; with --leaks-text / --peak-text (the text output of
+  `cumtrace-report leaks` / `peak` of a one-dump page) the same bytes and a
+  frame of the same site as their #1.
 """
 import base64
 import hashlib
@@ -247,12 +258,51 @@ def path_points(d):
     return pts
 
 
+MARK_CHAR_W = 6.2  # html.c's: 10px monospace is 6px a character
+
+
+def check_marks(svg, where, px, pw):
+    """Mark ticks and names; their counts."""
+    ticks, last, seen = [], None, {}
+    for ln in svg.find("line", "mark"):
+        try:
+            x, t, end = float(ln.attrs["x1"]), int(ln.attrs["data-t"]), int(ln.attrs["data-end"])
+        except (KeyError, ValueError) as e:
+            err("%s: a mark tick without x1, data-t or data-end (%s)" % (where, e))
+            continue
+        name = ln.attrs.get("data-name", "")
+        if not px - 0.05 <= x <= px + pw + 0.05:
+            err("%s: a mark tick outside the plot" % where)
+        if last is not None and (x < last[0] + 3 - 0.11 or t < last[1]):
+            err("%s: mark ticks %.1f and %.1f closer than 3 units or out of order" % (where, last[0], x))
+        prev = seen.get(name)
+        if prev is not None and t <= prev[1]:
+            err("%s: %r drawn twice: it opens at %d inside its own range %d-%d" % (where, name, t, prev[0], prev[1]))
+        seen[name] = (t, max(end, prev[1] if prev else 0))
+        last = (x, t)
+        ticks.append(x)
+    names, right = 0, None
+    for tx in svg.find("text", "mark"):
+        x, text = float(tx.attrs["x"]), tx.text()
+        w = MARK_CHAR_W * len(text)
+        lo = x - w if tx.attrs.get("text-anchor") == "end" else x
+        if not any(abs(abs(x - t) - 2) < 0.11 for t in ticks):
+            err("%s: the mark name %r is not beside a tick" % (where, text))
+        if lo < px - 0.05 or lo + w > px + pw + 0.05:
+            err("%s: the mark name %r runs out of the plot" % (where, text))
+        if right is not None and lo < right:
+            err("%s: the mark name %r runs into the one before" % (where, text))
+        right = lo + w
+        names += 1
+    return len(ticks), names
+
+
 def check_chart(svg):
     """Validate one chart; its summary: the series' labels, points and maxima."""
     where = "line %d: chart %s" % (svg.line, svg.attrs.get("class"))
     plot = svg.first("rect", "plot")
     try:
-        tmax, ymax = float(svg.attrs["data-t-max"]), float(svg.attrs["data-y-max"])
+        t0, tmax, ymax = float(svg.attrs["data-t0"]), float(svg.attrs["data-t-max"]), float(svg.attrs["data-y-max"])
         px, py, pw, ph = (float(plot.attrs[k]) for k in ("x", "y", "width", "height"))
         vb = [float(v) for v in svg.attrs["viewbox"].split()]
     except (KeyError, AttributeError, ValueError) as e:
@@ -286,7 +336,8 @@ def check_chart(svg):
         if any(b[0] < a[0] - eps for a, b in zip(pts, pts[1:])):
             err("%s: a series goes back in time" % where)
         title = p.first("title")
-        series.append({"label": title.text() if title else None, "points": len(pts), "max": mx})
+        series.append({"label": title.text() if title else None, "points": len(pts), "max": mx,
+                       "pool": "pool" in p.classes(), "stroke": p.attrs.get("stroke"), "pts": pts})
     if not series:
         err("%s: no series" % where)
     dots = []
@@ -300,10 +351,17 @@ def check_chart(svg):
             err("%s: a dot outside the plot" % where)
         if abs((py + ph - cy) / ph * ymax - v) > ymax / ph:
             err("%s: a dot of %d bytes drawn at %.0f" % (where, v, (py + ph - cy) / ph * ymax))
+        # the line of its color reaches it: the peak is a point of the (sampled) series
+        if not any(s["stroke"] == c.attrs.get("fill") and any(abs(x - cx) < 0.11 and abs(y - cy) < 0.11 for x, y in s["pts"])
+                   for s in series):
+            err("%s: the dot of %d bytes at (%.1f, %.1f) is on no point of its series" % (where, v, cx, cy))
         dots.append(v)
-    return {"kind": [c for c in svg.classes() if c != "chart"], "t_max": tmax, "y_max": ymax,
-            "series": series, "dots": dots,
-            "markers": len([p for p in svg.find("path") if "s" not in p.classes()])}
+    ticks, names = check_marks(svg, where, px, pw)
+    for s in series:
+        del s["pts"], s["stroke"]
+    return {"kind": [c for c in svg.classes() if c != "chart"], "t0": t0, "t_max": tmax, "y_max": ymax,
+            "series": series, "dots": dots, "mark_ticks": ticks, "mark_names": names,
+            "markers": len(list(svg.find("path", "oom")))}
 
 
 def row_site(tr):
@@ -321,6 +379,86 @@ def bytes_cell(tr):
     """The first cell of a row with data-bytes, as a number."""
     td = next((x for x in tr.find("td") if "data-bytes" in x.attrs), None)
     return int(td.attrs["data-bytes"]) if td is not None else None
+
+
+def lead_of(sec):
+    """The lead block: the largest leak and the peak's largest site, as (bytes, site label)."""
+    lead = sec.first("div", "lead")
+    h2 = sec.first("h2")
+    if lead is None:
+        err("section %s: no lead block" % sec.attrs.get("id"))
+        return None
+    kids = [c for c in sec.children if isinstance(c, Node)]
+    if h2 is None or kids.index(lead) != kids.index(h2) + 1:
+        err("section %s: the lead block is not right after the title" % sec.attrs.get("id"))
+    out = {}
+    for what in ("leak", "peak"):
+        p = lead.first("p", "lead-" + what)
+        if p is None:
+            err("section %s: the lead names no %s" % (sec.attrs.get("id"), what))
+            continue
+        code = next((n for n in p.walk() if n.tag in ("code", "span") and "site" in n.classes()), None)
+        strong = list(p.find("strong"))
+        out[what] = {"bytes": int(p.attrs.get("data-bytes", "-1")), "site": code.text() if code else None,
+                     "shown": strong[-1].text() if strong else None,
+                     "peak": int(p.attrs["data-peak"]) if "data-peak" in p.attrs else None}
+    return out
+
+
+def check_lead(d):
+    lead = d["lead"]
+    if not lead or "leak" not in lead or "peak" not in lead:
+        return
+    want = (d["leaks"][0]["bytes"], d["leaks"][0]["site"]) if d["leaks"] else (0, None)
+    if (lead["leak"]["bytes"], lead["leak"]["site"]) != want:
+        err("section %s: the lead's leak %r is not the leaks table's first row %r" % (d["id"], lead["leak"], want))
+    want = (d["peak_sites"][0]["bytes"], d["peak_sites"][0]["site"]) if d["peak_sites"] else (0, None)
+    if (lead["peak"]["bytes"], lead["peak"]["site"]) != want:
+        err("section %s: the lead's peak site %r is not the peak table's first row %r" % (d["id"], lead["peak"], want))
+    if d["peak_bytes"] is not None and lead["peak"]["peak"] != d["peak_bytes"]:
+        err("section %s: the lead's peak %r is not the page's %r" % (d["id"], lead["peak"]["peak"], d["peak_bytes"]))
+
+
+def text_top(path):
+    """The #1 of a text report: its bytes as shown, and its frames as (function, line)."""
+    lines = open(path).read().splitlines()
+    first = lines[0] if lines else ""
+    for i, ln in enumerate(lines):
+        m = re.match(r"#1\s+(\S+ \S+) in (\d+) allocation", ln)
+        if m:
+            frames = []
+            for f in lines[i + 1:]:
+                fm = re.match(r"\s+at (.+?) \((?:.*):(\d+)\)", f)
+                if not fm:
+                    if re.match(r"\s+at ", f):
+                        frames.append((f.split()[1], None))
+                        continue
+                    break
+                frames.append((fm.group(1), int(fm.group(2))))
+            return first, m.group(1), int(m.group(2)), frames
+    return first, None, None, []
+
+
+def compare_text(d, what, path):
+    first, shown, count, frames = text_top(path)
+    lead = (d.get("lead") or {}).get(what)
+    if lead is None:
+        return
+    if shown is None:
+        if lead["bytes"]:
+            err("the %s text has no #1, the lead names %r" % (what, lead))
+        return
+    if lead["shown"] != shown:
+        err("the lead's %s shows %r, the %s report's #1 %r" % (what, lead["shown"], what, shown))
+    site = lead["site"] or ""
+    m = re.match(r"(.+?) \((?:.*):(\d+)\)$", site)
+    fn, line = (m.group(1), int(m.group(2))) if m else (site.split(" ")[0], None)
+    if (fn, line) not in frames:
+        err("the lead's %s site %r is no frame of the %s report's #1 %r" % (what, site, what, frames))
+    if what == "peak":
+        m = re.search(r"\((\d+) bytes\)", first)
+        if not m or int(m.group(1)) != lead["peak"]:
+            err("the lead's peak %r is not the peak report's %r" % (lead["peak"], first))
 
 
 def summarize(root):
@@ -354,12 +492,24 @@ def summarize(root):
         d["charts"] = [c for c in (check_chart(s) for s in sec.find("svg", "chart")) if c]
         d["sections"] = [h.attrs.get("id") for h in sec.find("h3")]
         d["more_rows"] = [" ".join(tr.text().split()) for tr in sec.find("tr", "more")]
+        d["lead"] = lead_of(sec)
+        check_lead(d)
+        marks = sec.first("p", "marks")
+        d["marks"] = {k: int(marks.attrs["data-" + k]) for k in ("entries", "ticks", "named")} if marks else None
         dumps.append(d)
     return dumps
 
 
 def main():
-    path = sys.argv[1]
+    args, opts = [], {}
+    argv = sys.argv[1:]
+    while argv:
+        a = argv.pop(0)
+        if a in ("--leaks-text", "--peak-text"):
+            opts[a] = argv.pop(0)
+        else:
+            args.append(a)
+    path = args[0]
     try:
         raw = open(path, "rb").read()
         text = raw.decode("utf-8")
@@ -376,11 +526,17 @@ def main():
     dumps = summarize(tree.root)
     if not dumps:
         err("no dump section")
+    for what in ("leaks", "peak"):
+        if "--%s-text" % what in opts:
+            if len(dumps) != 1:
+                err("--%s-text needs a page of one dump" % what)
+            else:
+                compare_text(dumps[0], "leak" if what == "leaks" else "peak", opts["--%s-text" % what])
     exit_on_errors("html")
     title = tree.root.first("title")
     write_summary({"title": title.text() if title else None, "scripts": scripts,
                    "svgs": len(list(tree.root.find("svg"))), "dumps": dumps},
-                  sys.argv[2] if len(sys.argv) > 2 else None)
+                  args[1] if len(args) > 1 else None)
 
 
 main()

@@ -1,9 +1,12 @@
 # The html command on traced programs: a self-contained page that passes
 # tests/e2e/check_html.py (well-formed, nothing loaded from outside, the
-# Content-Security-Policy hashes, charts whose lines reach their maxima),
-# whose figures equal the JSON reports'; the dump's strings escaped; the
-# options honoured; the same bytes each run; and the checker rejects broken
-# pages (so that it can fail).
+# Content-Security-Policy hashes, charts whose lines reach their maxima and
+# their peak dots, mark ticks and names that do not run into each other, the
+# lead block), whose figures equal the JSON reports'; the lead names the
+# leaks and peak text reports' #1; the time axes start at the first record;
+# the stream-ordered pools' reserved bytes drawn; each range counted once;
+# the dump's strings escaped; the options honoured; the same bytes each run;
+# and the checker rejects broken pages (so that it can fail).
 . tests/e2e/lib.sh
 command -v python3 >/dev/null || { echo "python3 not found"; exit 77; }
 CHECK=$ROOT/tests/e2e/check_html.py
@@ -73,6 +76,24 @@ expect_eq demo_frag_dots "$(jget "$T/demo.sum" "sorted(set(v for v in [c for c i
 	"$(jget "$T/demo.f.json" "sorted(set(v for k, v in j['frag']['devices'][0]['at_peak'].items() if k in $FIELDS and v))")"
 expect_eq demo_leak "$(jget "$T/demo.sum" "[(l['class'], l['count'], l['site'].split(' (')[0]) for l in $D['leaks']]")" \
 	"[('leaked', 4, 'save_metrics')]"
+# The lead (first thing under the title): the leaks and peak text reports' #1, bytes and site.
+"$REPORT" leaks "$demo" >"$T/demo.leaks.txt" || fail "leaks exited $?"
+"$REPORT" peak "$demo" >"$T/demo.peak.txt" || fail "peak exited $?"
+python3 "$CHECK" "$T/demo.html" /dev/null --leaks-text "$T/demo.leaks.txt" --peak-text "$T/demo.peak.txt" ||
+	fail "the lead is not the text reports' #1"
+expect_eq demo_lead "$(jget "$T/demo.sum" "($D['lead']['leak']['shown'], $D['lead']['leak']['site'].split(' (')[0], $D['lead']['peak']['shown'], $D['lead']['peak']['site'].split(' (')[0])")" \
+	"('8.0 MiB', 'save_metrics', '128.0 MiB', 'alloc_weights')"
+# The time axes start at the first record (event or mark), not at the process start.
+first=$(python3 "$ROOT/bin/ctdump.py" "$demo" | awk '$2 == "event" || $2 == "mark" { sub("ts=", "", $3); print $3 }' | sort -n | head -n 1)
+report "$T/demo.s.json" summary "$demo"
+expect_eq demo_t0 "$(jget "$T/demo.sum" "sorted(set(int(c['t0']) for c in $D['charts']))")" \
+	"[$((first - $(jget "$T/demo.s.json" 'j["dumps"][0]["start_monotonic_ns"]')))]"
+# The bytes the stream-ordered pool holds (cudaMallocAsync): a series of the timeline whose most
+# is the frag report's most reserved (samples, peak, end), though its blocks are freed each step.
+expect_eq demo_pool "$(jget "$T/demo.sum" "[s['max'] for s in $D['charts'][0]['series'] if s['pool']]")" \
+	"$(jget "$T/demo.f.json" "[max([s['state']['pool_reserved_bytes'] for s in j['frag']['devices'][0]['samples']] + [j['frag']['devices'][0][k]['pool_reserved_bytes'] for k in ('at_peak', 'at_end')])]")"
+# Its 40 step marks: ticks 3 units apart at least, names fewer (each clear of the next: check_html.py).
+expect_eq demo_marks "$(jget "$T/demo.sum" "($D['marks']['entries'], 0 < $D['marks']['named'] < $D['marks']['ticks'] <= 40)")" "(40, True)"
 "$REPORT" html "$demo" >"$T/demo2.html" || fail "html to standard output"
 cmp -s "$T/demo.html" "$T/demo2.html" || fail "two runs wrote different pages"
 echo "ok: deterministic"
@@ -118,6 +139,15 @@ for g in "$ROOT"/tests/golden/html-*.html; do
 	python3 "$CHECK" "$g" "$T/g.sum" || fail "check_html.py rejected $g"
 done
 echo "ok: golden pages"
+# html-marks: 50 steps (and a sync mark beside each, its tick thinned away), "train" pushed twice
+# and "epoch 1" started and marked at once: each counted once; the axes start at the first record
+# (40 ms after the process start); the pool keeps 4 MiB.
+python3 "$CHECK" "$ROOT/tests/golden/html-marks.html" "$T/gm.sum" || fail "check_html.py rejected html-marks.html"
+expect_eq golden_marks "$(jget "$T/gm.sum" "($D['marks'], [int(c['t0']) for c in $D['charts']])")" \
+	"({'entries': 102, 'named': 17, 'ticks': 52}, [40000000, 40000000])"
+expect_eq golden_marks_fact "$(jget "$T/gm.sum" "$D['facts']['marks']")" \
+	"107 (3 ranges, 51 instants); 102 marks and ranges counted once each (2 recorded twice)"
+expect_eq golden_pool "$(jget "$T/gm.sum" "[s['max'] for s in $D['charts'][0]['series'] if s['pool']]")" "[4194304]"
 
 # Usage errors
 "$REPORT" html --format json "$lc" 2>"$T/err" && fail "--format json accepted"
@@ -125,7 +155,7 @@ grep -q "html: no json output" "$T/err" || fail "unexpected error: $(cat "$T/err
 echo "ok: usage errors"
 
 # The checker rejects broken pages, and accepts a script whose hash the policy carries.
-python3 - "$T/lc.html" "$T" <<'PY'
+python3 - "$T/lc.html" "$T" "$ROOT/tests/golden/html-marks.html" <<'PY'
 import base64, hashlib, re, sys
 t, out = open(sys.argv[1]).read(), sys.argv[2]
 def h(s):
@@ -142,7 +172,21 @@ bad = {
     "a link to no element": t.replace('href="#d1-peak"', 'href="#nowhere"', 1),
     "an event handler": t.replace("<main>", '<main onclick="x()">', 1),
     "a policy that allows inline scripts": t.replace("default-src 'none';", "default-src 'none'; script-src 'unsafe-inline';", 1),
+    "no lead block": re.sub(r'<div class="lead".*?</div>\n', "", t, 1, re.S),
+    "a lead that names another leak": re.sub(r'(class="lead-leak" id="d1-lead-leak" data-bytes=")\d+', r"\g<1>1", t, 1),
+    "a lead that names another peak site": t.replace('<code class="site">', '<code class="site">x', 2).replace('<code class="site">x', '<code class="site">', 1),
+    "a peak dot off its line": re.sub(r'(<circle class="at-peak" cx=")([\d.]+)', lambda m: m.group(1) + "%.1f" % (float(m.group(2)) + 7), t, 1),
+    "a time axis without its start": re.sub(r' data-t0="\d+"', "", t, 1),
 }
+g = open(sys.argv[3]).read()  # html-marks: ticks and names
+ticks = re.findall(r'<line class="mark" x1="([\d.]+)"', g)
+bad.update({
+    "mark names that run into each other": re.sub(r'(<text class="mark" [^>]*>)step<', r"\g<1>step step step step<", g, 1),
+    "mark ticks closer than 3 units": g.replace('<line class="mark" x1="%s" y1="16" x2="%s"' % (ticks[2], ticks[2]),
+                                                '<line class="mark" x1="%.1f" y1="16" x2="%s"' % (float(ticks[1]) + 1, ticks[2]), 1),
+    "a range drawn twice": re.sub(r'(<g class="marks">\n)(<line class="mark"[^\n]*data-name="train"[^\n]*\n)',
+                                  lambda m: m.group(1) + m.group(2) + m.group(2).replace('x1="76.0"', 'x1="79.5"', 1), g, 1),
+})
 for i, (what, page) in enumerate(bad.items()):
     assert page != t, what
     open("%s/bad%d.html" % (out, i), "w").write(page)
@@ -159,7 +203,7 @@ for f in "$T"/bad*.html; do
 	echo "ok: rejects $what: $(head -n 1 "$T/err")"
 	n=$((n + 1))
 done
-expect_eq rejected "$n" 10
+expect_eq rejected "$n" 18
 python3 "$CHECK" "$T/good-script.html" "$T/good.sum" || fail "checker rejected a hashed script"
 expect_eq hashed_script "$(jget "$T/good.sum" 'j["scripts"]')" 1
 

@@ -494,6 +494,50 @@ static void rank3_dump(struct dg *g)
 	rank_job_dump(g, 3, 0x1234);
 }
 
+/*
+ * The html page's own dump (ms since the process start at 1 ms; tid 1):
+ *   41 the first record: "train" pushed twice (cumtrace.range and NVTX: one range);
+ *   41.1 cudaMalloc 8 MiB (s1), never freed: the largest leak;
+ *   46.5 "epoch 1" started (id 9) and marked at the same time (one entry), ended at 71;
+ *   42..91 fifty step marks "step", each with an instant "sync" 100 ns later (its tick
+ *   thinned away); in each step cudaMallocAsync 4 MiB (s3, default pool) at +0.2 and
+ *   cudaFreeAsync at +0.7: the pool keeps 4 MiB reserved while nothing is live in it;
+ *   in step 20 (61.3 .. 61.4) cudaMalloc 32 MiB (s2): the peak, 44 MiB, between two
+ *   frag samples;
+ *   95 both "train" popped; end at 96.
+ */
+static void html_dump(struct dg *g)
+{
+	const uint64_t MS = 1000000, US = 1000, T = 41 * MS;
+	report_prologue(g);
+	dg_mark_kind(g, T, 1, CT_MARK_PUSH, 0, "train");
+	dg_mark_kind(g, T + 1, 1, CT_MARK_PUSH, 0, "train");
+	ev(g, T + 100 * US, CT_OP_ALLOC, CT_KIND_DEVICE, CT_API_cudaMalloc, 0x100000, 8 * MiB, 1, 1, 0, 0);
+	dg_mark_kind(g, T + 5 * MS + MS / 2, 1, CT_MARK_START, 9, "epoch 1");
+	dg_mark_kind(g, T + 5 * MS + MS / 2, 1, CT_MARK_INSTANT, 0, "epoch 1");
+	dg_mark_kind(g, T + 30 * MS, 1, CT_MARK_STOP, 9, "");
+	for (uint64_t i = 0; i < 50; i++) {
+		uint64_t t = T + (i + 1) * MS;
+		dg_mark_kind(g, t, 1, CT_MARK_STEP, CT_STEP_EXPLICIT, "step");
+		dg_mark_kind(g, t + 100, 1, CT_MARK_INSTANT, 0, "sync");
+		struct dg_ev a = {.ts = t + 200 * US, .dur = 10, .ptr = 0x7000000, .size = 4 * MiB,
+				  .stream = 0x5000, .tid = 1, .stack_id = 3,
+				  .api = CT_API_cudaMallocAsync, .op = CT_OP_ALLOC, .kind = CT_KIND_DEVICE};
+		dg_event(g, &a);
+		if (i == 20) {
+			const uint64_t p = 0x4000000;
+			ev(g, t + 300 * US, CT_OP_ALLOC, CT_KIND_DEVICE, CT_API_cudaMalloc, p, 32 * MiB, 1, 2, 0, 0);
+			ev(g, t + 400 * US, CT_OP_FREE, CT_KIND_DEVICE, CT_API_cudaFree, p, 0, 1, 0, 0, 0);
+		}
+		struct dg_ev f = {.ts = t + 700 * US, .dur = 10, .ptr = 0x7000000, .stream = 0x5000, .tid = 1,
+				  .api = CT_API_cudaFreeAsync, .op = CT_OP_FREE, .kind = CT_KIND_DEVICE};
+		dg_event(g, &f);
+	}
+	dg_mark_kind(g, T + 54 * MS, 1, CT_MARK_POP, 0, "");
+	dg_mark_kind(g, T + 54 * MS + 1, 1, CT_MARK_POP, 0, "");
+	dg_end(g, T + 55 * MS);
+}
+
 /* The dump generators by name, for the case files' "dump" lines. */
 struct golden_dump_gen {
 	const char *name;
@@ -519,6 +563,7 @@ static const struct golden_dump_gen golden_dump_gens[] = {
 	{"frag", frag_dump},
 	{"streams", streams_dump},
 	{"export", export_dump},
+	{"html", html_dump},
 	{"rank0", rank0_dump},
 	{"rank1", rank1_dump},
 	{"rank2", rank2_dump},

@@ -415,6 +415,90 @@ START_TEST(timeline_buckets)
 }
 END_TEST
 
+/* Resampled from a later time (a chart that starts at the first event): the same values, from there. */
+START_TEST(timeline_resample_from)
+{
+	struct dg g;
+	dg_init(&g);
+	dg_header(&g);
+	const uint64_t T0 = 1000000, MS = 1000000;
+	dg_process(&g, 1, 0, T0, NULL);
+	dg_alloc(&g, T0 + 50 * MS, 0x1000, 1 << 20, 1);
+	dg_alloc(&g, T0 + 65 * MS, 0x2000, 1 << 20, 1);
+	dg_free(&g, T0 + 85 * MS, 0x1000);
+	ev(&g, T0 + 100 * MS - 1, CT_OP_DEVICE_SYNC, 0, CT_API_cudaDeviceSynchronize, 0, 0, 1, 0, 0, 0);
+	struct ct_model *m = load(&g);
+	ck_assert_uint_eq(m->tl.t0, T0);
+	uint64_t v[5], start;
+	uint64_t bns = ct_tl_bucket_ns_from(&m->tl, T0 + 50 * MS, 5, &start);
+	ck_assert_uint_eq(ct_tl_resample_from(&m->tl, 0, T0 + 50 * MS, 5, v), bns);
+	/* the fine bucket of the first allocation: at most one fine width before it */
+	ck_assert_uint_le(start, T0 + 50 * MS);
+	ck_assert_uint_gt(start + m->tl.width, T0 + 50 * MS);
+	/* five buckets of a little over 10 ms cover the 50 ms left */
+	ck_assert_uint_ge(bns, 10 * MS);
+	ck_assert_uint_le(bns, 10 * MS + MS / 2);
+	static const uint64_t want[5] = {1 << 20, 2 << 20, 2 << 20, 2 << 20, 1 << 20};
+	for (int i = 0; i < 5; i++)
+		ck_assert_msg(v[i] == want[i], "bucket %d: %llu", i, (unsigned long long)v[i]);
+	/* from t0: ct_tl_resample */
+	uint64_t a[10], b[10];
+	ck_assert_uint_eq(ct_tl_resample_from(&m->tl, 0, 0, 10, a), ct_tl_resample(&m->tl, 0, 10, b));
+	ck_assert(!memcmp(a, b, sizeof a));
+	unload(m);
+	dg_release(&g);
+}
+END_TEST
+
+/* Marks as entries: each range once, however often it was recorded. */
+START_TEST(marks_entries_once)
+{
+	struct ct_marklist *l = ct_marks_new();
+	/* "train" pushed twice on thread 1 (cumtrace.range and NVTX), popped twice */
+	ct_marks_add(l, 100, 0, 1, CT_MARK_PUSH, "train", 5);
+	ct_marks_add(l, 101, 0, 1, CT_MARK_PUSH, "train", 5);
+	/* a step range and its step mark at its start; the mark given first in the file */
+	ct_marks_add(l, 300, 0, 1, CT_MARK_STEP, "step 1", 6);
+	ct_marks_add(l, 300, 7, 2, CT_MARK_START, "step 1", 6);
+	ct_marks_add(l, 350, 0, 1, CT_MARK_INSTANT, "step 1", 6); /* inside its own range */
+	ct_marks_add(l, 400, 7, 2, CT_MARK_STOP, "", 0);
+	/* "step 1" again later: another entry; an instant repeated at another time too */
+	ct_marks_add(l, 500, 0, 1, CT_MARK_STEP, "step 1", 6);
+	ct_marks_add(l, 600, 0, 1, CT_MARK_INSTANT, "sync", 4);
+	ct_marks_add(l, 700, 0, 1, CT_MARK_INSTANT, "sync", 4);
+	/* "x" on two threads at once: one range (the same name, overlapping) */
+	ct_marks_add(l, 800, 0, 3, CT_MARK_PUSH, "x", 1);
+	ct_marks_add(l, 850, 0, 4, CT_MARK_PUSH, "x", 1);
+	ct_marks_add(l, 900, 0, 3, CT_MARK_POP, "", 0);
+	ct_marks_add(l, 950, 0, 4, CT_MARK_POP, "", 0);
+	ct_marks_add(l, 990, 0, 1, CT_MARK_POP, "", 0);
+	ct_marks_add(l, 995, 0, 1, CT_MARK_POP, "", 0);
+	struct ct_mark_entry *e;
+	size_t n = ct_marks_entries(l, 1000, &e);
+	ck_assert_uint_eq(n, 6);
+	static const struct {
+		uint64_t ts, end;
+		const char *name;
+		uint32_t merged;
+	} want[6] = {{100, 995, "train", 1}, {300, 400, "step 1", 2}, {500, 500, "step 1", 0},
+		     {600, 600, "sync", 0},  {700, 700, "sync", 0},    {800, 950, "x", 1}};
+	for (size_t i = 0; i < n; i++) {
+		ck_assert_uint_eq(e[i].ts_ns, want[i].ts);
+		ck_assert_uint_eq(e[i].end_ns, want[i].end);
+		ck_assert_str_eq(e[i].name, want[i].name);
+		ck_assert_uint_eq(e[i].merged, want[i].merged);
+	}
+	free(e);
+	/* a range never closed ends at the end given */
+	ct_marks_add(l, 2000, 0, 5, CT_MARK_PUSH, "open", 4);
+	n = ct_marks_entries(l, 3000, &e);
+	ck_assert_uint_eq(n, 7);
+	ck_assert_uint_eq(e[6].end_ns, 3000);
+	free(e);
+	ct_marks_free(l);
+}
+END_TEST
+
 /* Ten seconds of events: the fine buckets merge many times; values stay right. */
 START_TEST(timeline_long_range)
 {
@@ -549,6 +633,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, many_events_bounded_memory);
 	tcase_add_test(tc, timeline_buckets);
 	tcase_add_test(tc, timeline_long_range);
+	tcase_add_test(tc, timeline_resample_from);
+	tcase_add_test(tc, marks_entries_once);
 	tcase_add_test(tc, observers_see_the_pass_in_time_order);
 	suite_add_tcase(s, tc);
 	return s;
