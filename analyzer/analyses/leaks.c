@@ -321,9 +321,10 @@ static void text_leaks_of(FILE *f, const struct ct_report_opts *o, struct ct_mod
 		fputs("): ", f);
 		put_class(f, x);
 		fputc('\n', f);
+		ct_text_site_label(f, m, x->it.stack_id); /* the site's first line, before why */
 		text_evidence(f, x);
 		text_address_space(f, x->it.leak);
-		ct_text_stack(f, m, x->it.stack_id);
+		ct_text_frames(f, m, x->it.stack_id);
 		if (o->gen_suppressions)
 			gen_block(f, x, "");
 	}

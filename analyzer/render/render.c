@@ -651,6 +651,12 @@ static void put_frame(FILE *f, const struct ct_model *m, const struct ct_frame *
 
 void ct_text_stack(FILE *f, struct ct_model *m, uint32_t stack_id)
 {
+	ct_text_site_label(f, m, stack_id);
+	ct_text_frames(f, m, stack_id);
+}
+
+void ct_text_frames(FILE *f, struct ct_model *m, uint32_t stack_id)
+{
 	if (!stack_id) {
 		fputs("      (no stack recorded)\n", f);
 		return;
@@ -659,7 +665,6 @@ void ct_text_stack(FILE *f, struct ct_model *m, uint32_t stack_id)
 		fprintf(f, "      (stack #%" PRIu32 " is missing from the dump)\n", stack_id);
 		return;
 	}
-	ct_text_site_label(f, m, stack_id);
 	size_t n = ct_frames_resolve(m, stack_id, frames, CT_FRAMES_MAX);
 	if (!n)
 		fputs("      (empty stack)\n", f);

@@ -119,8 +119,11 @@ void ct_json_site_label(struct ct_json *j, struct ct_model *m, uint32_t stack_id
 void ct_csv_site_label(FILE *f, struct ct_model *m, uint32_t stack_id);
 /* --full-stacks: text stacks show every frame (default: library runs folded, nothing outside main). */
 void ct_stack_set_full(int on);
-/* A stack as indented lines: "site: LABEL" (ct_text_site_label), then "at func (file:line) in module" lines. */
+/* A stack as indented lines: "site: LABEL" (ct_text_site_label), then its frames (ct_text_frames). */
 void ct_text_stack(FILE *f, struct ct_model *m, uint32_t stack_id);
+/* The frames alone, "at func (file:line)  in module" lines, for a report that puts lines of its own
+ * between the site line and the frames. */
+void ct_text_frames(FILE *f, struct ct_model *m, uint32_t stack_id);
 /* A stack as a JSON array of frame objects. */
 void ct_json_stack(struct ct_json *j, struct ct_model *m, uint32_t stack_id);
 /*

@@ -40,6 +40,10 @@ sys.exit(0 if got == sys.argv[1:] else "csv labels: %r" % got)' \
 	"helper ($src:$H) from load_weights ($src:$W)" "helper ($src:$H) from make_buffer ($src:$B)" "own_site ($src:$O)" \
 	"helper ($src:$H) from step_one ($src:$S1)" "helper ($src:$H) from step_two ($src:$S2)"
 echo "ok: csv labels"
+# a leak with evidence: the site line still comes first, before "why:"
+traced lc "$PROGS/leak_classes" >/dev/null
+"$REPORT" leaks "$(dump_of lc)" >"$T/lc.txt"
+expect_eq site_before_why "$(grep -A1 '^#1 ' "$T/lc.txt" | sed -n 2p | cut -c1-12)" "      site: "
 # peak and oom-free reports label the same sites the same way
 "$REPORT" peak "$dump" >"$T/p.txt"
 grep -q "^      site: helper ($src:$H) from make_buffer ($src:$B)\$" "$T/p.txt" || fail "peak: $(cat "$T/p.txt")"
