@@ -500,8 +500,8 @@ static uint64_t label_key(uint64_t h, const struct ct_frame *fr)
  * with its first 1..LABEL_DEPTH user callers, and whether more than one stack
  * has each. A label frame that several stacks share (a helper called from
  * several places) is labelled with the first caller that makes its chain
- * unique. Built on the model's first label, one pass over its sites; kept for
- * the process's life (a report reads a few models).
+ * unique. Built on the model's first label, one pass over its sites, and
+ * kept in the model (m->labels).
  */
 struct label_slot {
 	uint64_t key;
@@ -509,12 +509,9 @@ struct label_slot {
 	int shared;
 };
 struct label_table {
-	const struct ct_model *m;
 	struct label_slot *v;
 	size_t mask, used;
 };
-static struct label_table label_tables[16];
-static size_t label_ntables;
 
 static struct label_slot *label_slot(struct label_table *t, uint64_t key)
 {
@@ -527,7 +524,7 @@ static struct label_slot *label_slot(struct label_table *t, uint64_t key)
 static void label_add(struct label_table *t, uint64_t key, uint32_t stack_id)
 {
 	if (2 * (t->used + 1) > t->mask + 1) {
-		struct label_table g = {.m = t->m, .mask = 2 * t->mask + 1};
+		struct label_table g = {.mask = 2 * t->mask + 1};
 		g.v = ct_xcalloc(g.mask + 1, sizeof *g.v);
 		for (size_t i = 0; i <= t->mask; i++)
 			if (t->v[i].key)
@@ -545,14 +542,22 @@ static void label_add(struct label_table *t, uint64_t key, uint32_t stack_id)
 	}
 }
 
+static void label_table_free(void *p)
+{
+	struct label_table *t = p;
+	if (t)
+		free(t->v);
+	free(t);
+}
+
 static struct label_table *label_table_of(struct ct_model *m)
 {
-	for (size_t i = 0; i < label_ntables; i++)
-		if (label_tables[i].m == m)
-			return &label_tables[i];
-	struct label_table *t = &label_tables[label_ntables < 16 ? label_ntables++ : 15];
-	free(t->v);
-	*t = (struct label_table){.m = m, .v = ct_xcalloc(64, sizeof *t->v), .mask = 63};
+	if (m->labels)
+		return m->labels;
+	struct label_table *t = ct_xcalloc(1, sizeof *t);
+	*t = (struct label_table){.v = ct_xcalloc(64, sizeof *t->v), .mask = 63};
+	m->labels = t;
+	m->labels_free = label_table_free;
 	for (size_t j = 0; j < m->nsites; j++) {
 		uint32_t id = m->sites[j].stack_id;
 		size_t n = ct_analysis_frames(m, id, label_frames, CT_ANALYSIS_FRAMES);
