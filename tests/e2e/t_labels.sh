@@ -73,3 +73,7 @@ grep -q "^      py leaky ($py:$(pl LEAK-LINE))\$" "$T/py.txt" || fail "python fr
 echo "ok: python frames relative"
 report "$T/py.json" leaks "$pdump"
 expect_eq py_label_file "$(jget "$T/py.json" 'sorted(set(s["label_frame"]["file"] for s in j["leaks"]["sites"]))')" "['$ROOT/$py']"
+# The headline names the label frame whatever the view: under --native the interpreter's frames
+# (libpython, with line information where it was built from source) are never the site.
+"$REPORT" headline --native "$pdump" >"$T/hl.txt"
+expect_eq headline_native "$(sed -n 1p "$T/hl.txt" | sed 's/.* at //')" "py_leaky.py:$(pl LEAK-LINE) in leaky"
