@@ -222,6 +222,7 @@ static void json_list(struct ct_json *j, const struct ct_report_opts *o, const c
 		json_side(j, "base", v[i].base);
 		json_side(j, "new", v[i].now);
 		ct_json_kv_i64(j, "delta_bytes", v[i].delta);
+		ct_json_site_label(j, x->it.m, x->it.stack_id);
 		ct_json_key(j, "stack");
 		ct_json_stack(j, x->it.m, x->it.stack_id);
 		ct_json_obj_end(j);

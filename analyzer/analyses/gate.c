@@ -59,7 +59,7 @@ static void judge(struct ct_finding *f)
 	}
 	f->cls = f->growth ? CT_CLASS_GROWTH : f->why.cls;
 	f->identity = ct_site_identity(f->cls, f->it.api, f->it.kind, frames, k);
-	f->user_frame = ct_first_user_frame(frames, k);
+	f->user_frame = ct_label_frame(frames, k);
 	f->supp = -1;
 }
 

@@ -29,7 +29,7 @@ struct ct_finding {
 	int in_baseline;
 	int fails;	      /* fails the gate */
 	uint64_t identity;    /* ct_site_identity */
-	int user_frame;	      /* innermost user frame (ct_first_user_frame), -1 none */
+	int user_frame;	      /* the label frame (classify.h: ct_label_frame), -1 none */
 };
 
 struct ct_tally {
@@ -67,7 +67,7 @@ void ct_assessment_free(struct ct_assessment *a);
 /* Resolve a finding's frames (mixed view) into out (CT_ANALYSIS_FRAMES). */
 size_t ct_finding_frames(const struct ct_finding *f, struct ct_frame *out);
 
-/* A short name for a finding: its innermost user frame's function, else the first named frame's. */
+/* A short name for a finding (suppression names): its label frame's function, else the first named frame's. */
 void ct_finding_label(const struct ct_finding *f, char *buf, size_t cap);
 
 /*

@@ -8,8 +8,8 @@
  *   growth: N sites grew over S steps (SERIES); largest +BYTES at SITE
  *   N allocations failed out of memory: cumtrace-report oom DUMP
  *
- * A SITE is the stack's first user frame (classify.h: the program's own code,
- * Python frames first), "file:line in function". The leaks line counts the
+ * A SITE is the stack's label frame (classify.h: ct_label_frame, the program's
+ * own code, Python frames first), "file:line in function". The leaks line counts the
  * sites the leaks report calls leaked (suppressions and the baseline as
  * given); the peak line is the dump's highest device memory (all devices) and
  * the NVTX range or mark phase whose peak it was; the growth line says why
@@ -30,18 +30,20 @@
 #include "render/render.h"
 #include "render/views.h"
 
-static struct ct_frame hl_frames[CT_STACK_MAX];
+static struct ct_frame hl_frames[CT_ANALYSIS_FRAMES];
 
-/* "file:line in function" of the stack's first user frame (its innermost frame when none). */
+/* "file:line in function" of the stack's label frame (render.h: ct_site_label, the frame every
+ * report labels the site with; its innermost frame when none), the file's name alone. */
 static void put_site(FILE *f, struct ct_model *m, uint32_t stack_id)
 {
-	size_t n = stack_id ? ct_frames_resolve(m, stack_id, hl_frames, CT_STACK_MAX) : 0;
-	if (!n) {
+	char label[16];
+	const struct ct_frame *fr = stack_id ? ct_site_label(m, stack_id, label, sizeof label) : NULL;
+	if (!fr && ct_analysis_frames(m, stack_id, hl_frames, CT_ANALYSIS_FRAMES))
+		fr = &hl_frames[0];
+	if (!fr) {
 		fputs("(no stack)", f);
 		return;
 	}
-	int u = ct_first_user_frame(hl_frames, n);
-	const struct ct_frame *fr = &hl_frames[u >= 0 ? u : 0];
 	const char *file = fr->file_short ? fr->file_short : fr->file;
 	if (file) {
 		const char *slash = strrchr(file, '/');

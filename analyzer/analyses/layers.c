@@ -461,6 +461,7 @@ void ct_json_fw_ooms(struct ct_json *j, const struct ct_report_opts *o, struct c
 			ct_json_kv_u64(j, "allocated_bytes", x->allocated);
 			ct_json_kv_u64(j, "reserved_bytes", x->reserved);
 			ct_json_kv_u64(j, "device_free_bytes", x->device_free);
+			ct_json_site_label(j, ms[d], x->stack_id);
 			ct_json_key(j, "stack");
 			ct_json_stack(j, ms[d], x->stack_id);
 			size_t n;

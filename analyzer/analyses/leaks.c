@@ -321,9 +321,10 @@ static void text_leaks_of(FILE *f, const struct ct_report_opts *o, struct ct_mod
 		fputs("): ", f);
 		put_class(f, x);
 		fputc('\n', f);
+		ct_text_site_label(f, m, x->it.stack_id); /* the site's first line, before why */
 		text_evidence(f, x);
 		text_address_space(f, x->it.leak);
-		ct_text_stack(f, m, x->it.stack_id);
+		ct_text_frames(f, m, x->it.stack_id);
 		if (o->gen_suppressions)
 			gen_block(f, x, "");
 	}
@@ -458,7 +459,7 @@ static void csv_leaks(FILE *f, const struct ct_report_opts *o, struct ct_model *
 {
 	char reason[64];
 	struct ct_assessment *a = ct_assess(o, ms, nm, NULL);
-	fputs("pid,count,bytes,kind,device,api,reason,stack,class,allocator,suppression,in_baseline,"
+	fputs("pid,count,bytes,kind,device,api,reason,label,stack,class,allocator,suppression,in_baseline,"
 	      "fails_gate,identity\n",
 	      f);
 	size_t k = ct_items_shown(o, a->nleak);
@@ -474,6 +475,8 @@ static void csv_leaks(FILE *f, const struct ct_report_opts *o, struct ct_model *
 			fprintf(f, "grew in %u of %u steps", x->growth->grew, x->growth->steps);
 		else
 			ct_csv_field(f, ct_leak_reason(x->it.leak, reason, sizeof reason));
+		fputc(',', f);
+		ct_csv_site_label(f, x->it.m, x->it.stack_id);
 		fputc(',', f);
 		ct_csv_stack(f, x->it.m, x->it.stack_id);
 		fprintf(f, ",%s,%s,", ct_class_name(x->cls),
@@ -583,6 +586,7 @@ static void json_growth(struct ct_json *j, const struct ct_report_opts *o,
 		ct_json_kv_str(j, "api", ct_api_name(x->it.api));
 		ct_json_kv_i64(j, "device", x->it.device);
 		ct_json_kv_u64(j, "stack_id", x->it.stack_id);
+		ct_json_site_label(j, x->it.m, x->it.stack_id);
 		ct_json_key(j, "stack");
 		ct_json_stack(j, x->it.m, x->it.stack_id);
 		json_verdict(j, o, x);

@@ -247,7 +247,7 @@ static void csv_oom(FILE *f, const struct ct_report_opts *opts, struct ct_model 
 {
 	(void)opts;
 	fputs("pid,time_ns,api,kind,size,device,stream,tid,free_bytes,total_bytes,live_bytes,"
-	      "stack\n",
+	      "label,stack\n",
 	      f);
 	for (size_t d = 0; d < nm; d++) {
 		size_t n;
@@ -263,6 +263,8 @@ static void csv_oom(FILE *f, const struct ct_report_opts *opts, struct ct_model 
 			else
 				fputs(",,", f);
 			fprintf(f, "%" PRIu64 ",", x->live_bytes);
+			ct_csv_site_label(f, ms[d], x->stack_id);
+			fputc(',', f);
 			ct_csv_stack(f, ms[d], x->stack_id);
 			fputc('\n', f);
 		}
@@ -319,6 +321,7 @@ static void json_oom(struct ct_json *j, const struct ct_report_opts *opts,
 			ct_json_kv_u64(j, "pool", x->pool);
 			ct_json_kv_u64(j, "tid", x->tid);
 			ct_json_kv_u64(j, "stack_id", x->stack_id);
+			ct_json_site_label(j, m, x->stack_id);
 			ct_json_key(j, "stack");
 			ct_json_stack(j, m, x->stack_id);
 			json_u64_or_null(j, "free_bytes", x->have_info, x->free_bytes);

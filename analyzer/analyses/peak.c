@@ -599,6 +599,8 @@ static void csv_rows(FILE *f, const struct ct_report_opts *o, const struct ct_it
 	for (size_t i = 0; i < k; i++) {
 		fprintf(f, "%" PRIu32 ",%" PRIu64 ",%" PRIu64 ",%s,%d,%s,", v[i].m->pid, v[i].count,
 			v[i].bytes, ct_kind_name(v[i].kind), v[i].device, ct_api_name(v[i].api));
+		ct_csv_site_label(f, v[i].m, v[i].stack_id);
+		fputc(',', f);
 		ct_csv_stack(f, v[i].m, v[i].stack_id);
 		fprintf(f, ",%s\n", peak);
 	}
@@ -609,7 +611,7 @@ static void csv_peak(FILE *f, const struct ct_report_opts *o, struct ct_model *c
 {
 	size_t n;
 	struct ct_item *v = ct_peak_items(ms, nm, &n);
-	fputs("pid,count,bytes,kind,device,api,stack,peak\n", f);
+	fputs("pid,count,bytes,kind,device,api,label,stack,peak\n", f);
 	csv_rows(f, o, v, n, "all");
 	free(v);
 	for (size_t x = 0; x < nm; x++) {

@@ -193,8 +193,9 @@ void ct_junit_write(FILE *f, const struct ct_report_opts *o, struct ct_model *co
 		size_t d = 0;
 		while (d < n && ms[d] != x->it.m)
 			d++;
-		char label[160];
-		ct_finding_label(x, label, sizeof label);
+		char label[512];
+		if (!ct_site_label(x->it.m, x->it.stack_id, label, sizeof label))
+			ct_finding_label(x, label, sizeof label);
 		tc[i].finding = i;
 		tc[i].dump = d;
 		tc[i].classname = n > 1 ? xasprintf("cumtrace.dump%zu.%s", d + 1, ct_class_name(x->cls))

@@ -1,10 +1,12 @@
 /*
  * SARIF 2.1.0 of the leak findings (exports/ci.h): one run, a rule per class
  * ("cumtrace/leaked", "cumtrace/cache", "cumtrace/teardown",
- * "cumtrace/growth"), one result per leak or growth site that has a frame of
- * the program's own code with a file and a line (classify.h: the innermost
- * one is the result's location, as a URI relative to the traced process's
- * working directory when the file lies below it). GitHub code scanning
+ * "cumtrace/growth"), one result per leak or growth site whose label frame
+ * (classify.h: ct_label_frame, the user's Python frame, else the innermost
+ * frame of the program's own code) has a file and a line: it is the result's
+ * location, as a URI relative to the traced process's working directory when
+ * the file lies below it, and the message ends "at LABEL" (render.h:
+ * ct_site_label, the label the text reports show). GitHub code scanning
  * refuses a whole file when one result has no location, so the sites
  * without such a frame are not results: a tool execution notification
  * counts them. The whole stack is in the result's "stacks". Level "error"
@@ -202,7 +204,8 @@ static int json_result(struct ct_json *j, const struct ct_report_opts *o, const 
 {
 	char msg[600], id[24];
 	size_t k = ct_finding_frames(x, frames);
-	if (x->user_frame < 0 || (size_t)x->user_frame >= k)
+	if (x->user_frame < 0 || (size_t)x->user_frame >= k || !frames[x->user_frame].file ||
+	    !frames[x->user_frame].line)
 		return 0;
 	ct_finding_message(x, msg, sizeof msg);
 	ct_json_obj(j);
@@ -216,6 +219,11 @@ static int json_result(struct ct_json *j, const struct ct_report_opts *o, const 
 	if (x->why.rule >= 0) {
 		size_t l = strlen(msg);
 		snprintf(msg + l, sizeof msg - l, ", %s", ct_rule_get((size_t)x->why.rule)->label);
+	}
+	char label[512];
+	if (ct_site_label(x->it.m, x->it.stack_id, label, sizeof label)) {
+		size_t l = strlen(msg);
+		snprintf(msg + l, sizeof msg - l, " at %s", label);
 	}
 	ct_json_kv_str(j, "text", msg);
 	ct_json_obj_end(j);

@@ -208,11 +208,34 @@ static int is_system_path(const char *p)
 	return 0;
 }
 
+/* Frames of these modules (file names) or paths are never the user's, and text stacks fold runs
+ * of them: frameworks, CUDA runtimes, the interpreter and its ctypes, C and C++ runtimes. */
+static const char *const fold_modules[] = {
+	"libtorch*", "libc10*",	   "libcublas*", "libcudnn*", "libnccl*",   "libffi.so*",
+	"_ctypes*",  "libpython*", "python*",	 "libcudart*", "libcuda.so*", "libc.so*",
+	"libstdc++*", "libgcc_s*", "libcupy*",	 "libjax*",   "xla_extension*",
+};
+static const char *const fold_paths[] = {"*/torch/lib/*", "*/cupy/*", "*/cupy_backends/*", "*/jaxlib/*",
+					 "*/nvidia/*/lib/*"};
+
+int ct_frame_folds(const struct ct_frame *f)
+{
+	if (f->python || !f->module)
+		return 0;
+	for (size_t i = 0; i < sizeof fold_modules / sizeof *fold_modules; i++)
+		if (f->module_name && ct_glob(fold_modules[i], f->module_name, 1))
+			return 1;
+	for (size_t i = 0; i < sizeof fold_paths / sizeof *fold_paths; i++)
+		if (ct_glob(fold_paths[i], f->module, 1))
+			return 1;
+	return 0;
+}
+
 int ct_frame_is_user(const struct ct_frame *f)
 {
 	if (!f->file || !f->file[0] || !f->line || f->file[0] == '<')
 		return 0;
-	if (frame_rule(f) >= 0 || is_system_path(f->file))
+	if (frame_rule(f) >= 0 || is_system_path(f->file) || ct_frame_folds(f))
 		return 0;
 	return f->python || !is_system_path(f->module);
 }
@@ -221,6 +244,22 @@ int ct_first_user_frame(const struct ct_frame *f, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		if (ct_frame_is_user(&f[i]))
+			return (int)i;
+	return -1;
+}
+
+int ct_label_frame(const struct ct_frame *f, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (f[i].python && ct_frame_is_user(&f[i]))
+			return (int)i;
+	int u = ct_first_user_frame(f, n);
+	if (u >= 0)
+		return u;
+	/* a module of the program's own without line information */
+	for (size_t i = 0; i < n; i++)
+		if (!f[i].python && f[i].module && !ct_frame_folds(&f[i]) && frame_rule(&f[i]) < 0 &&
+		    !is_system_path(f[i].module))
 			return (int)i;
 	return -1;
 }

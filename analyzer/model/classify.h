@@ -107,6 +107,20 @@ size_t ct_analysis_frames(struct ct_model *m, uint32_t stack_id, struct ct_frame
 int ct_frame_is_user(const struct ct_frame *f);
 /* Index of the innermost user frame, -1 when there is none. */
 int ct_first_user_frame(const struct ct_frame *f, size_t n);
+/*
+ * A frame of a framework, a CUDA library, the interpreter (and ctypes,
+ * libffi) or the C and C++ runtimes, by its module's name or path: text
+ * stacks fold runs of them, and they are never the user's.
+ */
+int ct_frame_folds(const struct ct_frame *f);
+/*
+ * The site's label frame, the frame that names it for people: the innermost
+ * user Python frame; else the innermost user frame; else the innermost native
+ * frame of a module of the program's own (not folded, no rule, not a system
+ * library) even without a line; -1 when there is none. Every report labels a
+ * site with this frame (render.h: ct_site_label).
+ */
+int ct_label_frame(const struct ct_frame *f, size_t n);
 
 /*
  * The identity of a site that survives between runs: a 64-bit hash of its

@@ -42,6 +42,8 @@ void ct_model_init(struct ct_model *m)
 
 void ct_model_free(struct ct_model *m)
 {
+	if (m->labels_free)
+		m->labels_free(m->labels);
 	for (size_t i = 0; i < m->nobs; i++)
 		if (m->obs[i].destroy)
 			m->obs[i].destroy(m->obs[i].ctx);

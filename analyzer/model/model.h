@@ -319,6 +319,10 @@ struct ct_model {
 	struct ct_marklist *marks_list; /* marks in file order (marks.h) */
 	struct ct_markq *markq;		/* marks waiting for their time among the events */
 	int finished;
+	/* what the renderers label this dump's sites with (render.c: ct_site_label), built from the
+	 * finished model on first use; freed with the model by labels_free */
+	void *labels;
+	void (*labels_free)(void *labels);
 
 	struct ct_observer obs[CT_MODEL_MAX_OBSERVERS];
 	size_t nobs;

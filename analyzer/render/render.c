@@ -335,29 +335,6 @@ void ct_stack_set_full(int on)
 	stack_full = on;
 }
 
-/* Frames of these modules (file names) or paths are folded in text stacks: frameworks, CUDA
- * runtimes, the interpreter and its ctypes, C and C++ runtimes. */
-static const char *const fold_modules[] = {
-	"libtorch*", "libc10*",	   "libcublas*", "libcudnn*", "libnccl*",   "libffi.so*",
-	"_ctypes*",  "libpython*", "python*",	 "libcudart*", "libcuda.so*", "libc.so*",
-	"libstdc++*", "libgcc_s*", "libcupy*",	 "libjax*",   "xla_extension*",
-};
-static const char *const fold_paths[] = {"*/torch/lib/*", "*/cupy/*", "*/cupy_backends/*", "*/jaxlib/*",
-					 "*/nvidia/*/lib/*"};
-
-static int frame_folds(const struct ct_frame *fr)
-{
-	if (fr->python || !fr->module)
-		return 0;
-	for (size_t i = 0; i < sizeof fold_modules / sizeof *fold_modules; i++)
-		if (fr->module_name && ct_glob(fold_modules[i], fr->module_name, 1))
-			return 1;
-	for (size_t i = 0; i < sizeof fold_paths / sizeof *fold_paths; i++)
-		if (ct_glob(fold_paths[i], fr->module, 1))
-			return 1;
-	return 0;
-}
-
 /* The C library's start-up, outside main: never shown. */
 static int frame_startup(const struct ct_frame *fr)
 {
@@ -397,9 +374,293 @@ static void put_folded(FILE *f, const struct ct_frame *v, size_t i, size_t j)
 	fputs(" (--full-stacks shows them)\n", f);
 }
 
-static void put_frame(FILE *f, const struct ct_frame *fr);
+/* ---- paths and site labels: what people are shown ------------------------------------------ */
+
+/* p lexically normalised into out: "." components and repeated slashes dropped, "dir/.." pairs
+ * removed ("/.." stays "/"), "." when nothing is left; truncated to cap. */
+static void norm_path(const char *p, char *out, size_t cap)
+{
+	size_t o = 0, base = 0;
+	if (*p == '/' && cap > 1)
+		out[o++] = '/';
+	base = o;
+	out[o] = 0;
+	while (*p) {
+		while (*p == '/')
+			p++;
+		const char *e = p;
+		while (*e && *e != '/')
+			e++;
+		size_t l = (size_t)(e - p);
+		if (!l)
+			break;
+		if (l == 1 && p[0] == '.') {
+			p = e;
+			continue;
+		}
+		if (l == 2 && p[0] == '.' && p[1] == '.') {
+			size_t s = o;
+			while (s > base && out[s - 1] != '/')
+				s--;
+			int up = o - s == 2 && out[s] == '.' && out[s + 1] == '.';
+			if (o > base && !up) {
+				o = s > base ? s - 1 : base;
+				out[o] = 0;
+				p = e;
+				continue;
+			}
+			if (base) { /* "/.." is "/" */
+				p = e;
+				continue;
+			}
+		}
+		if (o > base && o + 1 < cap)
+			out[o++] = '/';
+		size_t room = cap - 1 - o, k = l < room ? l : room;
+		memcpy(out + o, p, k);
+		o += k;
+		out[o] = 0;
+		p = e;
+	}
+	if (!o && cap > 1)
+		snprintf(out, cap, ".");
+}
+
+const char *ct_display_path(const char *path, const char *cwd, char *buf, size_t cap)
+{
+	if (!cap)
+		return "";
+	norm_path(path ? path : "?", buf, cap);
+	/* an installed package: from the package's folder on */
+	const char *pkg = NULL;
+	for (const char *q = buf; (q = strstr(q, "-packages/")); q++)
+		if (q - buf >= 5 && (!strncmp(q - 5, "/site", 5) || !strncmp(q - 5, "/dist", 5)) && q[10])
+			pkg = q + 10;
+	if (pkg) {
+		memmove(buf, pkg, strlen(pkg) + 1);
+		return buf;
+	}
+	if (buf[0] == '/' && cwd && cwd[0] == '/') {
+		char c[4096];
+		norm_path(cwd, c, sizeof c);
+		size_t l = strlen(c);
+		if (l > 1 && !strncmp(buf, c, l) && buf[l] == '/' && buf[l + 1])
+			memmove(buf, buf + l + 1, strlen(buf + l + 1) + 1);
+	}
+	return buf;
+}
+
+/* The file of fr as shown: a native frame's relative to its compilation directory when under it. */
+static const char *frame_file_shown(const struct ct_model *m, const struct ct_frame *fr, char *buf, size_t cap)
+{
+	const char *file = !fr->python && fr->file_short ? fr->file_short : fr->file;
+	return file ? ct_display_path(file, m ? m->cwd : NULL, buf, cap) : NULL;
+}
+
+const char *ct_frame_site_label(const struct ct_model *m, const struct ct_frame *fr, char *buf, size_t cap)
+{
+	char name[512], path[1024];
+	const char *fn = fr->function ? fr->function : "?";
+	if (!fr->python && fr->function && strpbrk(fr->function, "<("))
+		fn = ct_short_cxx(fr->function, name, sizeof name);
+	const char *file = frame_file_shown(m, fr, path, sizeof path);
+	if (file && (fr->line || fr->python))
+		snprintf(buf, cap, "%s (%s:%u)", fn, file, fr->line);
+	else if (fr->module && fr->function)
+		snprintf(buf, cap, "%s (%s+0x%" PRIx64 ")", fn, fr->module_name ? fr->module_name : fr->module,
+			 fr->offset);
+	else if (fr->module)
+		snprintf(buf, cap, "%s+0x%" PRIx64, fr->module_name ? fr->module_name : fr->module, fr->offset);
+	else
+		snprintf(buf, cap, "%s", fn);
+	return buf;
+}
+
+static struct ct_frame label_frames[CT_ANALYSIS_FRAMES];
+
+/* FNV-1a of a frame's function, file and line, after h: frames with one key read the same. */
+static uint64_t label_key(uint64_t h, const struct ct_frame *fr)
+{
+	const char *parts[2] = {fr->function ? fr->function : "", fr->file ? fr->file : fr->module_name};
+	for (int i = 0; i < 2; i++)
+		for (const char *c = parts[i] ? parts[i] : "";; c++) {
+			h = (h ^ (unsigned char)*c) * 0x100000001b3ull;
+			if (!*c)
+				break;
+		}
+	h = (h ^ fr->line) * 0x100000001b3ull;
+	h = (h ^ (uint64_t)fr->python) * 0x100000001b3ull;
+	return h ? h : 1;
+}
+
+#define LABEL_DEPTH 16 /* callers a label looks at to tell sites that share a helper apart */
+
+/*
+ * For one model: the keys of each site's label frame and of its label frame
+ * with its first 1..LABEL_DEPTH user callers, and whether more than one stack
+ * has each. A label frame that several stacks share (a helper called from
+ * several places) is labelled with the first caller that makes its chain
+ * unique. Built on the model's first label, one pass over its sites, and
+ * kept in the model (m->labels).
+ */
+struct label_slot {
+	uint64_t key;
+	uint32_t stack_id;
+	int shared;
+};
+struct label_table {
+	struct label_slot *v;
+	size_t mask, used;
+};
+
+static struct label_slot *label_slot(struct label_table *t, uint64_t key)
+{
+	size_t i = (size_t)key & t->mask;
+	while (t->v[i].key && t->v[i].key != key)
+		i = (i + 1) & t->mask;
+	return &t->v[i];
+}
+
+static void label_add(struct label_table *t, uint64_t key, uint32_t stack_id)
+{
+	if (2 * (t->used + 1) > t->mask + 1) {
+		struct label_table g = {.mask = 2 * t->mask + 1};
+		g.v = ct_xcalloc(g.mask + 1, sizeof *g.v);
+		for (size_t i = 0; i <= t->mask; i++)
+			if (t->v[i].key)
+				*label_slot(&g, t->v[i].key) = t->v[i];
+		g.used = t->used;
+		free(t->v);
+		*t = g;
+	}
+	struct label_slot *s = label_slot(t, key);
+	if (!s->key) {
+		*s = (struct label_slot){.key = key, .stack_id = stack_id};
+		t->used++;
+	} else if (s->stack_id != stack_id) {
+		s->shared = 1;
+	}
+}
+
+static void label_table_free(void *p)
+{
+	struct label_table *t = p;
+	if (t)
+		free(t->v);
+	free(t);
+}
+
+static struct label_table *label_table_of(struct ct_model *m)
+{
+	if (m->labels)
+		return m->labels;
+	struct label_table *t = ct_xcalloc(1, sizeof *t);
+	*t = (struct label_table){.v = ct_xcalloc(64, sizeof *t->v), .mask = 63};
+	m->labels = t;
+	m->labels_free = label_table_free;
+	for (size_t j = 0; j < m->nsites; j++) {
+		uint32_t id = m->sites[j].stack_id;
+		size_t n = ct_analysis_frames(m, id, label_frames, CT_ANALYSIS_FRAMES);
+		int u = ct_label_frame(label_frames, n);
+		if (u < 0)
+			continue;
+		uint64_t key = label_key(0xcbf29ce484222325ull, &label_frames[u]);
+		label_add(t, key, id);
+		for (size_t i = (size_t)u + 1, d = 0; i < n && d < LABEL_DEPTH; i++)
+			if (ct_frame_is_user(&label_frames[i])) {
+				key = label_key(key, &label_frames[i]);
+				label_add(t, key, id);
+				d++;
+			}
+	}
+	return t;
+}
+
+const struct ct_frame *ct_site_label(struct ct_model *m, uint32_t stack_id, char *buf, size_t cap)
+{
+	struct label_table *t = label_table_of(m);
+	size_t n = ct_analysis_frames(m, stack_id, label_frames, CT_ANALYSIS_FRAMES);
+	int u = ct_label_frame(label_frames, n);
+	if (u < 0) {
+		if (cap)
+			buf[0] = 0;
+		return NULL;
+	}
+	ct_frame_site_label(m, &label_frames[u], buf, cap);
+	uint64_t key = label_key(0xcbf29ce484222325ull, &label_frames[u]);
+	if (!label_slot(t, key)->shared)
+		return &label_frames[u];
+	/* a helper: the first caller that tells this site from the others (else the first caller) */
+	size_t by = 0;
+	for (size_t i = (size_t)u + 1, d = 0; i < n && d < LABEL_DEPTH; i++) {
+		if (!ct_frame_is_user(&label_frames[i]))
+			continue;
+		if (!by)
+			by = i;
+		key = label_key(key, &label_frames[i]);
+		d++;
+		if (!label_slot(t, key)->shared) {
+			by = i;
+			break;
+		}
+	}
+	size_t l = strlen(buf);
+	if (by && l + 7 < cap) {
+		memcpy(buf + l, " from ", 7);
+		ct_frame_site_label(m, &label_frames[by], buf + l + 6, cap - l - 6);
+	}
+	return &label_frames[u];
+}
+
+void ct_text_site_label(FILE *f, struct ct_model *m, uint32_t stack_id)
+{
+	char label[1024];
+	if (!ct_site_label(m, stack_id, label, sizeof label))
+		return;
+	fputs("      site: ", f);
+	ct_put_safe(f, label);
+	fputc('\n', f);
+}
+
+void ct_json_site_label(struct ct_json *j, struct ct_model *m, uint32_t stack_id)
+{
+	char label[1024];
+	const struct ct_frame *fr = ct_site_label(m, stack_id, label, sizeof label);
+	ct_json_key(j, "label");
+	if (!fr) {
+		ct_json_null(j);
+		ct_json_key(j, "label_frame");
+		ct_json_null(j);
+		return;
+	}
+	ct_json_str(j, label);
+	ct_json_key(j, "label_frame");
+	ct_json_obj(j);
+	ct_json_kv_str(j, "function", fr->function);
+	ct_json_kv_str(j, "file", fr->file);
+	ct_json_kv_u64(j, "line", fr->line);
+	ct_json_kv_bool(j, "python", fr->python);
+	if (!fr->python)
+		ct_json_kv_str(j, "module", fr->module);
+	ct_json_obj_end(j);
+}
+
+void ct_csv_site_label(FILE *f, struct ct_model *m, uint32_t stack_id)
+{
+	char label[1024];
+	if (ct_site_label(m, stack_id, label, sizeof label))
+		ct_csv_field(f, label);
+}
+
+static void put_frame(FILE *f, const struct ct_model *m, const struct ct_frame *fr);
 
 void ct_text_stack(FILE *f, struct ct_model *m, uint32_t stack_id)
+{
+	ct_text_site_label(f, m, stack_id);
+	ct_text_frames(f, m, stack_id);
+}
+
+void ct_text_frames(FILE *f, struct ct_model *m, uint32_t stack_id)
 {
 	if (!stack_id) {
 		fputs("      (no stack recorded)\n", f);
@@ -414,21 +675,21 @@ void ct_text_stack(FILE *f, struct ct_model *m, uint32_t stack_id)
 		fputs("      (empty stack)\n", f);
 	if (stack_full) {
 		for (size_t i = 0; i < n; i++)
-			put_frame(f, &frames[i]);
+			put_frame(f, m, &frames[i]);
 		return;
 	}
 	while (n > 1 && frame_startup(&frames[n - 1]))
 		n--;
 	for (size_t i = 0; i < n;) {
 		size_t j = i;
-		while (j < n && frame_folds(&frames[j]))
+		while (j < n && ct_frame_folds(&frames[j]))
 			j++;
 		if (j - i >= 2) {
 			put_folded(f, frames, i, j);
 			i = j;
 			continue;
 		}
-		put_frame(f, &frames[i]);
+		put_frame(f, m, &frames[i]);
 		/* nothing outside the program's own main */
 		if (frames[i].function && !frames[i].python && !strcmp(frames[i].function, "main") && j == i)
 			return;
@@ -436,13 +697,15 @@ void ct_text_stack(FILE *f, struct ct_model *m, uint32_t stack_id)
 	}
 }
 
-static void put_frame(FILE *f, const struct ct_frame *fr)
+static void put_frame(FILE *f, const struct ct_model *m, const struct ct_frame *fr)
 {
+	char path[1024];
+	const char *file = frame_file_shown(m, fr, path, sizeof path);
 	if (fr->python) {
 		fputs("      py ", f);
 		ct_put_safe(f, fr->function ? fr->function : "?");
 		fputs(" (", f);
-		ct_put_safe(f, fr->file ? fr->file : "?");
+		ct_put_safe(f, file ? file : "?");
 		fprintf(f, ":%u)\n", fr->line);
 		return;
 	}
@@ -454,9 +717,9 @@ static void put_frame(FILE *f, const struct ct_frame *fr)
 				       : ct_short_cxx(fr->function, shortname, sizeof shortname));
 	else
 		fputc('?', f);
-	if (fr->file) {
+	if (file) {
 		fputs(" (", f);
-		ct_put_safe(f, fr->file_short ? fr->file_short : fr->file);
+		ct_put_safe(f, file);
 		if (fr->line)
 			fprintf(f, ":%u", fr->line);
 		fputc(')', f);
@@ -602,6 +865,7 @@ void ct_json_item_fields(struct ct_json *j, const struct ct_item *it)
 	}
 	ct_json_kv_i64(j, "device", it->device);
 	ct_json_kv_u64(j, "stack_id", it->stack_id);
+	ct_json_site_label(j, it->m, it->stack_id);
 	ct_json_key(j, "stack");
 	ct_json_stack(j, it->m, it->stack_id);
 }

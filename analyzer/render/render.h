@@ -88,10 +88,42 @@ const char *ct_frame_label(const struct ct_frame *fr, int with_line, char *buf, 
  * lists as "<...>", parameter lists and a trailing " const" dropped ("(anonymous namespace)" and
  * operator names kept): "at::empty<float>(c10::IntArrayRef) const" -> "at::empty<...>". */
 const char *ct_short_cxx(const char *name, char *out, size_t cap);
+/*
+ * A path as people are shown it (text, labels, SARIF messages; JSON keeps the
+ * recorded one): normalised ("./a/../b.py" -> "b.py"), from the package on
+ * when installed ("/usr/lib/python3/site-packages/torch/nn/modules/module.py"
+ * -> "torch/nn/modules/module.py"), else relative to cwd (the traced process's
+ * directory, NULL for none) when under it. Returns buf (truncated to cap).
+ */
+const char *ct_display_path(const char *path, const char *cwd, char *buf, size_t cap);
+/*
+ * A frame as a site's label: "FUNC (FILE:LINE)" (FILE as ct_display_path shows
+ * it, a native frame's relative to its compilation directory; C++ names as
+ * ct_short_cxx), "FUNC (MODULE+0xOFF)" or "MODULE+0xOFF" without a line.
+ * m gives the process's directory (may be NULL). Returns buf.
+ */
+const char *ct_frame_site_label(const struct ct_model *m, const struct ct_frame *fr, char *buf,
+				size_t cap);
+/*
+ * The label of a site: its label frame (classify.h: ct_label_frame, the
+ * mixed view whatever --native says) as ct_frame_site_label writes it. Returns
+ * that frame (valid until the next call), or NULL with buf "" when the stack
+ * has none. Every report's site label comes from here.
+ */
+const struct ct_frame *ct_site_label(struct ct_model *m, uint32_t stack_id, char *buf, size_t cap);
+/* "      site: LABEL" (nothing when there is no label); ct_text_stack starts with it. */
+void ct_text_site_label(FILE *f, struct ct_model *m, uint32_t stack_id);
+/* "label": "LABEL", "label_frame": {function, file (as recorded), line, python, module}; nulls without one. */
+void ct_json_site_label(struct ct_json *j, struct ct_model *m, uint32_t stack_id);
+/* The label as one CSV field (empty without one). */
+void ct_csv_site_label(FILE *f, struct ct_model *m, uint32_t stack_id);
 /* --full-stacks: text stacks show every frame (default: library runs folded, nothing outside main). */
 void ct_stack_set_full(int on);
-/* A stack as indented "at func (file:line) in module" lines. */
+/* A stack as indented lines: "site: LABEL" (ct_text_site_label), then its frames (ct_text_frames). */
 void ct_text_stack(FILE *f, struct ct_model *m, uint32_t stack_id);
+/* The frames alone, "at func (file:line)  in module" lines, for a report that puts lines of its own
+ * between the site line and the frames. */
+void ct_text_frames(FILE *f, struct ct_model *m, uint32_t stack_id);
 /* A stack as a JSON array of frame objects. */
 void ct_json_stack(struct ct_json *j, struct ct_model *m, uint32_t stack_id);
 /*

@@ -1,11 +1,13 @@
 # Driven by tests/e2e/t_python.sh: allocations from Python through ctypes,
 # PyDLL (the GIL stays held during the foreign call) or, with a second
-# argument "cdll", CDLL (the GIL is released).
+# argument "cdll", CDLL (the GIL is released). A third argument "twice":
+# leaky() is called from a second place too (tests/e2e/t_labels.sh: two
+# sites that share a helper).
 import ctypes
 import os
 import sys
 
-loader = ctypes.CDLL if sys.argv[2:] == ["cdll"] else ctypes.PyDLL
+loader = ctypes.CDLL if sys.argv[2:3] == ["cdll"] else ctypes.PyDLL
 lib = loader(os.path.join(sys.argv[1], "libcudart.so.13"))
 
 
@@ -23,12 +25,18 @@ def freed():
 
 class Holder:
     def grab(self):
-        return leaky()
+        return leaky()  # GRAB-LINE
+
+
+def warm_up():
+    return leaky()  # WARM-LINE
 
 
 def main():
     freed()
     Holder().grab()
+    if sys.argv[3:] == ["twice"]:
+        warm_up()
 
 
 main()

@@ -22,7 +22,8 @@ $CHECK junit "$T/l.xml" >"$T/l.sum" || fail "junit check: $(cat "$T/l.sum")"
 expect_eq junit_counts "$(head -n 1 "$T/l.sum")" "tests 5 failures 1 errors 0 skipped 0"
 expect_eq junit_cases "$(tail -n +2 "$T/l.sum" | cut -d'|' -f1,3 | sort | tr '\n' ' ')" \
 	"cumtrace.cache|passed cumtrace.cache|passed cumtrace.cache|passed cumtrace.leaked|failed cumtrace.teardown|passed "
-grep -q '<testcase classname="cumtrace.leaked" name="user_leak \[' "$T/l.xml" || fail "no user_leak testcase"
+grep -q '<testcase classname="cumtrace.leaked" name="user_leak (tests/e2e/progs/leak_classes.c:[0-9]*) \[' "$T/l.xml" ||
+	fail "no user_leak testcase named by its label"
 grep -q '<failure message="leaked: 3.0 MiB in 1 allocation (device, cudaMalloc, live at exit)" type="cumtrace.leaked">' "$T/l.xml" ||
 	fail "no failure message"
 # Every class fails, one is suppressed (skipped), and the byte budgets are testcases.

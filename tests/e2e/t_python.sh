@@ -35,9 +35,13 @@ for mode in pydll cdll; do
 		"$(jget "$T/native.json" 'any(f.get("python") for s in j["leaks"]["sites"] for f in s["stack"])')" False
 	expect_eq "$mode native_has_stack" \
 		"$(jget "$T/native.json" 'len(j["leaks"]["sites"][0]["stack"]) > 3')" True
-	# Text view shows the Python frame.
+	# Text view shows the Python frame, the script relative to the directory it ran in, and the
+	# site's label is that frame.
 	"$REPORT" leaks "$dump" >"$T/leaks.txt"
-	grep -q "py leaky ($script:$line)" "$T/leaks.txt" || fail "$mode: text report lacks the Python frame: $(cat "$T/leaks.txt")"
+	grep -q "^      py leaky (tests/e2e/py_leaky.py:$line)\$" "$T/leaks.txt" ||
+		fail "$mode: text report lacks the Python frame: $(cat "$T/leaks.txt")"
+	grep -q "^      site: leaky (tests/e2e/py_leaky.py:$line)\$" "$T/leaks.txt" ||
+		fail "$mode: text report lacks the site label: $(cat "$T/leaks.txt")"
 	echo "ok: $mode text report"
 done
 # A fork child's dump starts empty: its Python strings and stacks are written

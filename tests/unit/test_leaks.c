@@ -16,6 +16,7 @@
 #include "../../analyzer/model/model.h"
 #include "../../analyzer/commands/commands.h"
 #include "../../analyzer/analyses/suppress.h"
+#include "../../analyzer/render/render.h"
 #include "dumpgen.h"
 #include "modelload.h"
 
@@ -266,6 +267,85 @@ START_TEST(user_frames)
 	ck_assert(ct_frame_is_user(&f[n - 1]));
 	ck_assert_int_eq(ct_first_user_frame(f, n), (int)n - 2);
 	ck_assert_int_eq(ct_first_user_frame(f, n - 2), -1);
+}
+END_TEST
+
+/* The label frame: the user's Python frame first, then the user's native frame, then a module of
+ * the program's own without lines; never a folded library (libtorch, libc10, the interpreter). */
+START_TEST(label_frames)
+{
+	struct ct_frame f[] = {
+		nat("cudaMalloc", "/x/libcudart.so.13", "/src/cudart.c", 10),
+		nat("at::empty", "/home/u/pytorch/build/lib/libtorch_cpu.so", "/home/u/pytorch/aten/empty.cpp", 7),
+		nat("c10::alloc", "/opt/t/libc10.so", "/opt/t/c10/alloc.cpp", 3),
+		nat("_PyEval_EvalFrameDefault", "/opt/py/libpython3.12.so.1.0", "/opt/py/ceval.c", 900),
+		nat("leaky", "/home/u/libmine.so", "/home/u/mine.c", 17),
+		py("forward", "/home/u/model.py", 30),
+		py("<module>", "/home/u/train.py", 5),
+	};
+	size_t n = sizeof f / sizeof f[0];
+	/* a source build of PyTorch (not under site-packages) is still a folded library, not the user's */
+	ck_assert(ct_frame_folds(&f[1]) && !ct_frame_is_user(&f[1]));
+	ck_assert(ct_frame_folds(&f[2]) && !ct_frame_is_user(&f[2]));
+	ck_assert(ct_frame_folds(&f[3]) && !ct_frame_is_user(&f[3]));
+	ck_assert_int_eq(ct_first_user_frame(f, n), 4);
+	ck_assert_int_eq(ct_label_frame(f, n), 5); /* the Python frame */
+	ck_assert_int_eq(ct_label_frame(f, 5), 4);  /* no Python frame: the user's native one */
+	struct ct_frame g[] = {
+		nat("cudaMalloc", "/x/libcudart.so.13", NULL, 0),
+		nat(NULL, "/lib/x86_64-linux-gnu/libc.so.6", NULL, 0),
+		nat(NULL, "/home/u/prog", NULL, 0),
+	};
+	ck_assert_int_eq(ct_first_user_frame(g, 3), -1);
+	ck_assert_int_eq(ct_label_frame(g, 3), 2); /* the program's own module, no lines */
+	ck_assert_int_eq(ct_label_frame(g, 2), -1);
+}
+END_TEST
+
+/* Paths as shown: normalised, installed packages from the package on, the process's directory cut. */
+START_TEST(display_paths)
+{
+	static const struct {
+		const char *path, *cwd, *want;
+	} cases[] = {
+		{"./a/../b.py", NULL, "b.py"},
+		{"a/./b//c.py", NULL, "a/b/c.py"},
+		{"../x/../y.py", NULL, "../y.py"},
+		{"../../y.py", NULL, "../../y.py"},
+		{"/../a.py", NULL, "/a.py"},
+		{"a/..", NULL, "."},
+		{"/home/u/proj/./src/../train.py", "/home/u/proj", "train.py"},
+		{"/home/u/proj/train.py", "/home/u/proj/", "train.py"},
+		{"/home/u/projx/train.py", "/home/u/proj", "/home/u/projx/train.py"},
+		{"/home/u/proj", "/home/u/proj", "/home/u/proj"},
+		{"/other/train.py", "/home/u/proj", "/other/train.py"},
+		{"/venv/lib/python3.12/site-packages/torch/nn/modules/module.py", "/venv",
+		 "torch/nn/modules/module.py"},
+		{"/usr/lib/python3/dist-packages/numpy/core/x.py", NULL, "numpy/core/x.py"},
+		{"/v/site-packages/a/site-packages/b.py", NULL, "b.py"},
+		{"/v/site-packages/", NULL, "/v/site-packages"},
+		{"", NULL, "."},
+	};
+	char buf[256];
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+		ck_assert_str_eq(ct_display_path(cases[i].path, cases[i].cwd, buf, sizeof buf), cases[i].want);
+	/* truncated, always terminated */
+	for (size_t cap = 1; cap < 12; cap++) {
+		char small[12];
+		memset(small, 'x', sizeof small);
+		ct_display_path("/abc/def/ghi.py", NULL, small, cap);
+		ck_assert(memchr(small, 0, cap) != NULL);
+	}
+	/* a label: "FUNC (FILE:LINE)", the native file relative to its compilation directory */
+	struct ct_frame fr = nat("ns::f<int>(int)", "/home/u/prog", "/build/src/./f.cc", 12);
+	fr.file_short = "src/./f.cc";
+	ck_assert_str_eq(ct_frame_site_label(NULL, &fr, buf, sizeof buf), "ns::f<...> (src/f.cc:12)");
+	struct ct_frame p = py("step", "./a/../train.py", 9);
+	ck_assert_str_eq(ct_frame_site_label(NULL, &p, buf, sizeof buf), "step (train.py:9)");
+	struct ct_frame m = nat(NULL, "/home/u/prog", NULL, 0);
+	ck_assert_str_eq(ct_frame_site_label(NULL, &m, buf, sizeof buf), "prog+0x1234");
+	m.function = "helper";
+	ck_assert_str_eq(ct_frame_site_label(NULL, &m, buf, sizeof buf), "helper (prog+0x1234)");
 }
 END_TEST
 
@@ -1005,6 +1085,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, every_rule_matches_its_field);
 	tcase_add_test(tc, classify_real_world_stacks);
 	tcase_add_test(tc, user_frames);
+	tcase_add_test(tc, label_frames);
+	tcase_add_test(tc, display_paths);
 	tcase_add_test(tc, identity_survives_addresses_not_functions);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("suppress");
