@@ -266,6 +266,18 @@ static void html_frame(FILE *f, const struct ct_frame *fr, int own)
 }
 
 /*
+ * A site's label as the text reports write it (render.h: ct_site_label), or,
+ * for a stack without a label frame, its innermost frame. frames must hold
+ * the resolved stack (ct_frames_resolve).
+ */
+static const char *site_label(struct ct_model *m, uint32_t stack_id, char *buf, size_t cap)
+{
+	if (ct_site_label(m, stack_id, buf, cap))
+		return buf;
+	return ct_frame_label(&frames[0], 1, buf, cap);
+}
+
+/*
  * A cell with the stack's innermost frame of the user's own code (classify.h;
  * else its innermost frame), the whole stack in a <details> with that frame
  * in bold.
@@ -288,10 +300,9 @@ static void td_site(FILE *f, struct ct_model *m, uint32_t stack_id)
 		return;
 	}
 	char label[512];
-	int own = ct_first_user_frame(frames, n);
-	size_t top = own >= 0 ? (size_t)own : 0;
+	int own = ct_label_frame(frames, n);
 	fputs("<details><summary><code>", f);
-	ct_html_put(f, ct_frame_label(&frames[top], 1, label, sizeof label));
+	ct_html_put(f, site_label(m, stack_id, label, sizeof label));
 	fprintf(f, "</code> <span class=\"muted\">%zu frame%s</span></summary><ol class=\"stack\">\n", n,
 		n == 1 ? "" : "s");
 	for (size_t i = 0; i < n; i++)
@@ -910,9 +921,8 @@ static void put_site(FILE *f, struct ct_model *m, uint32_t stack_id)
 		fputs("<span class=\"site muted\">(empty stack)</span>", f);
 	if (!n)
 		return;
-	int own = ct_first_user_frame(frames, n);
 	fputs("<code class=\"site\">", f);
-	ct_html_put(f, ct_frame_label(&frames[own >= 0 ? own : 0], 1, label, sizeof label));
+	ct_html_put(f, site_label(m, stack_id, label, sizeof label));
 	fputs("</code>", f);
 }
 

@@ -420,14 +420,20 @@ def check_lead(d):
 
 
 def text_top(path):
-    """The #1 of a text report: its bytes as shown, and its frames as (function, line)."""
+    """The #1 of a text report: its bytes as shown, its site label ("site: LABEL", None when it
+    has none) and its frames as (function, line)."""
     lines = open(path).read().splitlines()
     first = lines[0] if lines else ""
     for i, ln in enumerate(lines):
         m = re.match(r"#1\s+(\S+ \S+) in (\d+) allocation", ln)
         if m:
-            frames = []
-            for f in lines[i + 1:]:
+            frames, label = [], None
+            rest = lines[i + 1:]
+            while rest and re.match(r"\s+(why|site): ", rest[0]):
+                if re.match(r"\s+site: ", rest[0]):
+                    label = rest[0].split("site: ", 1)[1]
+                rest = rest[1:]
+            for f in rest:
                 fm = re.match(r"\s+at (.+?) \((?:.*):(\d+)\)", f)
                 if not fm:
                     if re.match(r"\s+at ", f):
@@ -435,12 +441,12 @@ def text_top(path):
                         continue
                     break
                 frames.append((fm.group(1), int(fm.group(2))))
-            return first, m.group(1), int(m.group(2)), frames
-    return first, None, None, []
+            return first, m.group(1), int(m.group(2)), label, frames
+    return first, None, None, None, []
 
 
 def compare_text(d, what, path):
-    first, shown, count, frames = text_top(path)
+    first, shown, count, label, frames = text_top(path)
     lead = (d.get("lead") or {}).get(what)
     if lead is None:
         return
@@ -453,7 +459,11 @@ def compare_text(d, what, path):
     site = lead["site"] or ""
     m = re.match(r"(.+?) \((?:.*):(\d+)\)$", site)
     fn, line = (m.group(1), int(m.group(2))) if m else (site.split(" ")[0], None)
-    if (fn, line) not in frames:
+    if label is not None:
+        # the site's label, the same words in every report
+        if site != label:
+            err("the lead's %s site %r is not the %s report's #1 site %r" % (what, site, what, label))
+    elif (fn, line) not in frames:
         err("the lead's %s site %r is no frame of the %s report's #1 %r" % (what, site, what, frames))
     if what == "peak":
         m = re.search(r"\((\d+) bytes\)", first)
