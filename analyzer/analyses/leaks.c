@@ -267,7 +267,8 @@ static void text_leaks_of(FILE *f, const struct ct_report_opts *o, struct ct_mod
 		ct_put_proc(f, m);
 		fputc('\n', f);
 	} else if (!m->leak_count) {
-		fputs("cumtrace leaks: no leaks in ", f);
+		/* a dump of its header alone is empty, not clean */
+		fputs(ct_model_header_only(m) ? "cumtrace leaks: nothing recorded in " : "cumtrace leaks: no leaks in ", f);
 		ct_put_proc(f, m);
 		fputc('\n', f);
 	} else {

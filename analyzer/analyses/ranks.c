@@ -417,7 +417,12 @@ static int is_truncated(const struct ct_rank *r)
 
 static int no_end(const struct ct_rank *r)
 {
-	return !r->m->end_seen;
+	return !r->m->end_seen && !ct_model_header_only(r->m);
+}
+
+static int header_only(const struct ct_rank *r)
+{
+	return ct_model_header_only(r->m);
 }
 
 static int dropped(const struct ct_rank *r)
@@ -453,6 +458,9 @@ void ct_ranks_put_notes(FILE *f, const struct ct_rank *r, size_t n)
 	char list[256];
 	note_ranks(f, r, n, is_truncated, "note: truncated dumps (the process died while writing):",
 		   "; what came before is reported");
+	note_ranks(f, r, n, header_only,
+		   "note: dumps holding only their header (no events: killed before the first writer round?):",
+		   "");
 	note_ranks(f, r, n, no_end, "note: no END record (crashed, killed or still running):",
 		   "; \"live at exit\" means live at the end of the dump");
 	note_ranks(f, r, n, dropped, "WARNING: events were dropped (ring buffers full) in",
@@ -515,6 +523,8 @@ static const char *completeness(const struct ct_model *m)
 {
 	if (m->read.status == CT_READ_TRUNCATED)
 		return "truncated";
+	if (ct_model_header_only(m))
+		return "header only";
 	return m->end_seen ? "yes" : "no END";
 }
 

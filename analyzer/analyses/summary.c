@@ -63,7 +63,9 @@ static void text_summary(FILE *f, const struct ct_report_opts *o, struct ct_mode
 	fputs("  dump: ", f);
 	ct_put_safe(f, m->path ? m->path : "(memory)");
 	fprintf(f, " (%s, %s)\n", ct_fmt_bytes(m->read.file_bytes, b1, sizeof b1),
-		m->read.status == CT_READ_TRUNCATED ? "truncated" : "complete");
+		m->read.status == CT_READ_TRUNCATED ? "truncated"
+		: ct_model_header_only(m)	    ? "header only"
+						    : "complete");
 	ct_fmt_dur(ct_model_duration_ns(m), b1, sizeof b1);
 	fprintf(f, "  duration: %s, clean exit: %s\n", b1,
 		m->end_seen ? "yes" : "NO (no END record: crashed, killed or still running)");

@@ -463,6 +463,10 @@ int main(int argc, char **argv)
 				break;
 			}
 		}
+		if (ct_model_header_only(m)) {
+			ct_progress_clear(&progress);
+			fprintf(stderr, PROG ": note: %s holds only its header: " CT_HEADER_ONLY_WHY "\n", dumps[d]);
+		}
 		if (st == CT_READ_TRUNCATED)
 			fprintf(stderr,
 				PROG ": warning: %s: truncated at offset %llu (partial record); reporting what was read\n",

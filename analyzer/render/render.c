@@ -237,7 +237,11 @@ void ct_put_notes(FILE *f, const struct ct_model *m)
 			"  note: the dump is truncated at offset %" PRIu64
 			" (the process died while writing); what came before is reported\n",
 			m->read.truncated_offset);
-	if (!m->end_seen)
+	if (ct_model_header_only(m)) {
+		fputs("  note: ", f);
+		ct_put_safe(f, m->path ? m->path : "the dump");
+		fputs(" holds only its header: " CT_HEADER_ONLY_WHY "\n", f);
+	} else if (!m->end_seen)
 		fputs("  note: no END record: the process crashed, was killed or is still running;"
 		      " \"live at exit\" means live at the end of the dump\n",
 		      f);
