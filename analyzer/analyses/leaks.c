@@ -389,7 +389,8 @@ static void text_growth_merged(FILE *f, const struct ct_report_opts *o, struct c
 	uint64_t bytes = 0;
 	for (size_t i = 0; i < mg.n; i++)
 		bytes = ct_sat_add(bytes, mg.v[i].bytes);
-	fprintf(f, "\ngrowth (live bytes rose in at least %u of the last %u steps of each rank): ", k, w);
+	fprintf(f, "\ngrowth (live bytes rose in at least %u of the last %u steps of each %s): ", k, w,
+		ct_ranks_noun(mg.ranks, mg.nranks, 1));
 	if (!mg.n)
 		fputs("none\n", f);
 	else

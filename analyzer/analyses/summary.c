@@ -174,18 +174,19 @@ static void text_summary_merged(FILE *f, const struct ct_report_opts *o, struct 
 	fputc('\n', f);
 	const struct ct_rank *top = ct_ranks_top_peak(mg.ranks, mg.nranks, &peak);
 	if (top) {
-		fprintf(f, "  peak device memory: %s (%" PRIu64 " bytes), the sum of each rank's own peak; ",
-			ct_fmt_bytes(peak, b1, sizeof b1), peak);
-		fprintf(f, "highest: rank %ld, %s\n", top->rank,
+		char name[64];
+		fprintf(f, "  peak device memory: %s (%" PRIu64 " bytes), the sum of each %s's own peak; ",
+			ct_fmt_bytes(peak, b1, sizeof b1), peak, ct_ranks_noun(mg.ranks, mg.nranks, 1));
+		fprintf(f, "highest: %s, %s\n", ct_rank_name(top, mg.ranks, mg.nranks, name, sizeof name),
 			ct_fmt_bytes(top->m->peak_bytes, b1, sizeof b1));
 	} else {
 		fputs("  peak device memory: none allocated\n", f);
 	}
 	if (leak_count)
-		fprintf(f, "  leaks: %" PRIu64 " allocation%s, %s (%" PRIu64 " bytes) in %zu site%s across the ranks"
+		fprintf(f, "  leaks: %" PRIu64 " allocation%s, %s (%" PRIu64 " bytes) in %zu site%s across the %s"
 			   " (cumtrace-report leaks shows where)\n",
 			leak_count, leak_count == 1 ? "" : "s", ct_fmt_bytes(leak_bytes, b1, sizeof b1),
-			leak_bytes, mg.n, mg.n == 1 ? "" : "s");
+			leak_bytes, mg.n, mg.n == 1 ? "" : "s", ct_ranks_noun(mg.ranks, mg.nranks, 2));
 	else
 		fputs("  leaks: none\n", f);
 	if (marks)
