@@ -154,9 +154,10 @@ static void text_list(FILE *f, const struct ct_report_opts *o, const char *what,
 		const struct ct_finding *x = s->rep;
 		fprintf(f, "%s #%-3zu ", what, i + 1);
 		if (v[i].base && v[i].now) {
-			fprintf(f, "%s in %" PRIu64 " -> %s in %" PRIu64 " allocations (%s%s)",
+			fprintf(f, "%s in %" PRIu64 " -> %s in %" PRIu64 " allocation%s (%s%s)",
 				ct_fmt_bytes(v[i].base->bytes, b1, sizeof b1), v[i].base->count,
 				ct_fmt_bytes(v[i].now->bytes, b2, sizeof b2), v[i].now->count,
+				ct_plural_s(v[i].now->count),
 				v[i].delta < 0 ? "-" : "+", ct_fmt_bytes(mag(v[i].delta), b3, sizeof b3));
 		} else {
 			fprintf(f, "%s in %" PRIu64 " allocation%s", ct_fmt_bytes(s->bytes, b1, sizeof b1),

@@ -598,8 +598,9 @@ static void text_frag(FILE *f, const struct ct_report_opts *o, struct ct_model *
 	}
 	free(pv);
 	if (t.untracked)
-		fprintf(f, "  note: %" PRIu64 " events of devices beyond %d or pools beyond %d are not counted\n",
-			t.untracked, FRAG_MAX_DEVICES, FRAG_MAX_POOLS);
+		fprintf(f, "  note: %" PRIu64 " %s of devices beyond %d or pools beyond %d %s not counted\n",
+			t.untracked, ct_plural(t.untracked, "event", "events"), FRAG_MAX_DEVICES, FRAG_MAX_POOLS,
+			ct_plural(t.untracked, "is", "are"));
 }
 
 static void csv_state(FILE *f, const struct ct_model *m, int device, const char *at,

@@ -136,10 +136,11 @@ static void line_growth(FILE *f, struct ct_model *const *ms, size_t n, const str
 	}
 	fprintf(f, "growth: ");
 	if (!top) {
-		fprintf(f, "none over %" PRIu64 " steps (", g->series.boundaries - 1);
+		fprintf(f, "none over %" PRIu64 " step%s (", g->series.boundaries - 1,
+			ct_plural_s(g->series.boundaries - 1));
 	} else {
-		fprintf(f, "%" PRIu64 " site%s grew over %" PRIu64 " steps (", sites, sites == 1 ? "" : "s",
-			g->series.boundaries - 1);
+		fprintf(f, "%" PRIu64 " site%s grew over %" PRIu64 " step%s (", sites, sites == 1 ? "" : "s",
+			g->series.boundaries - 1, ct_plural_s(g->series.boundaries - 1));
 	}
 	ct_put_safe(f, g->series.name);
 	fputc(')', f);

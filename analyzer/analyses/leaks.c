@@ -473,7 +473,8 @@ static void csv_leaks(FILE *f, const struct ct_report_opts *o, struct ct_model *
 		fprintf(f, "%" PRIu32 ",%" PRIu64 ",%" PRIu64 ",%s,%d,%s,", x->it.m->pid, x->it.count,
 			x->it.bytes, ct_kind_name(x->it.kind), x->it.device, ct_api_name(x->it.api));
 		if (x->growth)
-			fprintf(f, "grew in %u of %u steps", x->growth->grew, x->growth->steps);
+			fprintf(f, "grew in %u of %u step%s", x->growth->grew, x->growth->steps,
+				ct_plural_s(x->growth->steps));
 		else
 			ct_csv_field(f, ct_leak_reason(x->it.leak, reason, sizeof reason));
 		fputc(',', f);

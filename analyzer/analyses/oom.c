@@ -237,8 +237,8 @@ static void text_oom(FILE *f, const struct ct_report_opts *opts, struct ct_model
 		free(items);
 	}
 	if (count > n)
-		fprintf(f, "\n... and %" PRIu64 " more failures (the first %d are kept)\n",
-			count - n, OOM_KEEP);
+		fprintf(f, "\n... and %" PRIu64 " more failure%s (the first %d are kept)\n",
+			count - n, ct_plural_s(count - n), OOM_KEEP);
 	free(v);
 }
 

@@ -403,9 +403,10 @@ static void text_phases(FILE *f, const struct ct_report_opts *o, struct ct_model
 	ct_view_phases_totals(m, &t);
 	if (t.untracked || t.rows_dropped)
 		fprintf(f,
-			"  note: %" PRIu64 " ranges beyond %d open at once and %" PRIu64
-			" instances of names beyond %d are not shown\n",
-			t.untracked, PHASE_OPEN_MAX, t.rows_dropped, PHASE_ROWS_MAX);
+			"  note: %" PRIu64 " range%s beyond %d open at once and %" PRIu64
+			" instance%s of names beyond %d are not shown\n",
+			t.untracked, ct_plural_s(t.untracked), PHASE_OPEN_MAX, t.rows_dropped,
+			ct_plural_s(t.rows_dropped), PHASE_ROWS_MAX);
 	free(v);
 }
 

@@ -551,8 +551,9 @@ static void text_streams(FILE *f, const struct ct_report_opts *o, struct ct_mode
 		fputs("frees pending at the end: none\n", f);
 	}
 	if (t.untracked)
-		fprintf(f, "  note: %" PRIu64 " events of streams beyond %d are not counted\n",
-			t.untracked, STREAMS_MAX);
+		fprintf(f, "  note: %" PRIu64 " %s of streams beyond %d %s not counted\n",
+			t.untracked, ct_plural(t.untracked, "event", "events"), STREAMS_MAX,
+			ct_plural(t.untracked, "is", "are"));
 }
 
 /* ---- CSV: one row per stream ---------------------------------------------------------------- */

@@ -76,9 +76,10 @@ static void text_summary(FILE *f, const struct ct_report_opts *o, struct ct_mode
 	ct_fw_put_summary(f, &m, 1);
 	if (m->unmatched_frees || m->double_allocs)
 		fprintf(f,
-			"  inconsistencies: %" PRIu64 " frees of unknown pointers, %" PRIu64
-			" allocations over a live block\n",
-			m->unmatched_frees, m->double_allocs);
+			"  inconsistencies: %" PRIu64 " free%s of unknown pointers, %" PRIu64
+			" allocation%s over a live block\n",
+			m->unmatched_frees, ct_plural_s(m->unmatched_frees), m->double_allocs,
+			ct_plural_s(m->double_allocs));
 	ct_put_notes(f, m);
 
 	text_apis(f, m->api);
@@ -117,8 +118,9 @@ static void text_summary(FILE *f, const struct ct_report_opts *o, struct ct_mode
 	else
 		fputs("  leaks: none\n", f);
 	if (m->marks)
-		fprintf(f, "  marks: %" PRIu64 " (%" PRIu64 " ranges, %" PRIu64 " instants)\n",
-			m->marks, m->marks_list->ranges, m->marks_list->instants);
+		fprintf(f, "  marks: %" PRIu64 " (%" PRIu64 " range%s, %" PRIu64 " instant%s)\n", m->marks,
+			m->marks_list->ranges, ct_plural_s(m->marks_list->ranges), m->marks_list->instants,
+			ct_plural_s(m->marks_list->instants));
 	ct_marks_put_summary(f, m->marks_list, &m->infer);
 }
 
@@ -164,9 +166,9 @@ static void text_summary_merged(FILE *f, const struct ct_report_opts *o, struct 
 	ct_fw_put_summary(f, ms, nm);
 	if (unmatched || doubles)
 		fprintf(f,
-			"  inconsistencies: %" PRIu64 " frees of unknown pointers, %" PRIu64
-			" allocations over a live block\n",
-			unmatched, doubles);
+			"  inconsistencies: %" PRIu64 " free%s of unknown pointers, %" PRIu64
+			" allocation%s over a live block\n",
+			unmatched, ct_plural_s(unmatched), doubles, ct_plural_s(doubles));
 	ct_ranks_put_notes(f, mg.ranks, mg.nranks);
 	fputc('\n', f);
 	ct_ranks_put_table(f, mg.ranks, mg.nranks);

@@ -586,7 +586,8 @@ static void html_timeline(FILE *f, const struct ct_report_opts *o, struct ct_mod
 	}
 	fputs("</ul>\n", f);
 	if (drawn < tl->nseries)
-		fprintf(f, "<p class=\"muted\">%zu smaller series are not drawn.</p>\n", tl->nseries - drawn);
+		fprintf(f, "<p class=\"muted\">%zu smaller series %s not drawn.</p>\n", tl->nseries - drawn,
+			ct_plural(tl->nseries - drawn, "is", "are"));
 	if (tl->dropped_series)
 		fprintf(f, "<p class=\"muted\">More than %d kind/device series: the rest were not tracked.</p>\n",
 			CT_TL_MAX_SERIES);
@@ -621,9 +622,10 @@ static void html_notes(FILE *f, const struct ct_model *m)
 		      "running; &#8220;live at exit&#8221; means live at the end of the dump.</p>\n",
 		      f);
 	if (m->dropped > m->dropped_signal)
-		fprintf(f, "<p class=\"warn\"><strong>%" PRIu64 " events were dropped</strong> (ring "
+		fprintf(f, "<p class=\"warn\"><strong>%" PRIu64 " %s dropped</strong> (ring "
 			   "buffers full): the data is incomplete.</p>\n",
-			m->dropped - m->dropped_signal);
+			m->dropped - m->dropped_signal,
+			ct_plural(m->dropped - m->dropped_signal, "event was", "events were"));
 	if (m->dropped_signal)
 		fprintf(f, "<p class=\"warn\"><strong>%" PRIu64 " %s not recorded</strong>: the data "
 			   "is incomplete.</p>\n",
@@ -675,8 +677,8 @@ static void html_header(FILE *f, struct ct_model *m, size_t d, uint64_t oom_coun
 	snprintf(b1, sizeof b1, "%" PRIu64, oom_count);
 	card(f, oom_count != 0, "", b1, "allocations failed with out-of-memory");
 	ct_fmt_dur(dur, b1, sizeof b1);
-	snprintf(b3, sizeof b3, "traced; %" PRIu64 " allocations, %" PRIu64 " frees", m->allocations,
-		 m->frees);
+	snprintf(b3, sizeof b3, "traced; %" PRIu64 " allocation%s, %" PRIu64 " free%s", m->allocations,
+		 ct_plural_s(m->allocations), m->frees, ct_plural_s(m->frees));
 	card(f, 0, "", b1, b3);
 	fputs("</div>\n", f);
 
@@ -718,14 +720,16 @@ static void html_header(FILE *f, struct ct_model *m, size_t d, uint64_t oom_coun
 		m->dropped ? "</strong>" : "");
 	if (m->unmatched_frees || m->double_allocs) {
 		fact(f, "inconsistencies");
-		fprintf(f, "%" PRIu64 " frees of unknown pointers, %" PRIu64
-			   " allocations over a live block</dd>\n",
-			m->unmatched_frees, m->double_allocs);
+		fprintf(f, "%" PRIu64 " free%s of unknown pointers, %" PRIu64
+			   " allocation%s over a live block</dd>\n",
+			m->unmatched_frees, ct_plural_s(m->unmatched_frees), m->double_allocs,
+			ct_plural_s(m->double_allocs));
 	}
 	if (m->marks) {
 		fact(f, "marks");
-		fprintf(f, "%" PRIu64 " (%" PRIu64 " ranges, %" PRIu64 " instants)</dd>\n", m->marks,
-			m->marks_list->ranges, m->marks_list->instants);
+		fprintf(f, "%" PRIu64 " (%" PRIu64 " range%s, %" PRIu64 " instant%s)</dd>\n", m->marks,
+			m->marks_list->ranges, ct_plural_s(m->marks_list->ranges), m->marks_list->instants,
+			ct_plural_s(m->marks_list->instants));
 	}
 	fputs("</dl>\n", f);
 }
@@ -909,8 +913,9 @@ static void html_growth(FILE *f, const struct ct_report_opts *o, struct ct_model
 	fputs("<h4>Growing sites</h4>\n<p class=\"muted\">Live bytes sampled at each step of <code>", f);
 	ct_html_put(f, g->series.name);
 	fprintf(f, "</code> (%s, %" PRIu64 " step%s); a site grows when its live bytes rose in at least "
-		   "%u of the last %u steps.</p>\n",
-		ct_series_kind_name(g->series.kind), steps, steps == 1 ? "" : "s", g->min_grew, g->window);
+		   "%u of the last %u step%s.</p>\n",
+		ct_series_kind_name(g->series.kind), steps, steps == 1 ? "" : "s", g->min_grew, g->window,
+		ct_plural_s(g->window));
 	size_t n = 0, shown = 0;
 	for (size_t i = a->nleak; i < a->n; i++)
 		n += a->v[i].supp < 0;
@@ -1266,9 +1271,9 @@ static void html_streams(FILE *f, const struct ct_report_opts *o, struct ct_mode
 	more_row(f, 14, n - k, "streams", 0);
 	table_close(f, 1);
 	if (t.untracked)
-		fprintf(f, "<p class=\"muted\">%" PRIu64 " events of streams beyond the limit are not "
+		fprintf(f, "<p class=\"muted\">%" PRIu64 " %s of streams beyond the limit %s not "
 			   "counted.</p>\n",
-			t.untracked);
+			t.untracked, ct_plural(t.untracked, "event", "events"), ct_plural(t.untracked, "is", "are"));
 	free(v);
 }
 

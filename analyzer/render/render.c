@@ -248,8 +248,9 @@ void ct_put_notes(FILE *f, const struct ct_model *m)
 	if (m->dropped > m->dropped_signal)
 		fprintf(f,
 			"  WARNING: %" PRIu64
-			" events were dropped (ring buffers full): THE DATA IS INCOMPLETE\n",
-			m->dropped - m->dropped_signal);
+			" %s dropped (ring buffers full): THE DATA IS INCOMPLETE\n",
+			m->dropped - m->dropped_signal,
+			ct_plural(m->dropped - m->dropped_signal, "event was", "events were"));
 	if (m->dropped_signal)
 		fprintf(f,
 			"  WARNING: %" PRIu64 " %s not recorded: THE DATA IS INCOMPLETE\n",
@@ -390,7 +391,7 @@ static void put_folded(FILE *f, const struct ct_frame *v, size_t i, size_t j)
 		else
 			more++;
 	}
-	fprintf(f, "      ... %zu frames in ", j - i);
+	fprintf(f, "      ... %zu frame%s in ", j - i, ct_plural_s(j - i));
 	for (size_t x = 0; x < nn; x++) {
 		if (x)
 			fputs(", ", f);
@@ -398,7 +399,7 @@ static void put_folded(FILE *f, const struct ct_frame *v, size_t i, size_t j)
 	}
 	if (more)
 		fprintf(f, " and %zu more", more);
-	fputs(" (--full-stacks shows them)\n", f);
+	fprintf(f, " (--full-stacks shows %s)\n", ct_plural(j - i, "it", "them"));
 }
 
 static void put_frame(FILE *f, const struct ct_frame *fr);
@@ -723,8 +724,8 @@ void ct_marks_put_summary(FILE *f, const struct ct_marklist *l, const struct ct_
 				c->samples, c->samples == 1 ? "" : "s", c->last, c->max);
 	}
 	if (l->counter_samples && l->ncounters >= CT_COUNTERS_MAX)
-		fprintf(f, "  counters: %" PRIu64 " samples, the first %d names shown\n",
-			l->counter_samples, CT_COUNTERS_MAX);
+		fprintf(f, "  counters: %" PRIu64 " sample%s, the first %d names shown\n",
+			l->counter_samples, ct_plural_s(l->counter_samples), CT_COUNTERS_MAX);
 }
 
 void ct_marks_json(struct ct_json *j, const struct ct_marklist *l, const struct ct_infer *inf)
