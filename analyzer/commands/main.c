@@ -47,8 +47,8 @@ static void usage(FILE *f)
 	      f);
 	ct_commands_help(f);
 	fputs("\n"
-	      "options (one a command lists in [...] above is for those commands only, and any\n"
-	      "--format json document; the others are for every command):\n"
+	      "options (those in a command's [...] above are for the commands that list them and\n"
+	      "for a --format json document; the rest are for every command):\n"
 	      "  --format FMT       text (default), json, csv, junit, sarif, folded, speedscope,\n"
 	      "                     pickle, html (what the command writes; exporters have their own\n"
 	      "                     default)\n"
@@ -96,7 +96,8 @@ static void usage(FILE *f)
 	      "\n"
 	      "exit status: 0 ok; 1 (or --error-exitcode) the gate failed (one line on\n"
 	      "stderr says why); 2 usage error or an unreadable or corrupt dump. A truncated\n"
-	      "dump (crashed process) is reported with a warning, not an error.\n",
+	      "dump (crashed process), or one that holds only its header (killed at once), is\n"
+	      "reported with a warning, not an error.\n",
 	      f);
 }
 
