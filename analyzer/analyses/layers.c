@@ -415,7 +415,7 @@ void ct_text_fw_ooms(FILE *f, const struct ct_report_opts *o, struct ct_model *m
 	if (!total)
 		return;
 	fprintf(f, "PyTorch raised out-of-memory %" PRIu64 " time%s (the tensors live then, by site):\n", total,
-		total == 1 ? "" : "s");
+		ct_plural_s(total));
 	for (size_t i = 0; i < kept; i++) {
 		const struct ct_fw_oom *x = &v[i];
 		ct_fmt_dur(ct_model_since_start(m, x->ts), t, sizeof t);

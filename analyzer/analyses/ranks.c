@@ -156,8 +156,8 @@ const char *ct_rank_name(const struct ct_rank *r, const struct ct_rank *all, siz
 const char *ct_ranks_noun(const struct ct_rank *r, size_t n, size_t count)
 {
 	if (ct_ranks_are_processes(r, n))
-		return count == 1 ? "process" : "processes";
-	return count == 1 ? "rank" : "ranks";
+		return ct_plural(count, "process", "processes");
+	return ct_plural(count, "rank", "ranks");
 }
 
 struct ct_rank *ct_ranks_of(struct ct_model *const *ms, size_t n)
@@ -503,7 +503,7 @@ void ct_ranks_put_desc(FILE *f, const struct ct_rank *r, size_t n)
 	} else {
 		if (d != n)
 			fprintf(f, "%zu dumps of ", n);
-		fprintf(f, "%zu rank%s (%s", d, d == 1 ? "" : "s", ct_rank_list(v, k, list, sizeof list));
+		fprintf(f, "%zu rank%s (%s", d, ct_plural_s(d), ct_rank_list(v, k, list, sizeof list));
 		long w = world_size(r, n, &differ);
 		if (w >= 0)
 			fprintf(f, ", world size %ld", w);
@@ -584,7 +584,7 @@ static void note_ranks(FILE *f, const struct ct_rank *r, size_t n, int (*pred)(c
 	}
 	long *v = ranks_where(r, n, pred, &k);
 	if (k)
-		fprintf(f, "  %s rank%s %s%s\n", prefix, distinct(v, k) == 1 ? "" : "s",
+		fprintf(f, "  %s rank%s %s%s\n", prefix, ct_plural_s(distinct(v, k)),
 			ct_rank_list(v, k, list, sizeof list), suffix);
 	free(v);
 }
@@ -616,7 +616,7 @@ void ct_ranks_put_notes(FILE *f, const struct ct_rank *r, size_t n)
 			dup[nd++] = v[i];
 	if (nd)
 		fprintf(f, "  note: more than one dump of rank%s %s (restarts, or separate jobs)\n",
-			nd == 1 ? "" : "s", ct_rank_list(dup, nd, list, sizeof list));
+			ct_plural_s(nd), ct_rank_list(dup, nd, list, sizeof list));
 	free(dup);
 	int differ;
 	long w = world_size(r, n, &differ);
@@ -634,7 +634,7 @@ void ct_ranks_put_notes(FILE *f, const struct ct_rank *r, size_t n)
 		}
 		if (nm)
 			fprintf(f, "  note: %zu of %ld ranks have no dump here: rank%s %s\n", nm, w,
-				nm == 1 ? "" : "s", ct_rank_list(miss, nm, list, sizeof list));
+				ct_plural_s(nm), ct_rank_list(miss, nm, list, sizeof list));
 		free(miss);
 	}
 	size_t runs = distinct_strings(r, n, run_id_of);
@@ -744,7 +744,7 @@ void ct_merged_put_shares(FILE *f, const struct ct_merge *mg, const struct ct_me
 		} else {
 			for (size_t x = 0; x < k; x++)
 				ranks[x] = mg->ranks[ranks[x]].rank;
-			fprintf(f, "%s%s %s", groups ? "; " : "", distinct(ranks, k) == 1 ? "rank" : "ranks",
+			fprintf(f, "%s%s %s", groups ? "; " : "", ct_plural(distinct(ranks, k), "rank", "ranks"),
 				ct_rank_list(ranks, k, list, sizeof list));
 		}
 		fprintf(f, ": %zu x %s%s", k, growth ? "+" : "", ct_fmt_bytes(v[i].bytes, b, sizeof b));
@@ -769,7 +769,7 @@ void ct_merged_put_list(FILE *f, const struct ct_report_opts *o, const struct ct
 			fprintf(f, "+%s", ct_fmt_bytes(s->bytes, b, sizeof b));
 		else
 			fprintf(f, "%s in %" PRIu64 " allocation%s", ct_fmt_bytes(s->bytes, b, sizeof b),
-				s->count, s->count == 1 ? "" : "s");
+				s->count, ct_plural_s(s->count));
 		fprintf(f, " in %zu %s (%s, %s", s->nper, ct_ranks_noun(mg->ranks, mg->nranks, s->nper),
 			ct_kind_name(s->rep.kind), ct_api_name(s->rep.api));
 		if (st->head)
@@ -789,10 +789,10 @@ void ct_merged_put_list(FILE *f, const struct ct_report_opts *o, const struct ct
 			rest = ct_sat_add(rest, mg->v[i].bytes);
 			restc += mg->v[i].count;
 		}
-		fprintf(f, "... and %zu more site%s: %s%s", mg->n - k, mg->n - k == 1 ? "" : "s",
+		fprintf(f, "... and %zu more site%s: %s%s", mg->n - k, ct_plural_s(mg->n - k),
 			st->growth ? "+" : "", ct_fmt_bytes(rest, b, sizeof b));
 		if (!st->growth)
-			fprintf(f, " in %" PRIu64 " allocation%s", restc, restc == 1 ? "" : "s");
+			fprintf(f, " in %" PRIu64 " allocation%s", restc, ct_plural_s(restc));
 		fputs(" (--top 0 shows all)\n", f);
 	}
 }

@@ -112,9 +112,9 @@ static void text_summary(FILE *f, const struct ct_report_opts *o, struct ct_mode
 	if (m->leak_count)
 		fprintf(f, "  leaks: %" PRIu64 " allocation%s, %s (%" PRIu64 " bytes) in %zu site%s"
 			   " (cumtrace-report leaks shows where)\n",
-			m->leak_count, m->leak_count == 1 ? "" : "s",
+			m->leak_count, ct_plural_s(m->leak_count),
 			ct_fmt_bytes(m->leak_bytes, b1, sizeof b1), m->leak_bytes, m->nleaks,
-			m->nleaks == 1 ? "" : "s");
+			ct_plural_s(m->nleaks));
 	else
 		fputs("  leaks: none\n", f);
 	if (m->marks)
@@ -187,8 +187,8 @@ static void text_summary_merged(FILE *f, const struct ct_report_opts *o, struct 
 	if (leak_count)
 		fprintf(f, "  leaks: %" PRIu64 " allocation%s, %s (%" PRIu64 " bytes) in %zu site%s across the %s"
 			   " (cumtrace-report leaks shows where)\n",
-			leak_count, leak_count == 1 ? "" : "s", ct_fmt_bytes(leak_bytes, b1, sizeof b1),
-			leak_bytes, mg.n, mg.n == 1 ? "" : "s", ct_ranks_noun(mg.ranks, mg.nranks, 2));
+			leak_count, ct_plural_s(leak_count), ct_fmt_bytes(leak_bytes, b1, sizeof b1),
+			leak_bytes, mg.n, ct_plural_s(mg.n), ct_ranks_noun(mg.ranks, mg.nranks, 2));
 	else
 		fputs("  leaks: none\n", f);
 	if (marks)

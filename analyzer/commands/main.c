@@ -375,7 +375,7 @@ int main(int argc, char **argv)
 	if (!ndumps)
 		usage_error("no dump file given");
 	if (ndumps < cmd->min_dumps || (cmd->max_dumps && ndumps > cmd->max_dumps)) {
-		const char *files = cmd->min_dumps == 1 ? "dump file" : "dump files";
+		const char *files = ct_plural(cmd->min_dumps, "dump file", "dump files");
 		if (cmd->min_dumps == cmd->max_dumps)
 			usage_error("%s needs exactly %zu %s", cmd->name, cmd->min_dumps, files);
 		usage_error("%s needs at least %zu %s", cmd->name, cmd->min_dumps, files);

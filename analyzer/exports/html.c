@@ -285,7 +285,7 @@ static void td_site(FILE *f, struct ct_model *m, uint32_t stack_id)
 	fputs("<details><summary><code>", f);
 	ct_html_put(f, ct_frame_label(&frames[top], 1, label, sizeof label));
 	fprintf(f, "</code> <span class=\"muted\">%zu frame%s</span></summary><ol class=\"stack\">\n", n,
-		n == 1 ? "" : "s");
+		ct_plural_s(n));
 	for (size_t i = 0; i < n; i++)
 		html_frame(f, &frames[i], (int)i == own);
 	fputs("</ol></details></td>", f);
@@ -315,7 +315,7 @@ static void html_items(FILE *f, const struct ct_report_opts *o, const struct ct_
 		fputs("</tr>\n", f);
 		shown = ct_sat_add(shown, v[i].bytes);
 	}
-	more_row(f, 5, total - k, total - k == 1 ? "site" : "sites", ct_sat_sub(total_bytes, shown));
+	more_row(f, 5, total - k, ct_plural(total - k, "site", "sites"), ct_sat_sub(total_bytes, shown));
 	table_close(f, 0);
 }
 
@@ -672,7 +672,7 @@ static void html_header(FILE *f, struct ct_model *m, size_t d, uint64_t oom_coun
 	}
 	snprintf(attrs, sizeof attrs, " data-bytes=\"%" PRIu64 "\"", m->leak_bytes);
 	snprintf(b3, sizeof b3, "not freed: %" PRIu64 " allocation%s in %zu site%s", m->leak_count,
-		 m->leak_count == 1 ? "" : "s", m->nleaks, m->nleaks == 1 ? "" : "s");
+		 ct_plural_s(m->leak_count), m->nleaks, ct_plural_s(m->nleaks));
 	card(f, m->leak_count != 0, attrs, ct_fmt_bytes(m->leak_bytes, b1, sizeof b1), b3);
 	snprintf(b1, sizeof b1, "%" PRIu64, oom_count);
 	card(f, oom_count != 0, "", b1, "allocations failed with out-of-memory");
@@ -885,11 +885,11 @@ static void tally_chip(FILE *f, int cls, const struct ct_tally *t)
 	if (!t->sites)
 		fputs(" none", f);
 	else if (cls == CT_CLASS_GROWTH)
-		fprintf(f, " %" PRIu64 " site%s, +%s", t->sites, t->sites == 1 ? "" : "s",
+		fprintf(f, " %" PRIu64 " site%s, +%s", t->sites, ct_plural_s(t->sites),
 			ct_fmt_bytes(t->bytes, b, sizeof b));
 	else
 		fprintf(f, " %" PRIu64 " site%s, %" PRIu64 " allocation%s, %s", t->sites,
-			t->sites == 1 ? "" : "s", t->count, t->count == 1 ? "" : "s",
+			ct_plural_s(t->sites), t->count, ct_plural_s(t->count),
 			ct_fmt_bytes(t->bytes, b, sizeof b));
 	fputs("</span>", f);
 }
@@ -914,7 +914,7 @@ static void html_growth(FILE *f, const struct ct_report_opts *o, struct ct_model
 	ct_html_put(f, g->series.name);
 	fprintf(f, "</code> (%s, %" PRIu64 " step%s); a site grows when its live bytes rose in at least "
 		   "%u of the last %u step%s.</p>\n",
-		ct_series_kind_name(g->series.kind), steps, steps == 1 ? "" : "s", g->min_grew, g->window,
+		ct_series_kind_name(g->series.kind), steps, ct_plural_s(steps), g->min_grew, g->window,
 		ct_plural_s(g->window));
 	size_t n = 0, shown = 0;
 	for (size_t i = a->nleak; i < a->n; i++)
@@ -965,14 +965,14 @@ static void html_leaks(FILE *f, const struct ct_report_opts *o, struct ct_model 
 		fputs("<p class=\"ok\">No leaks: every allocation was freed.</p>\n", f);
 	} else {
 		fprintf(f, "<p>%" PRIu64 " allocation%s, %s (%" PRIu64 " bytes) not freed.</p>\n",
-			m->leak_count, m->leak_count == 1 ? "" : "s",
+			m->leak_count, ct_plural_s(m->leak_count),
 			ct_fmt_bytes(m->leak_bytes, b1, sizeof b1), m->leak_bytes);
 		fputs("<p class=\"tally\">", f);
 		for (int c = 0; c < CT_CLASS_COUNT; c++)
 			tally_chip(f, c, &cls[c]);
 		if (o->supp && supp.sites)
 			fprintf(f, "<span class=\"t\">suppressed: %" PRIu64 " site%s, %s</span>", supp.sites,
-				supp.sites == 1 ? "" : "s", ct_fmt_bytes(supp.bytes, b1, sizeof b1));
+				ct_plural_s(supp.sites), ct_fmt_bytes(supp.bytes, b1, sizeof b1));
 		fputs("</p>\n", f);
 	}
 	if (n) {
@@ -998,7 +998,7 @@ static void html_leaks(FILE *f, const struct ct_report_opts *o, struct ct_model 
 			td_site(f, m, x->it.stack_id);
 			fputs("</tr>\n", f);
 		}
-		more_row(f, 7, n - k, n - k == 1 ? "site" : "sites", rest);
+		more_row(f, 7, n - k, ct_plural(n - k, "site", "sites"), rest);
 		table_close(f, 0);
 	}
 	html_growth(f, o, m, a);
@@ -1017,7 +1017,7 @@ static void html_oom(FILE *f, const struct ct_report_opts *o, struct ct_model *m
 		return;
 	fprintf(f, "<h3 id=\"d%zu-oom\">Out of memory</h3>\n<p>%" PRIu64 " allocation%s failed with "
 		   "out-of-memory (%s requested).</p>\n",
-		d, count, count == 1 ? "" : "s", ct_fmt_bytes(bytes, b1, sizeof b1));
+		d, count, ct_plural_s(count), ct_fmt_bytes(bytes, b1, sizeof b1));
 	size_t k = ct_items_shown(o, n);
 	table_open(f, "oom", 1, cols);
 	for (size_t i = 0; i < k; i++) {
@@ -1035,7 +1035,7 @@ static void html_oom(FILE *f, const struct ct_report_opts *o, struct ct_model *m
 			fputs("<td class=\"n muted\">not recorded</td>", f);
 		fprintf(f, "<td class=\"n\">%s in %" PRIu64 " allocation%s</td>",
 			ct_fmt_bytes(x->live_bytes, b1, sizeof b1), x->live_count,
-			x->live_count == 1 ? "" : "s");
+			ct_plural_s(x->live_count));
 		td_site(f, m, x->stack_id);
 		fputs("</tr>\n", f);
 		if (!x->sites_total)
@@ -1044,7 +1044,7 @@ static void html_oom(FILE *f, const struct ct_report_opts *o, struct ct_model *m
 		struct ct_item *items = ct_view_oom_items(m, i, &ni);
 		fprintf(f, "<tr class=\"liveset\"><td></td><td colspan=\"8\"><details><summary>live on "
 			   "device %d then, by site (%zu site%s)</summary>\n",
-			x->device, x->sites_total, x->sites_total == 1 ? "" : "s");
+			x->device, x->sites_total, ct_plural_s(x->sites_total));
 		html_items(f, o, items, ni, x->sites_total, x->live_bytes);
 		fputs("</details></td></tr>\n", f);
 		free(items);
@@ -1239,8 +1239,8 @@ static void html_streams(FILE *f, const struct ct_report_opts *o, struct ct_mode
 	ct_fmt_dur(t.device_sync_ns, b2, sizeof b2);
 	fprintf(f, "<p>%zu stream%s: %" PRIu64 " created, %" PRIu64 " destroyed; %" PRIu64
 		   " stream synchronization%s (%s), %" PRIu64 " device synchronization%s (%s). ",
-		n, n == 1 ? "" : "s", t.creates, t.destroys, t.syncs, t.syncs == 1 ? "" : "s", b1,
-		t.device_syncs, t.device_syncs == 1 ? "" : "s", b2);
+		n, ct_plural_s(n), t.creates, t.destroys, t.syncs, ct_plural_s(t.syncs), b1,
+		t.device_syncs, ct_plural_s(t.device_syncs), b2);
 	fprintf(f, "Cross-stream frees: %" PRIu64 " (%s); frees pending at the end: %" PRIu64 " (%s).</p>\n",
 		t.cross, ct_fmt_bytes(t.cross_bytes, b1, sizeof b1), t.pending,
 		ct_fmt_bytes(t.pending_bytes, b2, sizeof b2));
@@ -1342,12 +1342,12 @@ static void render_html(FILE *f, const struct ct_report_opts *o, struct ct_model
 		fprintf(f, "pid %" PRIu32 " ", ms[0]->pid);
 		put_cut(f, ms[0]->argc ? ms[0]->argv[0] : ms[0]->exe ? ms[0]->exe : "?", 200);
 	} else {
-		fprintf(f, "%zu dump%s", n, n == 1 ? "" : "s");
+		fprintf(f, "%zu dump%s", n, ct_plural_s(n));
 	}
 	fprintf(f, "</title>\n<style>%s</style>\n</head>\n<body>\n", css);
 	fprintf(f, "<header class=\"top\"><h1>cumtrace memory report</h1><p>%zu dump%s; "
 		   "cumtrace-report %s</p></header>\n<main>\n",
-		n, n == 1 ? "" : "s", o->tool_version ? o->tool_version : "?");
+		n, ct_plural_s(n), o->tool_version ? o->tool_version : "?");
 	if (n > 1)
 		html_overview(f, ms, n);
 	for (size_t i = 0; i < n; i++)

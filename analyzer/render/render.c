@@ -143,7 +143,7 @@ void ct_text_items(FILE *f, const struct ct_report_opts *o, struct ct_model *m,
 	size_t k = ct_items_shown(o, n);
 	for (size_t i = 0; i < k; i++) {
 		fprintf(f, "#%-3zu %s in %" PRIu64 " allocation%s (%s, %s", i + 1,
-			ct_fmt_bytes(v[i].bytes, b1, sizeof b1), v[i].count, v[i].count == 1 ? "" : "s",
+			ct_fmt_bytes(v[i].bytes, b1, sizeof b1), v[i].count, ct_plural_s(v[i].count),
 			ct_kind_name(v[i].kind), ct_api_name(v[i].api));
 		if (md)
 			fprintf(f, ", device %d", v[i].device);
@@ -155,7 +155,7 @@ void ct_text_items(FILE *f, const struct ct_report_opts *o, struct ct_model *m,
 		for (size_t i = k; i < n; i++)
 			rest = ct_sat_add(rest, v[i].bytes);
 		fprintf(f, "... and %zu more site%s: %s (--top 0 shows all)\n", n - k,
-			n - k == 1 ? "" : "s", ct_fmt_bytes(rest, b1, sizeof b1));
+			ct_plural_s(n - k), ct_fmt_bytes(rest, b1, sizeof b1));
 	}
 }
 
@@ -226,8 +226,7 @@ int ct_multi_device(const struct ct_model *m)
 
 const char *ct_signal_drops_text(uint64_t n)
 {
-	return n == 1 ? "call made inside a signal handler was"
-		      : "calls made inside signal handlers were";
+	return ct_plural(n, "call made inside a signal handler was", "calls made inside signal handlers were");
 }
 
 void ct_put_notes(FILE *f, const struct ct_model *m)
@@ -514,7 +513,7 @@ void ct_json_stack(struct ct_json *j, struct ct_model *m, uint32_t stack_id)
 const char *ct_more_devices(size_t more, char *buf, size_t cap)
 {
 	snprintf(buf, cap, "... and %zu more device%s, not shown one by one (the %d highest peaks are)",
-		 more, more == 1 ? "" : "s", CT_DEVICES_SHOWN);
+		 more, ct_plural_s(more), CT_DEVICES_SHOWN);
 	return buf;
 }
 
@@ -717,11 +716,11 @@ void ct_marks_put_summary(FILE *f, const struct ct_marklist *l, const struct ct_
 			fprintf(f, " (device %d)", c->device);
 		if (strstr(c->name, "bytes"))
 			fprintf(f, ": %" PRIu64 " sample%s, last %s, max %s\n", c->samples,
-				c->samples == 1 ? "" : "s", ct_fmt_bytes(c->last, b1, sizeof b1),
+				ct_plural_s(c->samples), ct_fmt_bytes(c->last, b1, sizeof b1),
 				ct_fmt_bytes(c->max, b2, sizeof b2));
 		else
 			fprintf(f, ": %" PRIu64 " sample%s, last %" PRIu64 ", max %" PRIu64 "\n",
-				c->samples, c->samples == 1 ? "" : "s", c->last, c->max);
+				c->samples, ct_plural_s(c->samples), c->last, c->max);
 	}
 	if (l->counter_samples && l->ncounters >= CT_COUNTERS_MAX)
 		fprintf(f, "  counters: %" PRIu64 " sample%s, the first %d names shown\n",
