@@ -139,7 +139,7 @@ static void text_sum(FILE *f, const char *what, const struct dpair *v, size_t n,
 	uint64_t bytes = 0;
 	for (size_t i = 0; i < n; i++)
 		bytes = ct_sat_add(bytes, side ? v[i].now->bytes : v[i].base->bytes);
-	fprintf(f, "%s: %zu site%s", what, n, n == 1 ? "" : "s");
+	fprintf(f, "%s: %zu site%s", what, n, ct_plural_s(n));
 	if (n)
 		fprintf(f, ", %s", ct_fmt_bytes(bytes, b, sizeof b));
 }
@@ -154,13 +154,14 @@ static void text_list(FILE *f, const struct ct_report_opts *o, const char *what,
 		const struct ct_finding *x = s->rep;
 		fprintf(f, "%s #%-3zu ", what, i + 1);
 		if (v[i].base && v[i].now) {
-			fprintf(f, "%s in %" PRIu64 " -> %s in %" PRIu64 " allocations (%s%s)",
+			fprintf(f, "%s in %" PRIu64 " -> %s in %" PRIu64 " allocation%s (%s%s)",
 				ct_fmt_bytes(v[i].base->bytes, b1, sizeof b1), v[i].base->count,
 				ct_fmt_bytes(v[i].now->bytes, b2, sizeof b2), v[i].now->count,
+				ct_plural_s(v[i].now->count),
 				v[i].delta < 0 ? "-" : "+", ct_fmt_bytes(mag(v[i].delta), b3, sizeof b3));
 		} else {
 			fprintf(f, "%s in %" PRIu64 " allocation%s", ct_fmt_bytes(s->bytes, b1, sizeof b1),
-				s->count, s->count == 1 ? "" : "s");
+				s->count, ct_plural_s(s->count));
 		}
 		fprintf(f, " (%s, %s): %s\n", ct_kind_name(x->it.kind), ct_api_name(x->it.api),
 			ct_class_title(x->cls));
@@ -168,7 +169,7 @@ static void text_list(FILE *f, const struct ct_report_opts *o, const char *what,
 	}
 	if (k < n)
 		fprintf(f, "... and %zu more %s site%s (--top 0 shows all)\n", n - k, what,
-			n - k == 1 ? "" : "s");
+			ct_plural_s(n - k));
 }
 
 static void text_diff(FILE *f, const struct ct_report_opts *o, struct ct_model *const *ms)
@@ -183,8 +184,8 @@ static void text_diff(FILE *f, const struct ct_report_opts *o, struct ct_model *
 	text_sum(f, "new", d.added, d.nadded, 1);
 	fputs("; ", f);
 	text_sum(f, "gone", d.gone, d.ngone, 0);
-	fprintf(f, "; changed: %zu site%s; unchanged: %zu site%s\n", d.nchanged, d.nchanged == 1 ? "" : "s",
-		d.nsame, d.nsame == 1 ? "" : "s");
+	fprintf(f, "; changed: %zu site%s; unchanged: %zu site%s\n", d.nchanged, ct_plural_s(d.nchanged),
+		d.nsame, ct_plural_s(d.nsame));
 	text_list(f, o, "new", d.added, d.nadded);
 	text_list(f, o, "gone", d.gone, d.ngone);
 	text_list(f, o, "changed", d.changed, d.nchanged);

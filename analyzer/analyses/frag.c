@@ -511,9 +511,9 @@ static void text_state(FILE *f, const struct ct_frag_state *s)
 	fprintf(f,
 		"  address space (allocations outside pools): %" PRIu64 " block%s, %s in a span of %s;"
 		" %s free inside in %" PRIu64 " hole%s, the largest %s (fragmentation %u%%)\n",
-		s->blocks, s->blocks == 1 ? "" : "s", ct_fmt_bytes(s->bytes, b[0], sizeof b[0]),
+		s->blocks, ct_plural_s(s->blocks), ct_fmt_bytes(s->bytes, b[0], sizeof b[0]),
 		ct_fmt_bytes(s->span, b[1], sizeof b[1]), ct_fmt_bytes(s->free, b[2], sizeof b[2]),
-		s->holes, s->holes == 1 ? "" : "s", ct_fmt_bytes(s->hole, b[3], sizeof b[3]),
+		s->holes, ct_plural_s(s->holes), ct_fmt_bytes(s->hole, b[3], sizeof b[3]),
 		ct_frag_percent(s));
 	fprintf(f, "  stream-ordered pools: %s used of %s reserved (estimate)\n",
 		ct_fmt_bytes(s->pool_used, b[0], sizeof b[0]),
@@ -598,8 +598,9 @@ static void text_frag(FILE *f, const struct ct_report_opts *o, struct ct_model *
 	}
 	free(pv);
 	if (t.untracked)
-		fprintf(f, "  note: %" PRIu64 " events of devices beyond %d or pools beyond %d are not counted\n",
-			t.untracked, FRAG_MAX_DEVICES, FRAG_MAX_POOLS);
+		fprintf(f, "  note: %" PRIu64 " %s of devices beyond %d or pools beyond %d %s not counted\n",
+			t.untracked, ct_plural(t.untracked, "event", "events"), FRAG_MAX_DEVICES, FRAG_MAX_POOLS,
+			ct_plural(t.untracked, "is", "are"));
 }
 
 static void csv_state(FILE *f, const struct ct_model *m, int device, const char *at,

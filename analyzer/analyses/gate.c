@@ -197,7 +197,7 @@ void ct_finding_message(const struct ct_finding *f, char *buf, size_t cap)
 		return;
 	}
 	snprintf(buf, cap, "%s: %s in %" PRIu64 " allocation%s (%s, %s, %s)", ct_class_name(f->cls),
-		 ct_fmt_bytes(f->it.bytes, b1, sizeof b1), f->it.count, f->it.count == 1 ? "" : "s",
+		 ct_fmt_bytes(f->it.bytes, b1, sizeof b1), f->it.count, ct_plural_s(f->it.count),
 		 ct_kind_name(f->it.kind), ct_api_name(f->it.api),
 		 ct_leak_reason(f->it.leak, reason, sizeof reason));
 }
@@ -267,12 +267,12 @@ int ct_gate_check(const struct ct_report_opts *o, struct ct_model *const *ms, si
 				continue;
 			size_t len = strlen(what);
 			snprintf(what + len, sizeof what - len, "%s%s: %" PRIu64 " site%s, %s%s", len ? ", " : "",
-				 ct_class_name(k), per[k].sites, per[k].sites == 1 ? "" : "s",
+				 ct_class_name(k), per[k].sites, ct_plural_s(per[k].sites),
 				 k == CT_CLASS_GROWTH ? "+" : "", ct_fmt_bytes(per[k].bytes, b1, sizeof b1));
 		}
 		add_reason(reason, cap, "%" PRIu64 " leak site%s fail%s (%s), not suppressed%s",
-			   a->failing.sites, a->failing.sites == 1 ? "" : "s",
-			   a->failing.sites == 1 ? "s" : "", what,
+			   a->failing.sites, ct_plural_s(a->failing.sites),
+			   ct_plural(a->failing.sites, "s", ""), what,
 			   (base || o->baseline) ? " and not in the baseline" : "");
 	}
 	if (o->have_max_leak_bytes && ct_gate_over(a->failing_leaks.bytes, o->max_leak_bytes))

@@ -80,7 +80,7 @@ static void line_leaks(FILE *f, const struct ct_assessment *a)
 		return;
 	}
 	fprintf(f, "leaks: %s leaked in %" PRIu64 " site%s (held by allocator caches: %s); largest %s at ",
-		ct_fmt_bytes(shown.bytes, b1, sizeof b1), shown.sites, shown.sites == 1 ? "" : "s",
+		ct_fmt_bytes(shown.bytes, b1, sizeof b1), shown.sites, ct_plural_s(shown.sites),
 		cached.sites ? ct_fmt_bytes(cached.bytes, b2, sizeof b2) : "none",
 		ct_fmt_bytes(top->it.bytes, b3, sizeof b3));
 	put_site(f, top->it.m, top->it.stack_id);
@@ -138,10 +138,11 @@ static void line_growth(FILE *f, struct ct_model *const *ms, size_t n, const str
 	}
 	fprintf(f, "growth: ");
 	if (!top) {
-		fprintf(f, "none over %" PRIu64 " steps (", g->series.boundaries - 1);
+		fprintf(f, "none over %" PRIu64 " step%s (", g->series.boundaries - 1,
+			ct_plural_s(g->series.boundaries - 1));
 	} else {
-		fprintf(f, "%" PRIu64 " site%s grew over %" PRIu64 " steps (", sites, sites == 1 ? "" : "s",
-			g->series.boundaries - 1);
+		fprintf(f, "%" PRIu64 " site%s grew over %" PRIu64 " step%s (", sites, ct_plural_s(sites),
+			g->series.boundaries - 1, ct_plural_s(g->series.boundaries - 1));
 	}
 	ct_put_safe(f, g->series.name);
 	fputc(')', f);
@@ -165,7 +166,7 @@ static void line_ooms(FILE *f, struct ct_model *const *ms, size_t n)
 		if (!count)
 			continue;
 		fprintf(f, "%" PRIu64 " allocation%s failed out of memory: cumtrace-report oom '", count,
-			count == 1 ? "" : "s");
+			ct_plural_s(count));
 		ct_put_safe(f, ms[d]->path ? ms[d]->path : "DUMP");
 		fputs("'\n", f);
 	}

@@ -330,8 +330,8 @@ void ct_text_layers(FILE *f, const struct ct_report_opts *o, struct ct_model *m)
 			fprintf(f, "  reserved but unallocated at the peak of allocated: %s\n",
 				ct_fmt_bytes(ct_sat_sub(d->reserved_at_peak_allocated, d->peak_allocated), b3, sizeof b3));
 		if (d->estimated)
-			fprintf(f, "  %" PRIu64 " of %" PRIu64 " block sizes estimated (rounded request)\n", d->estimated,
-				d->blocks);
+			fprintf(f, "  %" PRIu64 " of %" PRIu64 " block size%s estimated (rounded request)\n", d->estimated,
+				d->blocks, ct_plural_s(d->blocks));
 		fprintf(f, "%s live at that peak:\n", d->fw == CT_FW_TORCH ? "tensors" : "arrays");
 		size_t n;
 		struct ct_item *items = ct_view_fw_peak_items(m, d, &n);
@@ -415,7 +415,7 @@ void ct_text_fw_ooms(FILE *f, const struct ct_report_opts *o, struct ct_model *m
 	if (!total)
 		return;
 	fprintf(f, "PyTorch raised out-of-memory %" PRIu64 " time%s (the tensors live then, by site):\n", total,
-		total == 1 ? "" : "s");
+		ct_plural_s(total));
 	for (size_t i = 0; i < kept; i++) {
 		const struct ct_fw_oom *x = &v[i];
 		ct_fmt_dur(ct_model_since_start(m, x->ts), t, sizeof t);

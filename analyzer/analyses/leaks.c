@@ -66,8 +66,8 @@ static void text_address_space(FILE *f, const struct ct_leak *l)
 		return;
 	fprintf(f, "      its address space (not memory, not counted): mapped %s in %" PRIu64 " range%s, reserved %s in %" PRIu64
 		" range%s\n",
-		ct_fmt_bytes(l->va_mapped_bytes, b1, sizeof b1), l->va_mapped, l->va_mapped == 1 ? "" : "s",
-		ct_fmt_bytes(l->va_reserved_bytes, b2, sizeof b2), l->va_reserved, l->va_reserved == 1 ? "" : "s");
+		ct_fmt_bytes(l->va_mapped_bytes, b1, sizeof b1), l->va_mapped, ct_plural_s(l->va_mapped),
+		ct_fmt_bytes(l->va_reserved_bytes, b2, sizeof b2), l->va_reserved, ct_plural_s(l->va_reserved));
 }
 
 /* Address space left reserved or mapped that no leaked allocation holds. */
@@ -79,9 +79,9 @@ static void text_address_only(FILE *f, const struct ct_model *m)
 	fprintf(f,
 		"  address space still reserved (%" PRIu64 " range%s, %s) or mapped (%" PRIu64 " range%s, %s) that holds no "
 		"leaked allocation: not memory, not counted\n",
-		m->va_only_reserved, m->va_only_reserved == 1 ? "" : "s",
+		m->va_only_reserved, ct_plural_s(m->va_only_reserved),
 		ct_fmt_bytes(m->va_only_reserved_bytes, b1, sizeof b1), m->va_only_mapped,
-		m->va_only_mapped == 1 ? "" : "s", ct_fmt_bytes(m->va_only_mapped_bytes, b2, sizeof b2));
+		ct_plural_s(m->va_only_mapped), ct_fmt_bytes(m->va_only_mapped_bytes, b2, sizeof b2));
 }
 
 static void json_address_space(struct ct_json *j, const struct ct_leak *l)
@@ -120,11 +120,11 @@ static void text_tally(FILE *f, const char *what, const struct ct_tally *t, int 
 		fprintf(f, "%s: none", what);
 		return;
 	}
-	fprintf(f, "%s: %" PRIu64 " site%s, ", what, t->sites, t->sites == 1 ? "" : "s");
+	fprintf(f, "%s: %" PRIu64 " site%s, ", what, t->sites, ct_plural_s(t->sites));
 	if (growth)
 		fprintf(f, "+%s", ct_fmt_bytes(t->bytes, b, sizeof b));
 	else
-		fprintf(f, "%" PRIu64 " allocation%s, %s", t->count, t->count == 1 ? "" : "s",
+		fprintf(f, "%" PRIu64 " allocation%s, %s", t->count, ct_plural_s(t->count),
 			ct_fmt_bytes(t->bytes, b, sizeof b));
 }
 
@@ -150,7 +150,7 @@ static void text_growth(FILE *f, const struct ct_report_opts *o, struct ct_model
 		    g->series.kind == CT_SERIES_INFERRED;
 	if (g->optimizer_boundaries && g->series.kind != CT_SERIES_OPTIMIZER)
 		fprintf(f, "growth: %" PRIu64 " step%s from optimizer hooks not used: explicit marks win\n",
-			g->optimizer_boundaries, g->optimizer_boundaries == 1 ? "" : "s");
+			g->optimizer_boundaries, ct_plural_s(g->optimizer_boundaries));
 	fputs("growth across \"", f);
 	ct_put_safe(f, g->series.name);
 	fprintf(f, "\" (%s", g->series.kind == CT_SERIES_INSTANT	? "instants"
@@ -165,9 +165,9 @@ static void text_growth(FILE *f, const struct ct_report_opts *o, struct ct_model
 		fputs(" start/end", f);
 	if (stepk)
 		fprintf(f, ": %" PRIu64 " boundar%s", g->series.boundaries,
-			g->series.boundaries == 1 ? "y" : "ies");
+			ct_plural(g->series.boundaries, "y", "ies"));
 	fprintf(f, ", %" PRIu64 " step%s; growing: live bytes rose in at least %u of the last %u steps): ",
-		steps, steps == 1 ? "" : "s", g->min_grew, g->window);
+		steps, ct_plural_s(steps), g->min_grew, g->window);
 	if (!g->nsites) {
 		fputs(steps < g->min_grew ? "too few steps\n" : "none\n", f);
 		return;
@@ -177,7 +177,7 @@ static void text_growth(FILE *f, const struct ct_report_opts *o, struct ct_model
 		return;
 	}
 	fprintf(f, "%" PRIu64 " site%s, +%s\n", cls[CT_CLASS_GROWTH].sites,
-		cls[CT_CLASS_GROWTH].sites == 1 ? "" : "s",
+		ct_plural_s(cls[CT_CLASS_GROWTH].sites),
 		ct_fmt_bytes(cls[CT_CLASS_GROWTH].bytes, b1, sizeof b1));
 	size_t shown = 0;
 	for (size_t i = a->nleak; i < a->n; i++) {
@@ -259,20 +259,21 @@ static void text_leaks_of(FILE *f, const struct ct_report_opts *o, struct ct_mod
 	if (m->fw_leak_count) {
 		/* the framework layer first: what the program held */
 		fprintf(f, "cumtrace leaks: %" PRIu64 " framework block%s, %s (%" PRIu64 " bytes) kept from step to step, still allocated at %s",
-			m->fw_leak_count, m->fw_leak_count == 1 ? "" : "s",
+			m->fw_leak_count, ct_plural_s(m->fw_leak_count),
 			ct_fmt_bytes(m->fw_leak_bytes, b1, sizeof b1), m->fw_leak_bytes,
 			ct_fw_exit_marked(m) ? "the program's exit" : "the end of the dump");
 		fprintf(f, "; CUDA layer: %" PRIu64 " allocation%s, %s not freed; in ", m->leak_count,
-			m->leak_count == 1 ? "" : "s", ct_fmt_bytes(m->leak_bytes, b1, sizeof b1));
+			ct_plural_s(m->leak_count), ct_fmt_bytes(m->leak_bytes, b1, sizeof b1));
 		ct_put_proc(f, m);
 		fputc('\n', f);
 	} else if (!m->leak_count) {
-		fputs("cumtrace leaks: no leaks in ", f);
+		/* a dump of its header alone is empty, not clean */
+		fputs(ct_model_header_only(m) ? "cumtrace leaks: nothing recorded in " : "cumtrace leaks: no leaks in ", f);
 		ct_put_proc(f, m);
 		fputc('\n', f);
 	} else {
 		fprintf(f, "cumtrace leaks: %" PRIu64 " allocation%s, %s (%" PRIu64 " bytes) not freed in ",
-			m->leak_count, m->leak_count == 1 ? "" : "s",
+			m->leak_count, ct_plural_s(m->leak_count),
 			ct_fmt_bytes(m->leak_bytes, b1, sizeof b1), m->leak_bytes);
 		ct_put_proc(f, m);
 		fputc('\n', f);
@@ -313,7 +314,7 @@ static void text_leaks_of(FILE *f, const struct ct_report_opts *o, struct ct_mod
 		}
 		char reason[64];
 		fprintf(f, "#%-3zu %s in %" PRIu64 " allocation%s (%s, %s, %s", ++shown,
-			ct_fmt_bytes(x->it.bytes, b1, sizeof b1), x->it.count, x->it.count == 1 ? "" : "s",
+			ct_fmt_bytes(x->it.bytes, b1, sizeof b1), x->it.count, ct_plural_s(x->it.count),
 			ct_kind_name(x->it.kind), ct_api_name(x->it.api),
 			ct_leak_reason(x->it.leak, reason, sizeof reason));
 		if (md)
@@ -330,8 +331,8 @@ static void text_leaks_of(FILE *f, const struct ct_report_opts *o, struct ct_mod
 	}
 	if (k < n)
 		fprintf(f, "... and %zu more site%s: %s in %" PRIu64 " allocation%s (--top 0 shows all)\n",
-			n - k, n - k == 1 ? "" : "s", ct_fmt_bytes(rest, b1, sizeof b1), restc,
-			restc == 1 ? "" : "s");
+			n - k, ct_plural_s(n - k), ct_fmt_bytes(rest, b1, sizeof b1), restc,
+			ct_plural_s(restc));
 	text_growth(f, o, m, a, cls);
 	text_supp_table(f, o, a);
 }
@@ -389,11 +390,12 @@ static void text_growth_merged(FILE *f, const struct ct_report_opts *o, struct c
 	uint64_t bytes = 0;
 	for (size_t i = 0; i < mg.n; i++)
 		bytes = ct_sat_add(bytes, mg.v[i].bytes);
-	fprintf(f, "\ngrowth (live bytes rose in at least %u of the last %u steps of each rank): ", k, w);
+	fprintf(f, "\ngrowth (live bytes rose in at least %u of the last %u steps of each %s): ", k, w,
+		ct_ranks_noun(mg.ranks, mg.nranks, 1));
 	if (!mg.n)
 		fputs("none\n", f);
 	else
-		fprintf(f, "%zu site%s, +%s\n", mg.n, mg.n == 1 ? "" : "s", ct_fmt_bytes(bytes, b, sizeof b));
+		fprintf(f, "%zu site%s, +%s\n", mg.n, ct_plural_s(mg.n), ct_fmt_bytes(bytes, b, sizeof b));
 	struct ct_merged_style st = {.growth = 1, .head = merged_growth_head};
 	ct_merged_put_list(f, o, &mg, &st);
 	ct_merge_free(&mg);
@@ -419,7 +421,7 @@ static void text_leaks_merged(FILE *f, const struct ct_report_opts *o, struct ct
 	}
 	if (count)
 		fprintf(f, "cumtrace leaks: %" PRIu64 " allocation%s, %s (%" PRIu64 " bytes) not freed in ",
-			count, count == 1 ? "" : "s", ct_fmt_bytes(bytes, b1, sizeof b1), bytes);
+			count, ct_plural_s(count), ct_fmt_bytes(bytes, b1, sizeof b1), bytes);
 	else
 		fputs("cumtrace leaks: no leaks in ", f);
 	ct_ranks_put_desc(f, mg.ranks, mg.nranks);
@@ -472,7 +474,8 @@ static void csv_leaks(FILE *f, const struct ct_report_opts *o, struct ct_model *
 		fprintf(f, "%" PRIu32 ",%" PRIu64 ",%" PRIu64 ",%s,%d,%s,", x->it.m->pid, x->it.count,
 			x->it.bytes, ct_kind_name(x->it.kind), x->it.device, ct_api_name(x->it.api));
 		if (x->growth)
-			fprintf(f, "grew in %u of %u steps", x->growth->grew, x->growth->steps);
+			fprintf(f, "grew in %u of %u step%s", x->growth->grew, x->growth->steps,
+				ct_plural_s(x->growth->steps));
 		else
 			ct_csv_field(f, ct_leak_reason(x->it.leak, reason, sizeof reason));
 		fputc(',', f);

@@ -196,7 +196,7 @@ static void text_oom(FILE *f, const struct ct_report_opts *opts, struct ct_model
 		return;
 	}
 	fprintf(f, "%" PRIu64 " allocation%s failed with out-of-memory (%s requested) in ", count,
-		count == 1 ? "" : "s", ct_fmt_bytes(bytes, b1, sizeof b1));
+		ct_plural_s(count), ct_fmt_bytes(bytes, b1, sizeof b1));
 	ct_put_proc(f, m);
 	fputc('\n', f);
 	ct_put_notes(f, m);
@@ -222,7 +222,7 @@ static void text_oom(FILE *f, const struct ct_report_opts *opts, struct ct_model
 		fprintf(f, "  live on device %d then: %s (%" PRIu64 " bytes) in %" PRIu64
 			   " allocation%s, by site:\n",
 			x->device, ct_fmt_bytes(x->live_bytes, b1, sizeof b1), x->live_bytes,
-			x->live_count, x->live_count == 1 ? "" : "s");
+			x->live_count, ct_plural_s(x->live_count));
 		size_t ni;
 		struct ct_item *items = ct_view_oom_items(m, i, &ni);
 		ct_text_items(f, opts, m, items, ni);
@@ -231,14 +231,14 @@ static void text_oom(FILE *f, const struct ct_report_opts *opts, struct ct_model
 			for (size_t k = 0; k < ni; k++)
 				shown = ct_sat_add(shown, items[k].bytes);
 			fprintf(f, "... and %zu more site%s: %s (--top 0 shows all)\n",
-				x->sites_total - ni, x->sites_total - ni == 1 ? "" : "s",
+				x->sites_total - ni, ct_plural_s(x->sites_total - ni),
 				ct_fmt_bytes(ct_sat_sub(x->live_bytes, shown), b1, sizeof b1));
 		}
 		free(items);
 	}
 	if (count > n)
-		fprintf(f, "\n... and %" PRIu64 " more failures (the first %d are kept)\n",
-			count - n, OOM_KEEP);
+		fprintf(f, "\n... and %" PRIu64 " more failure%s (the first %d are kept)\n",
+			count - n, ct_plural_s(count - n), OOM_KEEP);
 	free(v);
 }
 

@@ -403,9 +403,10 @@ static void text_phases(FILE *f, const struct ct_report_opts *o, struct ct_model
 	ct_view_phases_totals(m, &t);
 	if (t.untracked || t.rows_dropped)
 		fprintf(f,
-			"  note: %" PRIu64 " ranges beyond %d open at once and %" PRIu64
-			" instances of names beyond %d are not shown\n",
-			t.untracked, PHASE_OPEN_MAX, t.rows_dropped, PHASE_ROWS_MAX);
+			"  note: %" PRIu64 " range%s beyond %d open at once and %" PRIu64
+			" instance%s of names beyond %d are not shown\n",
+			t.untracked, ct_plural_s(t.untracked), PHASE_OPEN_MAX, t.rows_dropped,
+			ct_plural_s(t.rows_dropped), PHASE_ROWS_MAX);
 	free(v);
 }
 
@@ -545,10 +546,11 @@ static void text_merged_layers(FILE *f, const struct ct_merge *mg)
 		any |= ct_layers_any(mg->ranks[i].m);
 	if (!any)
 		return;
-	fputs("\nthe framework layer, each rank's peaks (the tensors live at each: --per-dump):\n", f);
+	fprintf(f, "\nthe framework layer, each %s's peaks (the tensors live at each: --per-dump):\n",
+		ct_ranks_noun(mg->ranks, mg->nranks, 1));
 	for (size_t i = 0; i < mg->nranks; i++) {
-		char lead[48];
-		snprintf(lead, sizeof lead, "rank %ld: ", mg->ranks[i].rank);
+		char lead[80], name[64];
+		snprintf(lead, sizeof lead, "%s: ", ct_rank_name(&mg->ranks[i], mg->ranks, mg->nranks, name, sizeof name));
 		ct_text_layers_brief(f, mg->ranks[i].m, lead);
 	}
 }
@@ -570,21 +572,23 @@ static void text_peak_merged(FILE *f, const struct ct_report_opts *o, struct ct_
 		ct_ranks_put_desc(f, mg.ranks, mg.nranks);
 		fputc('\n', f);
 	} else {
-		fprintf(f, "cumtrace peak: %s (%" PRIu64 " bytes) of device memory, the sum of each rank's own peak, in ",
-			ct_fmt_bytes(sum, b1, sizeof b1), sum);
+		char name[64];
+		fprintf(f, "cumtrace peak: %s (%" PRIu64 " bytes) of device memory, the sum of each %s's own peak, in ",
+			ct_fmt_bytes(sum, b1, sizeof b1), sum, ct_ranks_noun(mg.ranks, mg.nranks, 1));
 		ct_ranks_put_desc(f, mg.ranks, mg.nranks);
-		fprintf(f, "\n  highest: rank %ld, %s (%" PRIu64 " bytes) at %.3f ms\n", top->rank,
+		fprintf(f, "\n  highest: %s, %s (%" PRIu64 " bytes) at %.3f ms\n",
+			ct_rank_name(top, mg.ranks, mg.nranks, name, sizeof name),
 			ct_fmt_bytes(top->m->peak_bytes, b1, sizeof b1), top->m->peak_bytes,
 			(double)ct_model_since_start(top->m, top->m->peak_ts) / 1e6);
 	}
 	ct_ranks_put_notes(f, mg.ranks, mg.nranks);
 	if (details)
-		fputs("  each rank's devices and phases: --per-dump\n", f);
+		fprintf(f, "  each %s's devices and phases: --per-dump\n", ct_ranks_noun(mg.ranks, mg.nranks, 1));
 	fputc('\n', f);
 	ct_ranks_put_table(f, mg.ranks, mg.nranks);
 	text_merged_layers(f, &mg);
 	if (mg.n)
-		fputs("\nsites live at each rank's peak:\n", f);
+		fprintf(f, "\nsites live at each %s's peak:\n", ct_ranks_noun(mg.ranks, mg.nranks, 1));
 	struct ct_merged_style st = {0};
 	ct_merged_put_list(f, o, &mg, &st);
 	ct_merge_free(&mg);

@@ -62,6 +62,104 @@ static int rank_taken(const struct ct_rank *r, size_t n, size_t skip, long v)
 	return 0;
 }
 
+/* Is a's parent the process of dump b (its ppid, on the same host)? */
+static int parent_of(const struct ct_model *a, const struct ct_model *b)
+{
+	if (a == b || !a->have_process || !b->have_process || a->ppid != b->pid || a->pid == b->pid)
+		return 0;
+	return (!a->host && !b->host) || (a->host && b->host && !strcmp(a->host, b->host));
+}
+
+/* The unvisited dump of smallest pid whose parent index is p (-1: no parent among them). */
+static long next_in_tree(const struct ct_rank *r, size_t n, const long *parent, const unsigned char *done,
+			 long p)
+{
+	long best = -1;
+	for (size_t i = 0; i < n; i++)
+		if (!done[i] && parent[i] == p && (best < 0 || r[i].m->pid < r[best].m->pid))
+			best = (long)i;
+	return best;
+}
+
+/*
+ * Dumps none of which has a rank, one at least of them a child of another's
+ * process: ranks in tree order (depth first, siblings by pid), source
+ * CT_RANK_FROM_TREE (ranks.h). Otherwise r is left as it is.
+ */
+static void fork_tree(struct ct_rank *r, size_t n)
+{
+	if (n < 2)
+		return;
+	for (size_t i = 0; i < n; i++)
+		if (r[i].source != CT_RANK_FROM_ORDER)
+			return;
+	long *parent = ct_xcalloc(n, sizeof *parent);
+	int any = 0;
+	for (size_t i = 0; i < n; i++) {
+		parent[i] = -1;
+		for (size_t j = 0; j < n && parent[i] < 0; j++)
+			if (parent_of(r[i].m, r[j].m))
+				parent[i] = (long)j;
+		any |= parent[i] >= 0;
+	}
+	if (!any) {
+		free(parent);
+		return;
+	}
+	unsigned char *done = ct_xcalloc(n, 1);
+	size_t *stack = ct_xcalloc(n, sizeof *stack), sp = 0;
+	long pos = 0;
+	while (pos < (long)n) {
+		long c = next_in_tree(r, n, parent, done, -1);
+		for (size_t i = 0; c < 0 && i < n; i++) /* a cycle of pids (reused): any one starts it */
+			if (!done[i])
+				c = (long)i;
+		for (; c >= 0; c = sp ? next_in_tree(r, n, parent, done, (long)stack[sp - 1]) : -1) {
+			done[c] = 1;
+			r[c].rank = pos++;
+			r[c].source = CT_RANK_FROM_TREE;
+			r[c].parent_pid = parent[c] >= 0 && done[parent[c]] ? r[parent[c]].m->pid : 0;
+			r[c].depth = sp;
+			stack[sp++] = (size_t)c;
+			/* back up to the nearest process with a child left */
+			while (sp && next_in_tree(r, n, parent, done, (long)stack[sp - 1]) < 0)
+				sp--;
+		}
+	}
+	free(stack);
+	free(done);
+	free(parent);
+}
+
+int ct_ranks_are_processes(const struct ct_rank *r, size_t n)
+{
+	return n && r[0].source == CT_RANK_FROM_TREE;
+}
+
+const char *ct_rank_name(const struct ct_rank *r, const struct ct_rank *all, size_t n, char *buf,
+			 size_t cap)
+{
+	if (r->source != CT_RANK_FROM_TREE) {
+		snprintf(buf, cap, "rank %ld", r->rank);
+		return buf;
+	}
+	int parent = 0;
+	for (size_t i = 0; i < n && !parent; i++)
+		parent = all[i].parent_pid == r->m->pid && &all[i] != r;
+	if (r->parent_pid)
+		snprintf(buf, cap, "pid %" PRIu32 " (child of %" PRIu32 ")", r->m->pid, r->parent_pid);
+	else
+		snprintf(buf, cap, "pid %" PRIu32 "%s", r->m->pid, parent ? " (parent)" : "");
+	return buf;
+}
+
+const char *ct_ranks_noun(const struct ct_rank *r, size_t n, size_t count)
+{
+	if (ct_ranks_are_processes(r, n))
+		return ct_plural(count, "process", "processes");
+	return ct_plural(count, "rank", "ranks");
+}
+
 struct ct_rank *ct_ranks_of(struct ct_model *const *ms, size_t n)
 {
 	/* in the order of enum ct_rank_source */
@@ -99,6 +197,7 @@ struct ct_rank *ct_ranks_of(struct ct_model *const *ms, size_t n)
 		if (r[i].rank > top)
 			top = r[i].rank;
 	}
+	fork_tree(r, n);
 	if (n > 1)
 		qsort(r, n, sizeof *r, cmp_rank);
 	return r;
@@ -107,8 +206,8 @@ struct ct_rank *ct_ranks_of(struct ct_model *const *ms, size_t n)
 const char *ct_rank_source_name(int source)
 {
 	static const char *const names[] = {"RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK",
-					    "PMI_RANK", "order"};
-	return source >= 0 && source <= CT_RANK_FROM_ORDER ? names[source] : "unknown";
+					    "PMI_RANK", "order", "tree"};
+	return source >= 0 && source <= CT_RANK_FROM_TREE ? names[source] : "unknown";
 }
 
 const char *ct_rank_list(const long *ranks, size_t n, char *buf, size_t cap)
@@ -393,13 +492,23 @@ void ct_ranks_put_desc(FILE *f, const struct ct_rank *r, size_t n)
 	int differ;
 	long *v = ranks_where(r, n, NULL, &k);
 	size_t d = distinct(v, k);
-	if (d != n)
-		fprintf(f, "%zu dumps of ", n);
-	fprintf(f, "%zu rank%s (%s", d, d == 1 ? "" : "s", ct_rank_list(v, k, list, sizeof list));
-	long w = world_size(r, n, &differ);
-	if (w >= 0)
-		fprintf(f, ", world size %ld", w);
-	fputc(')', f);
+	if (ct_ranks_are_processes(r, n)) {
+		size_t roots = 0;
+		for (size_t i = 0; i < n; i++)
+			roots += !r[i].parent_pid;
+		if (roots == 1)
+			fprintf(f, "%zu processes (pid %" PRIu32 " and its children)", n, r[0].m->pid);
+		else
+			fprintf(f, "%zu processes (%zu process trees)", n, roots);
+	} else {
+		if (d != n)
+			fprintf(f, "%zu dumps of ", n);
+		fprintf(f, "%zu rank%s (%s", d, ct_plural_s(d), ct_rank_list(v, k, list, sizeof list));
+		long w = world_size(r, n, &differ);
+		if (w >= 0)
+			fprintf(f, ", world size %ld", w);
+		fputc(')', f);
+	}
 	size_t hosts = distinct_strings(r, n, host_of);
 	if (hosts == 1 && n && r[0].m->host) {
 		fputs(" on host ", f);
@@ -417,7 +526,12 @@ static int is_truncated(const struct ct_rank *r)
 
 static int no_end(const struct ct_rank *r)
 {
-	return !r->m->end_seen;
+	return !r->m->end_seen && !ct_model_header_only(r->m);
+}
+
+static int header_only(const struct ct_rank *r)
+{
+	return ct_model_header_only(r->m);
 }
 
 static int dropped(const struct ct_rank *r)
@@ -435,15 +549,42 @@ static int by_order(const struct ct_rank *r)
 	return r->source == CT_RANK_FROM_ORDER;
 }
 
-/* "  PREFIX rank 2SUFFIX" / "ranks 1,3" for the dumps pred accepts; nothing when none. */
+#define NAMES_MAX 8 /* processes named in one list; the rest counted */
+
+/* The names (ct_rank_name) of r[pos[0..k)], ", " between them; at most NAMES_MAX, then "and N more". */
+static void put_names(FILE *f, const struct ct_rank *r, size_t n, const size_t *pos, size_t k)
+{
+	char name[64];
+	for (size_t i = 0; i < k && i < NAMES_MAX; i++)
+		fprintf(f, "%s%s", i ? ", " : "", ct_rank_name(&r[pos[i]], r, n, name, sizeof name));
+	if (k > NAMES_MAX)
+		fprintf(f, " and %zu more", k - NAMES_MAX);
+}
+
+/* "  PREFIX rank 2SUFFIX" / "ranks 1,3" ("pid 124 (child of 123)" in a process tree) for the
+ * dumps pred accepts; nothing when none. */
 static void note_ranks(FILE *f, const struct ct_rank *r, size_t n, int (*pred)(const struct ct_rank *),
 		       const char *prefix, const char *suffix)
 {
 	char list[256];
 	size_t k;
+	if (ct_ranks_are_processes(r, n)) {
+		size_t *pos = ct_xcalloc(n, sizeof *pos);
+		k = 0;
+		for (size_t i = 0; i < n; i++)
+			if (pred(&r[i]))
+				pos[k++] = i;
+		if (k) {
+			fprintf(f, "  %s ", prefix);
+			put_names(f, r, n, pos, k);
+			fprintf(f, "%s\n", suffix);
+		}
+		free(pos);
+		return;
+	}
 	long *v = ranks_where(r, n, pred, &k);
 	if (k)
-		fprintf(f, "  %s rank%s %s%s\n", prefix, distinct(v, k) == 1 ? "" : "s",
+		fprintf(f, "  %s rank%s %s%s\n", prefix, ct_plural_s(distinct(v, k)),
 			ct_rank_list(v, k, list, sizeof list), suffix);
 	free(v);
 }
@@ -453,6 +594,9 @@ void ct_ranks_put_notes(FILE *f, const struct ct_rank *r, size_t n)
 	char list[256];
 	note_ranks(f, r, n, is_truncated, "note: truncated dumps (the process died while writing):",
 		   "; what came before is reported");
+	note_ranks(f, r, n, header_only,
+		   "note: dumps holding only their header (no events: killed before the first writer round?):",
+		   "");
 	note_ranks(f, r, n, no_end, "note: no END record (crashed, killed or still running):",
 		   "; \"live at exit\" means live at the end of the dump");
 	note_ranks(f, r, n, dropped, "WARNING: events were dropped (ring buffers full) in",
@@ -472,7 +616,7 @@ void ct_ranks_put_notes(FILE *f, const struct ct_rank *r, size_t n)
 			dup[nd++] = v[i];
 	if (nd)
 		fprintf(f, "  note: more than one dump of rank%s %s (restarts, or separate jobs)\n",
-			nd == 1 ? "" : "s", ct_rank_list(dup, nd, list, sizeof list));
+			ct_plural_s(nd), ct_rank_list(dup, nd, list, sizeof list));
 	free(dup);
 	int differ;
 	long w = world_size(r, n, &differ);
@@ -490,7 +634,7 @@ void ct_ranks_put_notes(FILE *f, const struct ct_rank *r, size_t n)
 		}
 		if (nm)
 			fprintf(f, "  note: %zu of %ld ranks have no dump here: rank%s %s\n", nm, w,
-				nm == 1 ? "" : "s", ct_rank_list(miss, nm, list, sizeof list));
+				ct_plural_s(nm), ct_rank_list(miss, nm, list, sizeof list));
 		free(miss);
 	}
 	size_t runs = distinct_strings(r, n, run_id_of);
@@ -515,16 +659,33 @@ static const char *completeness(const struct ct_model *m)
 {
 	if (m->read.status == CT_READ_TRUNCATED)
 		return "truncated";
+	if (ct_model_header_only(m))
+		return "header only";
 	return m->end_seen ? "yes" : "no END";
 }
 
 void ct_ranks_put_table(FILE *f, const struct ct_rank *r, size_t n)
 {
-	char host[17], b1[32], b2[32];
-	fprintf(f, "  %6s %8s  %-16s %11s %11s %6s %10s %8s  %s\n", "rank", "pid", "host", "peak",
-		"leaked", "sites", "events", "dropped", "complete");
+	char host[17], b1[32], b2[32], name[64];
+	int tree = ct_ranks_are_processes(r, n);
+	if (tree)
+		fprintf(f, "  %-32s  %-16s %11s %11s %6s %10s %8s  %s\n", "process", "host", "peak", "leaked",
+			"sites", "events", "dropped", "complete");
+	else
+		fprintf(f, "  %6s %8s  %-16s %11s %11s %6s %10s %8s  %s\n", "rank", "pid", "host", "peak",
+			"leaked", "sites", "events", "dropped", "complete");
 	for (size_t i = 0; i < n; i++) {
 		const struct ct_model *m = r[i].m;
+		if (tree) {
+			/* the tree drawn by indent: two spaces a level (at most 8 levels) */
+			unsigned in = r[i].depth < 8 ? r[i].depth : 8;
+			fprintf(f, "  %*s%-*s  %-16s %11s %11s %6zu %10" PRIu64 " %8" PRIu64 "  %s\n", (int)(2 * in), "",
+				(int)(32 - 2 * in), ct_rank_name(&r[i], r, n, name, sizeof name),
+				column(m->host, host, 16), ct_fmt_bytes(m->peak_bytes, b1, sizeof b1),
+				ct_fmt_bytes(m->leak_bytes, b2, sizeof b2), m->nleaks, m->events, m->dropped,
+				completeness(m));
+			continue;
+		}
 		fprintf(f, "  %5ld%c %8" PRIu32 "  %-16s %11s %11s %6zu %10" PRIu64 " %8" PRIu64 "  %s\n",
 			r[i].rank, r[i].source == CT_RANK_FROM_ORDER ? '*' : ' ', m->pid,
 			column(m->host, host, 16), ct_fmt_bytes(m->peak_bytes, b1, sizeof b1),
@@ -573,11 +734,20 @@ void ct_merged_put_shares(FILE *f, const struct ct_merge *mg, const struct ct_me
 		for (size_t x = 0; x < k; x++)
 			ranks[x] = (long)v[i + x].pos;
 		qsort(ranks, k, sizeof *ranks, cmp_long);
-		for (size_t x = 0; x < k; x++)
-			ranks[x] = mg->ranks[ranks[x]].rank;
-		fprintf(f, "%s%s %s: %zu x %s%s", groups ? "; " : "", distinct(ranks, k) == 1 ? "rank" : "ranks",
-			ct_rank_list(ranks, k, list, sizeof list), k, growth ? "+" : "",
-			ct_fmt_bytes(v[i].bytes, b, sizeof b));
+		if (ct_ranks_are_processes(mg->ranks, mg->nranks)) {
+			size_t *pos = ct_xcalloc(k, sizeof *pos);
+			for (size_t x = 0; x < k; x++)
+				pos[x] = (size_t)ranks[x];
+			fputs(groups ? "; " : "", f);
+			put_names(f, mg->ranks, mg->nranks, pos, k);
+			free(pos);
+		} else {
+			for (size_t x = 0; x < k; x++)
+				ranks[x] = mg->ranks[ranks[x]].rank;
+			fprintf(f, "%s%s %s", groups ? "; " : "", ct_plural(distinct(ranks, k), "rank", "ranks"),
+				ct_rank_list(ranks, k, list, sizeof list));
+		}
+		fprintf(f, ": %zu x %s%s", k, growth ? "+" : "", ct_fmt_bytes(v[i].bytes, b, sizeof b));
 		if (!growth && v[i].count != 1)
 			fprintf(f, " in %" PRIu64 " allocations%s", v[i].count, k > 1 ? " each" : "");
 		groups++;
@@ -599,8 +769,8 @@ void ct_merged_put_list(FILE *f, const struct ct_report_opts *o, const struct ct
 			fprintf(f, "+%s", ct_fmt_bytes(s->bytes, b, sizeof b));
 		else
 			fprintf(f, "%s in %" PRIu64 " allocation%s", ct_fmt_bytes(s->bytes, b, sizeof b),
-				s->count, s->count == 1 ? "" : "s");
-		fprintf(f, " in %zu rank%s (%s, %s", s->nper, s->nper == 1 ? "" : "s",
+				s->count, ct_plural_s(s->count));
+		fprintf(f, " in %zu %s (%s, %s", s->nper, ct_ranks_noun(mg->ranks, mg->nranks, s->nper),
 			ct_kind_name(s->rep.kind), ct_api_name(s->rep.api));
 		if (st->head)
 			st->head(f, s, st->ctx);
@@ -619,10 +789,10 @@ void ct_merged_put_list(FILE *f, const struct ct_report_opts *o, const struct ct
 			rest = ct_sat_add(rest, mg->v[i].bytes);
 			restc += mg->v[i].count;
 		}
-		fprintf(f, "... and %zu more site%s: %s%s", mg->n - k, mg->n - k == 1 ? "" : "s",
+		fprintf(f, "... and %zu more site%s: %s%s", mg->n - k, ct_plural_s(mg->n - k),
 			st->growth ? "+" : "", ct_fmt_bytes(rest, b, sizeof b));
 		if (!st->growth)
-			fprintf(f, " in %" PRIu64 " allocation%s", restc, restc == 1 ? "" : "s");
+			fprintf(f, " in %" PRIu64 " allocation%s", restc, ct_plural_s(restc));
 		fputs(" (--top 0 shows all)\n", f);
 	}
 }
@@ -652,6 +822,8 @@ void ct_ranks_json(struct ct_json *j, struct ct_model *const *ms, size_t n)
 		ct_json_kv_u64(j, "dump_index", r[i].index);
 		ct_json_kv_str(j, "path", m->path);
 		ct_json_kv_u64(j, "pid", m->pid);
+		if (r[i].source == CT_RANK_FROM_TREE) /* null: the process tree's root */
+			kv_known(j, "parent_pid", r[i].parent_pid ? (long)r[i].parent_pid : -1);
 		ct_json_kv_str(j, "host", m->host);
 		kv_known(j, "local_rank", r[i].local_rank);
 		kv_known(j, "world_size", r[i].world_size);
@@ -711,6 +883,7 @@ void ct_merged_json(struct ct_json *j, const struct ct_report_opts *o, const str
 			extra(j, o, s);
 		ct_json_kv_u64(j, "stack_pid", s->rep.m->pid);
 		ct_json_kv_u64(j, "stack_id", s->rep.stack_id);
+		ct_json_site_label(j, s->rep.m, s->rep.stack_id);
 		ct_json_key(j, "stack");
 		ct_json_stack(j, s->rep.m, s->rep.stack_id);
 		ct_json_obj_end(j);

@@ -9,7 +9,11 @@
  * CT_REC_PROCESS (format.h: env.RANK, else env.SLURM_PROCID,
  * env.OMPI_COMM_WORLD_RANK, env.PMI_RANK); a dump without one (written before
  * those keys existed, or by a process started by hand) is numbered by its
- * position on the command line.
+ * position on the command line. Dumps none of which has a rank, some of them
+ * of a process whose parent (CT_REC_PROCESS: ppid, on the same host) wrote
+ * another, are a process tree instead: numbered in tree order (a parent, then
+ * its children by pid, each followed by its own), named by pid
+ * (ct_rank_name: "pid 124 (child of 123)").
  *
  * Memory: merging works on sites, never on events. A merge holds one entry
  * per (merged site, dump) pair, at most the sites of all the dumps.
@@ -34,6 +38,7 @@ enum ct_rank_source {
 	CT_RANK_FROM_OMPI = 2,	/* env.OMPI_COMM_WORLD_RANK */
 	CT_RANK_FROM_PMI = 3,	/* env.PMI_RANK */
 	CT_RANK_FROM_ORDER = 4, /* none recorded: the dump's position */
+	CT_RANK_FROM_TREE = 5,	/* none recorded, a process tree: the position in tree order */
 };
 
 struct ct_rank {
@@ -42,6 +47,10 @@ struct ct_rank {
 	long rank;    /* >= 0 */
 	int source;   /* enum ct_rank_source */
 	long local_rank, world_size, local_world_size, node_rank; /* -1: unknown */
+	/* CT_RANK_FROM_TREE: the parent's pid when the parent's dump is among them (else 0),
+	 * the depth in the tree (0: a process whose parent wrote none of the dumps) */
+	uint32_t parent_pid;
+	unsigned depth;
 };
 
 /*
@@ -64,8 +73,20 @@ long ct_launch_long(const struct ct_model *m, int which);
  */
 struct ct_rank *ct_ranks_of(struct ct_model *const *ms, size_t n);
 
-/* "RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "order" */
+/* "RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "order", "tree" */
 const char *ct_rank_source_name(int source);
+
+/* 1 when the n ranks of ct_ranks_of are a process tree (CT_RANK_FROM_TREE). */
+int ct_ranks_are_processes(const struct ct_rank *r, size_t n);
+/*
+ * How reports name r, one of the n ranks of ct_ranks_of (all): "rank 3"; in a
+ * process tree "pid 123 (parent)", "pid 124 (child of 123)" or "pid 125".
+ * Returns buf.
+ */
+const char *ct_rank_name(const struct ct_rank *r, const struct ct_rank *all, size_t n, char *buf,
+			 size_t cap);
+/* "rank"/"ranks", or "process"/"processes" in a process tree, for count. */
+const char *ct_ranks_noun(const struct ct_rank *r, size_t n, size_t count);
 
 /*
  * Sorted ranks as a short list: "0-3", "0,2,5-7" (a repeated rank is listed

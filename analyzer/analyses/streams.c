@@ -501,13 +501,13 @@ static void text_streams(FILE *f, const struct ct_report_opts *o, struct ct_mode
 	fprintf(f,
 		"  %zu stream%s: %" PRIu64 " created, %" PRIu64 " destroyed; %" PRIu64
 		" stream synchronization%s (%s), %" PRIu64 " device synchronization%s (%s)\n",
-		ns, ns == 1 ? "" : "s", t.creates, t.destroys, t.syncs, t.syncs == 1 ? "" : "s",
-		b[0], t.device_syncs, t.device_syncs == 1 ? "" : "s", b[1]);
+		ns, ct_plural_s(ns), t.creates, t.destroys, t.syncs, ct_plural_s(t.syncs),
+		b[0], t.device_syncs, ct_plural_s(t.device_syncs), b[1]);
 	for (size_t i = 0; i < nd; i++)
 		if (dv[i].count) {
 			ct_fmt_dur(dv[i].ns, b[0], sizeof b[0]);
 			fprintf(f, "  device %d: %" PRIu64 " device synchronization%s (%s)\n",
-				dv[i].device, dv[i].count, dv[i].count == 1 ? "" : "s", b[0]);
+				dv[i].device, dv[i].count, ct_plural_s(dv[i].count), b[0]);
 		}
 	free(dv);
 	fprintf(f, "\n  %-24s %6s %7s %7s %6s %10s %7s %10s %10s %10s %10s %6s %10s %10s\n", "stream",
@@ -551,8 +551,9 @@ static void text_streams(FILE *f, const struct ct_report_opts *o, struct ct_mode
 		fputs("frees pending at the end: none\n", f);
 	}
 	if (t.untracked)
-		fprintf(f, "  note: %" PRIu64 " events of streams beyond %d are not counted\n",
-			t.untracked, STREAMS_MAX);
+		fprintf(f, "  note: %" PRIu64 " %s of streams beyond %d %s not counted\n",
+			t.untracked, ct_plural(t.untracked, "event", "events"), STREAMS_MAX,
+			ct_plural(t.untracked, "is", "are"));
 }
 
 /* ---- CSV: one row per stream ---------------------------------------------------------------- */

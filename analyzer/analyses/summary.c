@@ -63,7 +63,9 @@ static void text_summary(FILE *f, const struct ct_report_opts *o, struct ct_mode
 	fputs("  dump: ", f);
 	ct_put_safe(f, m->path ? m->path : "(memory)");
 	fprintf(f, " (%s, %s)\n", ct_fmt_bytes(m->read.file_bytes, b1, sizeof b1),
-		m->read.status == CT_READ_TRUNCATED ? "truncated" : "complete");
+		m->read.status == CT_READ_TRUNCATED ? "truncated"
+		: ct_model_header_only(m)	    ? "header only"
+						    : "complete");
 	ct_fmt_dur(ct_model_duration_ns(m), b1, sizeof b1);
 	fprintf(f, "  duration: %s, clean exit: %s\n", b1,
 		m->end_seen ? "yes" : "NO (no END record: crashed, killed or still running)");
@@ -74,9 +76,10 @@ static void text_summary(FILE *f, const struct ct_report_opts *o, struct ct_mode
 	ct_fw_put_summary(f, &m, 1);
 	if (m->unmatched_frees || m->double_allocs)
 		fprintf(f,
-			"  inconsistencies: %" PRIu64 " frees of unknown pointers, %" PRIu64
-			" allocations over a live block\n",
-			m->unmatched_frees, m->double_allocs);
+			"  inconsistencies: %" PRIu64 " free%s of unknown pointers, %" PRIu64
+			" allocation%s over a live block\n",
+			m->unmatched_frees, ct_plural_s(m->unmatched_frees), m->double_allocs,
+			ct_plural_s(m->double_allocs));
 	ct_put_notes(f, m);
 
 	text_apis(f, m->api);
@@ -109,14 +112,15 @@ static void text_summary(FILE *f, const struct ct_report_opts *o, struct ct_mode
 	if (m->leak_count)
 		fprintf(f, "  leaks: %" PRIu64 " allocation%s, %s (%" PRIu64 " bytes) in %zu site%s"
 			   " (cumtrace-report leaks shows where)\n",
-			m->leak_count, m->leak_count == 1 ? "" : "s",
+			m->leak_count, ct_plural_s(m->leak_count),
 			ct_fmt_bytes(m->leak_bytes, b1, sizeof b1), m->leak_bytes, m->nleaks,
-			m->nleaks == 1 ? "" : "s");
+			ct_plural_s(m->nleaks));
 	else
 		fputs("  leaks: none\n", f);
 	if (m->marks)
-		fprintf(f, "  marks: %" PRIu64 " (%" PRIu64 " ranges, %" PRIu64 " instants)\n",
-			m->marks, m->marks_list->ranges, m->marks_list->instants);
+		fprintf(f, "  marks: %" PRIu64 " (%" PRIu64 " range%s, %" PRIu64 " instant%s)\n", m->marks,
+			m->marks_list->ranges, ct_plural_s(m->marks_list->ranges), m->marks_list->instants,
+			ct_plural_s(m->marks_list->instants));
 	ct_marks_put_summary(f, m->marks_list, &m->infer);
 }
 
@@ -162,9 +166,9 @@ static void text_summary_merged(FILE *f, const struct ct_report_opts *o, struct 
 	ct_fw_put_summary(f, ms, nm);
 	if (unmatched || doubles)
 		fprintf(f,
-			"  inconsistencies: %" PRIu64 " frees of unknown pointers, %" PRIu64
-			" allocations over a live block\n",
-			unmatched, doubles);
+			"  inconsistencies: %" PRIu64 " free%s of unknown pointers, %" PRIu64
+			" allocation%s over a live block\n",
+			unmatched, ct_plural_s(unmatched), doubles, ct_plural_s(doubles));
 	ct_ranks_put_notes(f, mg.ranks, mg.nranks);
 	fputc('\n', f);
 	ct_ranks_put_table(f, mg.ranks, mg.nranks);
@@ -172,18 +176,19 @@ static void text_summary_merged(FILE *f, const struct ct_report_opts *o, struct 
 	fputc('\n', f);
 	const struct ct_rank *top = ct_ranks_top_peak(mg.ranks, mg.nranks, &peak);
 	if (top) {
-		fprintf(f, "  peak device memory: %s (%" PRIu64 " bytes), the sum of each rank's own peak; ",
-			ct_fmt_bytes(peak, b1, sizeof b1), peak);
-		fprintf(f, "highest: rank %ld, %s\n", top->rank,
+		char name[64];
+		fprintf(f, "  peak device memory: %s (%" PRIu64 " bytes), the sum of each %s's own peak; ",
+			ct_fmt_bytes(peak, b1, sizeof b1), peak, ct_ranks_noun(mg.ranks, mg.nranks, 1));
+		fprintf(f, "highest: %s, %s\n", ct_rank_name(top, mg.ranks, mg.nranks, name, sizeof name),
 			ct_fmt_bytes(top->m->peak_bytes, b1, sizeof b1));
 	} else {
 		fputs("  peak device memory: none allocated\n", f);
 	}
 	if (leak_count)
-		fprintf(f, "  leaks: %" PRIu64 " allocation%s, %s (%" PRIu64 " bytes) in %zu site%s across the ranks"
+		fprintf(f, "  leaks: %" PRIu64 " allocation%s, %s (%" PRIu64 " bytes) in %zu site%s across the %s"
 			   " (cumtrace-report leaks shows where)\n",
-			leak_count, leak_count == 1 ? "" : "s", ct_fmt_bytes(leak_bytes, b1, sizeof b1),
-			leak_bytes, mg.n, mg.n == 1 ? "" : "s");
+			leak_count, ct_plural_s(leak_count), ct_fmt_bytes(leak_bytes, b1, sizeof b1),
+			leak_bytes, mg.n, ct_plural_s(mg.n), ct_ranks_noun(mg.ranks, mg.nranks, 2));
 	else
 		fputs("  leaks: none\n", f);
 	if (marks)

@@ -361,7 +361,7 @@ static void text_windows(FILE *f, const struct ct_report_opts *o, struct ct_mode
 	char b1[32], b2[32], b3[32];
 	fputs("cumtrace windows: ", f);
 	ct_put_proc(f, m);
-	fprintf(f, ": %zu window%s\n", w ? w->n : 0, w && w->n == 1 ? "" : "s");
+	fprintf(f, ": %zu window%s\n", w ? w->n : 0, ct_plural_s(w ? w->n : 0));
 	ct_put_notes(f, m);
 	for (size_t i = 0; w && i < w->n; i++) {
 		const struct window *x = &w->v[i];
@@ -370,7 +370,7 @@ static void text_windows(FILE *f, const struct ct_report_opts *o, struct ct_mode
 		ct_put_safe(f, x->name);
 		fprintf(f, "\"%s: %" PRIu64 " allocation%s made inside it still live at its end, %s; peak %s; "
 			   "%" PRIu64 " made in all, %s\n",
-			x->closed ? "" : " (still open)", c, c == 1 ? "" : "s",
+			x->closed ? "" : " (still open)", c, ct_plural_s(c),
 			ct_fmt_bytes(x->live_bytes, b1, sizeof b1), ct_fmt_bytes(x->peak_bytes, b2, sizeof b2),
 			x->allocs, ct_fmt_bytes(x->alloc_bytes, b3, sizeof b3));
 		size_t n;

@@ -114,6 +114,19 @@ static inline uint64_t ct_sat_sub(uint64_t a, uint64_t b)
 	return a == CT_SAT ? CT_SAT : a >= b ? a - b : 0;
 }
 
+/*
+ * Counted words: one when n is 1, else many ("1 site", "2 sites"; "1 event was",
+ * "2 events were"). ct_plural_s: the "s" of a regular noun ("" when n is 1).
+ */
+static inline const char *ct_plural(uint64_t n, const char *one, const char *many)
+{
+	return n == 1 ? one : many;
+}
+static inline const char *ct_plural_s(uint64_t n)
+{
+	return ct_plural(n, "", "s");
+}
+
 /* "512 B", "1.5 KiB", "12.0 MiB", ... into buf (>= 32 bytes); returns buf. CT_SAT: ">= 16 EiB". */
 const char *ct_fmt_bytes(uint64_t bytes, char *buf, size_t cap);
 

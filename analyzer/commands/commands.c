@@ -6,14 +6,14 @@
 #include "render/document.h"
 #include "render/render.h"
 
-#define CT_COMMAND(id, name, report, formats, deffmt, mind, maxd, flags, help) \
+#define CT_COMMAND(id, name, report, formats, deffmt, mind, maxd, flags, options, help) \
 	extern const struct ct_report report;
 #include "commands/commands.def"
 #undef CT_COMMAND
 
 /* Indexed by enum ct_cmd. */
 static const struct ct_command commands[CT_CMD_COUNT] = {
-#define CT_COMMAND(id, nm, rep, fmts, deffmt, mind, maxd, fl, hl)                                      \
+#define CT_COMMAND(id, nm, rep, fmts, deffmt, mind, maxd, fl, opts, hl)                                \
 	[CT_CMD_##id] = {.name = nm,                                                                   \
 			 .help = hl,                                                                   \
 			 .report = &rep,                                                               \
@@ -21,7 +21,8 @@ static const struct ct_command commands[CT_CMD_COUNT] = {
 			 .default_format = CT_FMT_##deffmt,                                            \
 			 .min_dumps = mind,                                                            \
 			 .max_dumps = maxd,                                                            \
-			 .flags = fl},
+			 .flags = fl,                                                                  \
+			 .options = opts},
 #include "commands/commands.def"
 #undef CT_COMMAND
 };
@@ -66,8 +67,43 @@ const char *ct_fmt_name(int fmt)
 
 void ct_commands_help(FILE *f)
 {
-	for (int c = 0; c < CT_CMD_COUNT; c++)
+	for (int c = 0; c < CT_CMD_COUNT; c++) {
 		fprintf(f, "  %-18s %s\n", commands[c].name, commands[c].help);
+		const char *sep = "                     [";
+		for (int k = 0; k < CT_OPT_COUNT; k++)
+			if (commands[c].options & 1u << k) {
+				fprintf(f, "%s%s", sep, ct_opt_name(k));
+				sep = " ";
+			}
+		if (commands[c].options)
+			fputs("]\n", f);
+	}
+}
+
+unsigned ct_command_options(int cmd, int format)
+{
+	const struct ct_command *c = ct_command_get(cmd);
+	if (!c)
+		return 0;
+	unsigned opts = c->options;
+	/* a JSON document holds the sections of the CT_CMD_JSON_ALWAYS commands (ct_report) */
+	if (format == CT_FMT_JSON && c->report->json)
+		for (int i = 0; i < CT_CMD_COUNT; i++)
+			if (commands[i].flags & CT_CMD_JSON_ALWAYS)
+				opts |= commands[i].options;
+	return opts;
+}
+
+const char *ct_opt_commands(int opt, char *buf, size_t cap)
+{
+	size_t len = 0;
+	buf[0] = 0;
+	for (int c = 0; c < CT_CMD_COUNT && len < cap; c++)
+		if (commands[c].options & 1u << opt) {
+			int k = snprintf(buf + len, cap - len, "%s%s", len ? ", " : "", commands[c].name);
+			len += k > 0 ? (size_t)k : 0;
+		}
+	return buf;
 }
 
 static void attach(struct ct_model *m, const struct ct_report *r, const struct ct_report_opts *o)

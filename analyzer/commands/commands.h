@@ -24,6 +24,7 @@ struct ct_command {
 	size_t min_dumps;     /* dumps it needs (>= 1) */
 	size_t max_dumps;     /* 0 = any number */
 	unsigned flags;	      /* CT_CMD_JSON_ALWAYS, CT_CMD_BASELINE_FIRST (options.h) */
+	unsigned options;     /* bit (1u << enum ct_opt) for each option of CT_SOME_OPTIONS it takes */
 };
 
 /* The command with number cmd (enum ct_cmd), NULL when out of range. */
@@ -33,8 +34,19 @@ int ct_cmd_parse(const char *name);
 /* "text", "json", ...; -1 when name is not a format */
 int ct_fmt_parse(const char *name);
 const char *ct_fmt_name(int fmt);
-/* The "commands:" lines of --help, one per command. */
+/*
+ * The "commands:" lines of --help: one per command, then "[--top ...]", the
+ * options of CT_SOME_OPTIONS it takes, when it takes any.
+ */
 void ct_commands_help(FILE *f);
+/*
+ * The CT_SOME_OPTIONS that command cmd takes writing format (enum ct_fmt): its
+ * OPTIONS, and in a JSON document those of the sections every such document
+ * holds (CT_CMD_JSON_ALWAYS). 0 when cmd is out of range.
+ */
+unsigned ct_command_options(int cmd, int format);
+/* "leaks, peak, oom": the commands that take option opt (enum ct_opt), in buf (cap > 0). */
+const char *ct_opt_commands(int opt, char *buf, size_t cap);
 
 /* Prepare a model for o's command (before ct_model_load): attach the analyses it uses. */
 void ct_report_attach(struct ct_model *m, const struct ct_report_opts *o);

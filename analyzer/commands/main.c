@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "analyses/gate.h"
 #include "analyses/growth.h"
@@ -46,7 +47,8 @@ static void usage(FILE *f)
 	      f);
 	ct_commands_help(f);
 	fputs("\n"
-	      "options:\n"
+	      "options (those in a command's [...] above are for the commands that list them and\n"
+	      "for a --format json document; the rest are for every command):\n"
 	      "  --format FMT       text (default), json, csv, junit, sarif, folded, speedscope,\n"
 	      "                     pickle, html (what the command writes; exporters have their own\n"
 	      "                     default)\n"
@@ -94,7 +96,8 @@ static void usage(FILE *f)
 	      "\n"
 	      "exit status: 0 ok; 1 (or --error-exitcode) the gate failed (one line on\n"
 	      "stderr says why); 2 usage error or an unreadable or corrupt dump. A truncated\n"
-	      "dump (crashed process) is reported with a warning, not an error.\n",
+	      "dump (crashed process), or one that holds only its header (killed at once), is\n"
+	      "reported with a warning, not an error.\n",
 	      f);
 }
 
@@ -203,6 +206,7 @@ int main(int argc, char **argv)
 	size_t ndumps = 0;
 	int positional_only = 0;
 	const char *frames_opt = NULL; /* --native or --python-only, whichever came */
+	unsigned some_opts = 0;	       /* the CT_SOME_OPTIONS given (enum ct_opt bits) */
 
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -224,6 +228,9 @@ int main(int argc, char **argv)
 			dumps[ndumps++] = argv[i];
 			continue;
 		}
+		for (int k = 0; k < CT_OPT_COUNT; k++)
+			if (is_opt(a, ct_opt_name(k)))
+				some_opts |= 1u << k;
 		if (!strcmp(a, "--")) {
 			positional_only = 1;
 		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -359,10 +366,16 @@ int main(int argc, char **argv)
 		o.format = cmd->default_format;
 	if (!(cmd->formats & 1u << o.format))
 		usage_error("%s: no %s output", cmd->name, ct_fmt_name(o.format));
+	for (int k = 0; k < CT_OPT_COUNT; k++) {
+		char takers[256];
+		if (some_opts & ~ct_command_options(o.cmd, o.format) & 1u << k)
+			usage_error("%s does not take %s (it is for %s)", cmd->name, ct_opt_name(k),
+				    ct_opt_commands(k, takers, sizeof takers));
+	}
 	if (!ndumps)
 		usage_error("no dump file given");
 	if (ndumps < cmd->min_dumps || (cmd->max_dumps && ndumps > cmd->max_dumps)) {
-		const char *files = cmd->min_dumps == 1 ? "dump file" : "dump files";
+		const char *files = ct_plural(cmd->min_dumps, "dump file", "dump files");
 		if (cmd->min_dumps == cmd->max_dumps)
 			usage_error("%s needs exactly %zu %s", cmd->name, cmd->min_dumps, files);
 		usage_error("%s needs at least %zu %s", cmd->name, cmd->min_dumps, files);
@@ -381,6 +394,9 @@ int main(int argc, char **argv)
 	}
 	if (output && !*output)
 		usage_error("-o: empty file name");
+	if (!output && (CT_FMTS_BINARY & 1u << o.format) && isatty(STDOUT_FILENO))
+		usage_error("%s: %s output is binary: not written to a terminal (-o FILE, or redirect it)",
+			    cmd->name, ct_fmt_name(o.format));
 	if (o.gen_suppressions && o.format != CT_FMT_TEXT && o.format != CT_FMT_JSON)
 		usage_error("--gen-suppressions: only with --format text or json");
 	if (baseline && (cmd->flags & CT_CMD_BASELINE_FIRST))
@@ -447,6 +463,10 @@ int main(int argc, char **argv)
 				rc = 2;
 				break;
 			}
+		}
+		if (ct_model_header_only(m)) {
+			ct_progress_clear(&progress);
+			fprintf(stderr, PROG ": note: %s holds only its header: " CT_HEADER_ONLY_WHY "\n", dumps[d]);
 		}
 		if (st == CT_READ_TRUNCATED)
 			fprintf(stderr,

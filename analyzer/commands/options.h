@@ -24,14 +24,55 @@ enum ct_fmt {
 };
 /* The bit of format X in a command's FORMATS (commands.def). */
 #define CT_FMTS_(x) (1u << CT_FMT_##x)
+/* The formats that are not text: main.c writes them to a file or a pipe, never to a terminal. */
+#define CT_FMTS_BINARY CT_FMTS_(PICKLE)
 
 /* A command's FLAGS (commands.def). */
 #define CT_CMD_JSON_ALWAYS 1u	 /* its JSON section is in every command's JSON document */
 #define CT_CMD_BASELINE_FIRST 2u /* the first dump is the baseline of the others (diff) */
 
+/*
+ * The options that only some commands take, as the command line spells them;
+ * a command's OPTIONS (commands.def) names those it takes, main.c refuses the
+ * others. One X(ID, NAME) each, in --help's order.
+ */
+#define CT_SOME_OPTIONS(X)                                                                         \
+	X(BUCKETS, "--buckets")                                                                    \
+	X(TOP, "--top")                                                                            \
+	X(FULL_STACKS, "--full-stacks")                                                            \
+	X(NATIVE, "--native")                                                                      \
+	X(PYTHON_ONLY, "--python-only")                                                            \
+	X(OF, "--of")                                                                              \
+	X(COUNTER_US, "--counter-us")                                                              \
+	X(MAX_SLICES, "--max-slices")                                                              \
+	X(MAX_ENTRIES, "--max-entries")                                                            \
+	X(WINDOW, "--window")                                                                      \
+	X(PER_DUMP, "--per-dump")                                                                  \
+	X(GEN_SUPPRESSIONS, "--gen-suppressions")
+
+enum ct_opt {
+#define CT_OPT_ENUM_(id, name) CT_OPT_##id,
+	CT_SOME_OPTIONS(CT_OPT_ENUM_)
+#undef CT_OPT_ENUM_
+	CT_OPT_COUNT
+};
+/* The bit of option X in a command's OPTIONS (commands.def). */
+#define CT_OPTS_(x) (1u << CT_OPT_##x)
+
+/* "--top", ... for opt (enum ct_opt); NULL when out of range. */
+static inline const char *ct_opt_name(int opt)
+{
+	static const char *const names[CT_OPT_COUNT] = {
+#define CT_OPT_NAME_(id, name) [CT_OPT_##id] = name,
+		CT_SOME_OPTIONS(CT_OPT_NAME_)
+#undef CT_OPT_NAME_
+	};
+	return opt >= 0 && opt < CT_OPT_COUNT ? names[opt] : NULL;
+}
+
 /* Commands, one per row of commands.def, in its order. */
 enum ct_cmd {
-#define CT_COMMAND(id, name, report, formats, deffmt, mind, maxd, flags, help) CT_CMD_##id,
+#define CT_COMMAND(id, name, report, formats, deffmt, mind, maxd, flags, options, help) CT_CMD_##id,
 #include "commands/commands.def"
 #undef CT_COMMAND
 	CT_CMD_COUNT
@@ -41,7 +82,7 @@ enum ct_cmd {
 static inline const char *ct_cmd_name(int cmd)
 {
 	static const char *const names[CT_CMD_COUNT] = {
-#define CT_COMMAND(id, name, report, formats, deffmt, mind, maxd, flags, help) [CT_CMD_##id] = name,
+#define CT_COMMAND(id, name, report, formats, deffmt, mind, maxd, flags, options, help) [CT_CMD_##id] = name,
 #include "commands/commands.def"
 #undef CT_COMMAND
 	};
@@ -52,7 +93,7 @@ static inline const char *ct_cmd_name(int cmd)
 static inline unsigned ct_cmd_flags(int cmd)
 {
 	static const unsigned char flags[CT_CMD_COUNT] = {
-#define CT_COMMAND(id, name, report, formats, deffmt, mind, maxd, flags, help) [CT_CMD_##id] = (flags),
+#define CT_COMMAND(id, name, report, formats, deffmt, mind, maxd, flags, options, help) [CT_CMD_##id] = (flags),
 #include "commands/commands.def"
 #undef CT_COMMAND
 	};

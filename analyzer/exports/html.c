@@ -304,7 +304,7 @@ static void td_site(FILE *f, struct ct_model *m, uint32_t stack_id)
 	fputs("<details><summary><code>", f);
 	ct_html_put(f, site_label(m, stack_id, label, sizeof label));
 	fprintf(f, "</code> <span class=\"muted\">%zu frame%s</span></summary><ol class=\"stack\">\n", n,
-		n == 1 ? "" : "s");
+		ct_plural_s(n));
 	for (size_t i = 0; i < n; i++)
 		html_frame(f, &frames[i], (int)i == own);
 	fputs("</ol></details></td>", f);
@@ -334,7 +334,7 @@ static void html_items(FILE *f, const struct ct_report_opts *o, const struct ct_
 		fputs("</tr>\n", f);
 		shown = ct_sat_add(shown, v[i].bytes);
 	}
-	more_row(f, 5, total - k, total - k == 1 ? "site" : "sites", ct_sat_sub(total_bytes, shown));
+	more_row(f, 5, total - k, ct_plural(total - k, "site", "sites"), ct_sat_sub(total_bytes, shown));
 	table_close(f, 0);
 }
 
@@ -897,7 +897,8 @@ static void html_timeline(FILE *f, const struct ct_report_opts *o, struct ct_mod
 	free(me);
 	free(dv);
 	if (drawn < tl->nseries)
-		fprintf(f, "<p class=\"muted\">%zu smaller series are not drawn.</p>\n", tl->nseries - drawn);
+		fprintf(f, "<p class=\"muted\">%zu smaller series %s not drawn.</p>\n", tl->nseries - drawn,
+			ct_plural(tl->nseries - drawn, "is", "are"));
 	if (tl->dropped_series)
 		fprintf(f, "<p class=\"muted\">More than %d kind/device series: the rest were not tracked.</p>\n",
 			CT_TL_MAX_SERIES);
@@ -1003,9 +1004,10 @@ static void html_notes(FILE *f, const struct ct_model *m)
 		      "running; &#8220;live at exit&#8221; means live at the end of the dump.</p>\n",
 		      f);
 	if (m->dropped > m->dropped_signal)
-		fprintf(f, "<p class=\"warn\"><strong>%" PRIu64 " events were dropped</strong> (ring "
+		fprintf(f, "<p class=\"warn\"><strong>%" PRIu64 " %s dropped</strong> (ring "
 			   "buffers full): the data is incomplete.</p>\n",
-			m->dropped - m->dropped_signal);
+			m->dropped - m->dropped_signal,
+			ct_plural(m->dropped - m->dropped_signal, "event was", "events were"));
 	if (m->dropped_signal)
 		fprintf(f, "<p class=\"warn\"><strong>%" PRIu64 " %s not recorded</strong>: the data "
 			   "is incomplete.</p>\n",
@@ -1054,13 +1056,13 @@ static void html_header(FILE *f, struct ct_model *m, size_t d, uint64_t oom_coun
 	}
 	snprintf(attrs, sizeof attrs, " data-bytes=\"%" PRIu64 "\"", m->leak_bytes);
 	snprintf(b3, sizeof b3, "not freed: %" PRIu64 " allocation%s in %zu site%s", m->leak_count,
-		 m->leak_count == 1 ? "" : "s", m->nleaks, m->nleaks == 1 ? "" : "s");
+		 ct_plural_s(m->leak_count), m->nleaks, ct_plural_s(m->nleaks));
 	card(f, m->leak_count != 0, attrs, ct_fmt_bytes(m->leak_bytes, b1, sizeof b1), b3);
 	snprintf(b1, sizeof b1, "%" PRIu64, oom_count);
 	card(f, oom_count != 0, "", b1, "allocations failed with out-of-memory");
 	ct_fmt_dur(dur, b1, sizeof b1);
-	snprintf(b3, sizeof b3, "traced; %" PRIu64 " allocations, %" PRIu64 " frees", m->allocations,
-		 m->frees);
+	snprintf(b3, sizeof b3, "traced; %" PRIu64 " allocation%s, %" PRIu64 " free%s", m->allocations,
+		 ct_plural_s(m->allocations), m->frees, ct_plural_s(m->frees));
 	card(f, 0, "", b1, b3);
 	fputs("</div>\n", f);
 
@@ -1102,14 +1104,16 @@ static void html_header(FILE *f, struct ct_model *m, size_t d, uint64_t oom_coun
 		m->dropped ? "</strong>" : "");
 	if (m->unmatched_frees || m->double_allocs) {
 		fact(f, "inconsistencies");
-		fprintf(f, "%" PRIu64 " frees of unknown pointers, %" PRIu64
-			   " allocations over a live block</dd>\n",
-			m->unmatched_frees, m->double_allocs);
+		fprintf(f, "%" PRIu64 " free%s of unknown pointers, %" PRIu64
+			   " allocation%s over a live block</dd>\n",
+			m->unmatched_frees, ct_plural_s(m->unmatched_frees), m->double_allocs,
+			ct_plural_s(m->double_allocs));
 	}
 	if (m->marks) {
 		fact(f, "marks");
-		fprintf(f, "%" PRIu64 " (%" PRIu64 " ranges, %" PRIu64 " instants)", m->marks,
-			m->marks_list->ranges, m->marks_list->instants);
+		fprintf(f, "%" PRIu64 " (%" PRIu64 " range%s, %" PRIu64 " instant%s)", m->marks,
+			m->marks_list->ranges, ct_plural_s(m->marks_list->ranges), m->marks_list->instants,
+			ct_plural_s(m->marks_list->instants));
 		struct ct_mark_entry *me;
 		size_t n = ct_marks_entries(m->marks_list, m->last_ts, &me);
 		uint64_t merged = 0;
@@ -1275,11 +1279,11 @@ static void tally_chip(FILE *f, int cls, const struct ct_tally *t)
 	if (!t->sites)
 		fputs(" none", f);
 	else if (cls == CT_CLASS_GROWTH)
-		fprintf(f, " %" PRIu64 " site%s, +%s", t->sites, t->sites == 1 ? "" : "s",
+		fprintf(f, " %" PRIu64 " site%s, +%s", t->sites, ct_plural_s(t->sites),
 			ct_fmt_bytes(t->bytes, b, sizeof b));
 	else
 		fprintf(f, " %" PRIu64 " site%s, %" PRIu64 " allocation%s, %s", t->sites,
-			t->sites == 1 ? "" : "s", t->count, t->count == 1 ? "" : "s",
+			ct_plural_s(t->sites), t->count, ct_plural_s(t->count),
 			ct_fmt_bytes(t->bytes, b, sizeof b));
 	fputs("</span>", f);
 }
@@ -1303,8 +1307,9 @@ static void html_growth(FILE *f, const struct ct_report_opts *o, struct ct_model
 	fputs("<h4>Growing sites</h4>\n<p class=\"muted\">Live bytes sampled at each step of <code>", f);
 	ct_html_put(f, g->series.name);
 	fprintf(f, "</code> (%s, %" PRIu64 " step%s); a site grows when its live bytes rose in at least "
-		   "%u of the last %u steps.</p>\n",
-		ct_series_kind_name(g->series.kind), steps, steps == 1 ? "" : "s", g->min_grew, g->window);
+		   "%u of the last %u step%s.</p>\n",
+		ct_series_kind_name(g->series.kind), steps, ct_plural_s(steps), g->min_grew, g->window,
+		ct_plural_s(g->window));
 	size_t n = 0, shown = 0;
 	for (size_t i = a->nleak; i < a->n; i++)
 		n += a->v[i].supp < 0;
@@ -1354,14 +1359,14 @@ static void html_leaks(FILE *f, const struct ct_report_opts *o, struct ct_model 
 		fputs("<p class=\"ok\">No leaks: every allocation was freed.</p>\n", f);
 	} else {
 		fprintf(f, "<p>%" PRIu64 " allocation%s, %s (%" PRIu64 " bytes) not freed.</p>\n",
-			m->leak_count, m->leak_count == 1 ? "" : "s",
+			m->leak_count, ct_plural_s(m->leak_count),
 			ct_fmt_bytes(m->leak_bytes, b1, sizeof b1), m->leak_bytes);
 		fputs("<p class=\"tally\">", f);
 		for (int c = 0; c < CT_CLASS_COUNT; c++)
 			tally_chip(f, c, &cls[c]);
 		if (o->supp && supp.sites)
 			fprintf(f, "<span class=\"t\">suppressed: %" PRIu64 " site%s, %s</span>", supp.sites,
-				supp.sites == 1 ? "" : "s", ct_fmt_bytes(supp.bytes, b1, sizeof b1));
+				ct_plural_s(supp.sites), ct_fmt_bytes(supp.bytes, b1, sizeof b1));
 		fputs("</p>\n", f);
 	}
 	if (n) {
@@ -1387,7 +1392,7 @@ static void html_leaks(FILE *f, const struct ct_report_opts *o, struct ct_model 
 			td_site(f, m, x->it.stack_id);
 			fputs("</tr>\n", f);
 		}
-		more_row(f, 7, n - k, n - k == 1 ? "site" : "sites", rest);
+		more_row(f, 7, n - k, ct_plural(n - k, "site", "sites"), rest);
 		table_close(f, 0);
 	}
 	html_growth(f, o, m, a);
@@ -1405,7 +1410,7 @@ static void html_oom(FILE *f, const struct ct_report_opts *o, struct ct_model *m
 		return;
 	fprintf(f, "<h3 id=\"d%zu-oom\">Out of memory</h3>\n<p>%" PRIu64 " allocation%s failed with "
 		   "out-of-memory (%s requested).</p>\n",
-		d, count, count == 1 ? "" : "s", ct_fmt_bytes(bytes, b1, sizeof b1));
+		d, count, ct_plural_s(count), ct_fmt_bytes(bytes, b1, sizeof b1));
 	size_t k = ct_items_shown(o, n);
 	table_open(f, "oom", 1, cols);
 	for (size_t i = 0; i < k; i++) {
@@ -1423,7 +1428,7 @@ static void html_oom(FILE *f, const struct ct_report_opts *o, struct ct_model *m
 			fputs("<td class=\"n muted\">not recorded</td>", f);
 		fprintf(f, "<td class=\"n\">%s in %" PRIu64 " allocation%s</td>",
 			ct_fmt_bytes(x->live_bytes, b1, sizeof b1), x->live_count,
-			x->live_count == 1 ? "" : "s");
+			ct_plural_s(x->live_count));
 		td_site(f, m, x->stack_id);
 		fputs("</tr>\n", f);
 		if (!x->sites_total)
@@ -1432,7 +1437,7 @@ static void html_oom(FILE *f, const struct ct_report_opts *o, struct ct_model *m
 		struct ct_item *items = ct_view_oom_items(m, i, &ni);
 		fprintf(f, "<tr class=\"liveset\"><td></td><td colspan=\"8\"><details><summary>live on "
 			   "device %d then, by site (%zu site%s)</summary>\n",
-			x->device, x->sites_total, x->sites_total == 1 ? "" : "s");
+			x->device, x->sites_total, ct_plural_s(x->sites_total));
 		html_items(f, o, items, ni, x->sites_total, x->live_bytes);
 		fputs("</details></td></tr>\n", f);
 		free(items);
@@ -1598,8 +1603,8 @@ static void html_streams(FILE *f, const struct ct_report_opts *o, struct ct_mode
 	ct_fmt_dur(t.device_sync_ns, b2, sizeof b2);
 	fprintf(f, "<p>%zu stream%s: %" PRIu64 " created, %" PRIu64 " destroyed; %" PRIu64
 		   " stream synchronization%s (%s), %" PRIu64 " device synchronization%s (%s). ",
-		n, n == 1 ? "" : "s", t.creates, t.destroys, t.syncs, t.syncs == 1 ? "" : "s", b1,
-		t.device_syncs, t.device_syncs == 1 ? "" : "s", b2);
+		n, ct_plural_s(n), t.creates, t.destroys, t.syncs, ct_plural_s(t.syncs), b1,
+		t.device_syncs, ct_plural_s(t.device_syncs), b2);
 	fprintf(f, "Cross-stream frees: %" PRIu64 " (%s); frees pending at the end: %" PRIu64 " (%s).</p>\n",
 		t.cross, ct_fmt_bytes(t.cross_bytes, b1, sizeof b1), t.pending,
 		ct_fmt_bytes(t.pending_bytes, b2, sizeof b2));
@@ -1630,9 +1635,9 @@ static void html_streams(FILE *f, const struct ct_report_opts *o, struct ct_mode
 	more_row(f, 14, n - k, "streams", 0);
 	table_close(f, 1);
 	if (t.untracked)
-		fprintf(f, "<p class=\"muted\">%" PRIu64 " events of streams beyond the limit are not "
+		fprintf(f, "<p class=\"muted\">%" PRIu64 " %s of streams beyond the limit %s not "
 			   "counted.</p>\n",
-			t.untracked);
+			t.untracked, ct_plural(t.untracked, "event", "events"), ct_plural(t.untracked, "is", "are"));
 	free(v);
 }
 
@@ -1703,12 +1708,12 @@ static void render_html(FILE *f, const struct ct_report_opts *o, struct ct_model
 		fprintf(f, "pid %" PRIu32 " ", ms[0]->pid);
 		put_cut(f, ms[0]->argc ? ms[0]->argv[0] : ms[0]->exe ? ms[0]->exe : "?", 200);
 	} else {
-		fprintf(f, "%zu dump%s", n, n == 1 ? "" : "s");
+		fprintf(f, "%zu dump%s", n, ct_plural_s(n));
 	}
 	fprintf(f, "</title>\n<style>%s</style>\n</head>\n<body>\n", css);
 	fprintf(f, "<header class=\"top\"><h1>cumtrace memory report</h1><p>%zu dump%s; "
 		   "cumtrace-report %s</p></header>\n<main>\n",
-		n, n == 1 ? "" : "s", o->tool_version ? o->tool_version : "?");
+		n, ct_plural_s(n), o->tool_version ? o->tool_version : "?");
 	if (n > 1)
 		html_overview(f, ms, n);
 	for (size_t i = 0; i < n; i++)

@@ -356,9 +356,10 @@ void ct_sarif_write(FILE *f, const struct ct_report_opts *o, struct ct_model *co
 	if (unplaced) {
 		char text[256];
 		snprintf(text, sizeof text,
-			 "%zu of %zu sites have no frame of the program's own code with a file and a line "
-			 "and are not results here (cumtrace-report leaks lists them)",
-			 unplaced, a->n);
+			 "%zu of %zu site%s %s no frame of the program's own code with a file and a line "
+			 "and %s not results here (cumtrace-report leaks lists them)",
+			 unplaced, a->n, ct_plural_s(a->n), ct_plural(unplaced, "has", "have"),
+			 ct_plural(unplaced, "is", "are"));
 		ct_json_obj(&j);
 		ct_json_kv_str(&j, "level", "note");
 		ct_json_key(&j, "message");

@@ -719,13 +719,13 @@ static void put_dev(FILE *f, const struct ct_model *m, const struct ct_fw_dev *d
 	if (d->fw == CT_FW_TORCH)
 		fprintf(f, ", peak reserved %s", ct_fmt_bytes(d->peak_reserved, b2, sizeof b2));
 	fprintf(f, "; held at exit %s in %" PRIu64 " block%s%s", ct_fmt_bytes(d->exit_bytes, b3, sizeof b3),
-		d->exit_blocks, d->exit_blocks == 1 ? "" : "s",
+		d->exit_blocks, ct_plural_s(d->exit_blocks),
 		ct_fw_exit_marked(m) ? "" : " (end of the dump: no exit point marked)");
 	fprintf(f, ", of them kept from step to step (leaked) %s in %" PRIu64 "\n",
 		ct_fmt_bytes(d->leaked_bytes, b3, sizeof b3), d->leaked_blocks);
 	if (d->estimated)
-		fprintf(f, "    %" PRIu64 " of %" PRIu64 " block sizes estimated (rounded request: no free block followed there)\n",
-			d->estimated, d->blocks);
+		fprintf(f, "    %" PRIu64 " of %" PRIu64 " block size%s estimated (rounded request: no free block followed there)\n",
+			d->estimated, d->blocks, ct_plural_s(d->blocks));
 }
 
 void ct_fw_put_summary(FILE *f, struct ct_model *const *ms, size_t n)

@@ -780,6 +780,11 @@ uint64_t ct_model_since_start(const struct ct_model *m, uint64_t ts)
 	return ts >= s ? ts - s : 0;
 }
 
+int ct_model_header_only(const struct ct_model *m)
+{
+	return m->read.status == CT_READ_OK && !m->end_seen && m->read.records <= (m->have_process ? 1u : 0u);
+}
+
 uint64_t ct_model_duration_ns(const struct ct_model *m)
 {
 	if (!m->have_ts)

@@ -363,6 +363,17 @@ int ct_model_load(struct ct_model *m, const char *path, const struct ct_read_opt
 int ct_model_load_mem(struct ct_model *m, const void *data, size_t len,
 		      const struct ct_read_opts *opts);
 
+/*
+ * 1 when a dump read whole holds its header (the file header and at most the
+ * process record) and nothing else: the shim started, then the process died
+ * before its writer's first round (killed at once). Its reports are empty, not
+ * clean; they say so (render.h: ct_put_notes, main.c). A truncated dump is not
+ * header-only: its own warning says what was read.
+ */
+int ct_model_header_only(const struct ct_model *m);
+/* Why a dump holds only its header, as its notes say it. */
+#define CT_HEADER_ONLY_WHY "the process wrote no events (killed before its first writer round?)"
+
 /* Start of the trace: the process start if known and not after the first event. */
 uint64_t ct_model_start_ns(const struct ct_model *m);
 uint64_t ct_model_duration_ns(const struct ct_model *m);

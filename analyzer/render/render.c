@@ -143,7 +143,7 @@ void ct_text_items(FILE *f, const struct ct_report_opts *o, struct ct_model *m,
 	size_t k = ct_items_shown(o, n);
 	for (size_t i = 0; i < k; i++) {
 		fprintf(f, "#%-3zu %s in %" PRIu64 " allocation%s (%s, %s", i + 1,
-			ct_fmt_bytes(v[i].bytes, b1, sizeof b1), v[i].count, v[i].count == 1 ? "" : "s",
+			ct_fmt_bytes(v[i].bytes, b1, sizeof b1), v[i].count, ct_plural_s(v[i].count),
 			ct_kind_name(v[i].kind), ct_api_name(v[i].api));
 		if (md)
 			fprintf(f, ", device %d", v[i].device);
@@ -155,7 +155,7 @@ void ct_text_items(FILE *f, const struct ct_report_opts *o, struct ct_model *m,
 		for (size_t i = k; i < n; i++)
 			rest = ct_sat_add(rest, v[i].bytes);
 		fprintf(f, "... and %zu more site%s: %s (--top 0 shows all)\n", n - k,
-			n - k == 1 ? "" : "s", ct_fmt_bytes(rest, b1, sizeof b1));
+			ct_plural_s(n - k), ct_fmt_bytes(rest, b1, sizeof b1));
 	}
 }
 
@@ -226,8 +226,7 @@ int ct_multi_device(const struct ct_model *m)
 
 const char *ct_signal_drops_text(uint64_t n)
 {
-	return n == 1 ? "call made inside a signal handler was"
-		      : "calls made inside signal handlers were";
+	return ct_plural(n, "call made inside a signal handler was", "calls made inside signal handlers were");
 }
 
 void ct_put_notes(FILE *f, const struct ct_model *m)
@@ -237,15 +236,20 @@ void ct_put_notes(FILE *f, const struct ct_model *m)
 			"  note: the dump is truncated at offset %" PRIu64
 			" (the process died while writing); what came before is reported\n",
 			m->read.truncated_offset);
-	if (!m->end_seen)
+	if (ct_model_header_only(m)) {
+		fputs("  note: ", f);
+		ct_put_safe(f, m->path ? m->path : "the dump");
+		fputs(" holds only its header: " CT_HEADER_ONLY_WHY "\n", f);
+	} else if (!m->end_seen)
 		fputs("  note: no END record: the process crashed, was killed or is still running;"
 		      " \"live at exit\" means live at the end of the dump\n",
 		      f);
 	if (m->dropped > m->dropped_signal)
 		fprintf(f,
 			"  WARNING: %" PRIu64
-			" events were dropped (ring buffers full): THE DATA IS INCOMPLETE\n",
-			m->dropped - m->dropped_signal);
+			" %s dropped (ring buffers full): THE DATA IS INCOMPLETE\n",
+			m->dropped - m->dropped_signal,
+			ct_plural(m->dropped - m->dropped_signal, "event was", "events were"));
 	if (m->dropped_signal)
 		fprintf(f,
 			"  WARNING: %" PRIu64 " %s not recorded: THE DATA IS INCOMPLETE\n",
@@ -363,7 +367,7 @@ static void put_folded(FILE *f, const struct ct_frame *v, size_t i, size_t j)
 		else
 			more++;
 	}
-	fprintf(f, "      ... %zu frames in ", j - i);
+	fprintf(f, "      ... %zu frame%s in ", j - i, ct_plural_s(j - i));
 	for (size_t x = 0; x < nn; x++) {
 		if (x)
 			fputs(", ", f);
@@ -371,7 +375,7 @@ static void put_folded(FILE *f, const struct ct_frame *v, size_t i, size_t j)
 	}
 	if (more)
 		fprintf(f, " and %zu more", more);
-	fputs(" (--full-stacks shows them)\n", f);
+	fprintf(f, " (--full-stacks shows %s)\n", ct_plural(j - i, "it", "them"));
 }
 
 /* ---- paths and site labels: what people are shown ------------------------------------------ */
@@ -772,7 +776,7 @@ void ct_json_stack(struct ct_json *j, struct ct_model *m, uint32_t stack_id)
 const char *ct_more_devices(size_t more, char *buf, size_t cap)
 {
 	snprintf(buf, cap, "... and %zu more device%s, not shown one by one (the %d highest peaks are)",
-		 more, more == 1 ? "" : "s", CT_DEVICES_SHOWN);
+		 more, ct_plural_s(more), CT_DEVICES_SHOWN);
 	return buf;
 }
 
@@ -976,15 +980,15 @@ void ct_marks_put_summary(FILE *f, const struct ct_marklist *l, const struct ct_
 			fprintf(f, " (device %d)", c->device);
 		if (strstr(c->name, "bytes"))
 			fprintf(f, ": %" PRIu64 " sample%s, last %s, max %s\n", c->samples,
-				c->samples == 1 ? "" : "s", ct_fmt_bytes(c->last, b1, sizeof b1),
+				ct_plural_s(c->samples), ct_fmt_bytes(c->last, b1, sizeof b1),
 				ct_fmt_bytes(c->max, b2, sizeof b2));
 		else
 			fprintf(f, ": %" PRIu64 " sample%s, last %" PRIu64 ", max %" PRIu64 "\n",
-				c->samples, c->samples == 1 ? "" : "s", c->last, c->max);
+				c->samples, ct_plural_s(c->samples), c->last, c->max);
 	}
 	if (l->counter_samples && l->ncounters >= CT_COUNTERS_MAX)
-		fprintf(f, "  counters: %" PRIu64 " samples, the first %d names shown\n",
-			l->counter_samples, CT_COUNTERS_MAX);
+		fprintf(f, "  counters: %" PRIu64 " sample%s, the first %d names shown\n",
+			l->counter_samples, ct_plural_s(l->counter_samples), CT_COUNTERS_MAX);
 }
 
 void ct_marks_json(struct ct_json *j, const struct ct_marklist *l, const struct ct_infer *inf)

@@ -35,7 +35,7 @@ expect_eq gone_reverse "$(jget "$T/xa.json" '[(s["base"]["bytes"], s["new"]) for
 grep -q '^  new: 1 site, 512.0 KiB; gone: 0 sites; changed: 1 site; unchanged: 4 sites$' "$T/ax.txt" ||
 	fail "diff summary: $(sed -n 2p "$T/ax.txt")"
 grep -q '^new #1   512.0 KiB in 1 allocation (device, cudaMalloc): leaked$' "$T/ax.txt" || fail "no new line"
-grep -q '^changed #1   3.0 MiB in 1 -> 5.0 MiB in 1 allocations (+2.0 MiB) (device, cudaMalloc): leaked$' "$T/ax.txt" ||
+grep -q '^changed #1   3.0 MiB in 1 -> 5.0 MiB in 1 allocation (+2.0 MiB) (device, cudaMalloc): leaked$' "$T/ax.txt" ||
 	fail "no changed line"
 echo "ok: text diff"
 # The gate on diff: the first dump is the baseline.

@@ -103,6 +103,49 @@ START_TEST(rank_sources_and_order)
 }
 END_TEST
 
+/* Dumps without ranks, some the fork children of another's process: a tree, named by pid. */
+START_TEST(process_tree)
+{
+	/* given as: grandchild 102, unrelated 200, child 103, parent 100, child 101 (parent of 102) */
+	static const uint32_t pid[5] = {102, 200, 103, 100, 101}, ppid[5] = {101, 1, 100, 1, 100};
+	struct ct_model *ms[5];
+	for (int i = 0; i < 5; i++) {
+		ms[i] = env_model(NULL);
+		ms[i]->pid = pid[i];
+		ms[i]->ppid = ppid[i];
+	}
+	struct ct_rank *r = ct_ranks_of(ms, 5);
+	ck_assert(ct_ranks_are_processes(r, 5));
+	static const uint32_t want_pid[5] = {100, 101, 102, 103, 200};
+	static const unsigned want_depth[5] = {0, 1, 2, 1, 0};
+	static const char *const want_name[5] = {"pid 100 (parent)", "pid 101 (child of 100)",
+						  "pid 102 (child of 101)", "pid 103 (child of 100)", "pid 200"};
+	char name[64];
+	for (int i = 0; i < 5; i++) {
+		ck_assert_uint_eq(r[i].m->pid, want_pid[i]);
+		ck_assert_int_eq(r[i].rank, i);
+		ck_assert_uint_eq(r[i].depth, want_depth[i]);
+		ck_assert_int_eq(r[i].source, CT_RANK_FROM_TREE);
+		ck_assert_str_eq(ct_rank_name(&r[i], r, 5, name, sizeof name), want_name[i]);
+	}
+	ck_assert_str_eq(ct_ranks_noun(r, 5, 2), "processes");
+	free(r);
+	/* a dump with a rank among them: ranks, as before */
+	ms[1]->launch[CT_LAUNCH_RANK] = strdup("7");
+	r = ct_ranks_of(ms, 5);
+	ck_assert(!ct_ranks_are_processes(r, 5));
+	ck_assert_str_eq(ct_rank_name(&r[0], r, 5, name, sizeof name), "rank 0");
+	free(r);
+	/* no dump a child of another's process (102 and 103): numbered by position */
+	struct ct_model *pair[2] = {ms[0], ms[2]};
+	r = ct_ranks_of(pair, 2);
+	ck_assert(!ct_ranks_are_processes(r, 2));
+	ck_assert_int_eq(r[0].source, CT_RANK_FROM_ORDER);
+	free(r);
+	unjob(ms, 5);
+}
+END_TEST
+
 START_TEST(rank_lists)
 {
 	char buf[64];
@@ -303,6 +346,7 @@ static Suite *suite(void)
 	Suite *s = suite_create("ranks");
 	TCase *tc = tcase_create("ranks");
 	tcase_add_test(tc, rank_sources_and_order);
+	tcase_add_test(tc, process_tree);
 	tcase_add_test(tc, rank_lists);
 	tcase_add_test(tc, merge_by_identity_across_load_addresses);
 	tcase_add_test(tc, merge_adds_and_groups_shares);
