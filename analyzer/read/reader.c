@@ -167,14 +167,26 @@ static int fill(struct rd *r, size_t need)
  * the two minima, so the order is exactly that of one heap over all events.
  */
 #define MAX_QUEUES 65536
-/* An emptied queue keeps its buffer up to this many bytes while there are at
- * most KEEP_QUEUE queues: ids that come and go hold little memory. */
+/* The heap of out-of-order events gives memory back above this many. */
 #define KEEP_QUEUE 1024
-#define KEEP_QUEUE_BYTES ((size_t)64 << 10)
+/* A queue's blocks: the first PBLOCK_MIN bytes, each next one twice its
+ * predecessor's, at most PBLOCK_MAX. An emptied queue keeps its one block
+ * while there are at most KEEP_QUEUE queues. */
+#define PBLOCK_MIN ((uint32_t)512)
+#define PBLOCK_MAX ((uint32_t)64 << 10)
+
+/* A block of packed events: data[head, tail) not yet taken. */
+struct pblock {
+	struct pblock *next;
+	uint32_t cap, head, tail;
+	unsigned char data[];
+};
 
 /*
  * A thread's queue holds its first event decoded (first) and the others
- * packed, each relative to the one before it, in buf[head, tail): the
+ * packed, each relative to the one before it, in a list of blocks (taken
+ * from the front, filled at the back, a block given back when emptied: the
+ * queue holds its packed bytes and at most two partly used blocks). The
  * window holds the events of a writer round and more, and a packed event
  * takes about a sixth of the 96 bytes of struct pending (docs/bench.md).
  * enc_prev is the last event pushed, the reference of the next packing;
@@ -184,8 +196,7 @@ struct tq {
 	uint32_t tid;
 	size_t n; /* events held: first and n - 1 packed */
 	struct pending first, enc_prev;
-	unsigned char *buf;
-	size_t head, tail, cap;
+	struct pblock *front, *back;
 };
 
 /* A non-empty queue in the merge heap, with its first event's order key. */
@@ -414,25 +425,35 @@ static const unsigned char *unpack(const unsigned char *i, struct pending *p)
 	return i;
 }
 
-/* Room for one more packed event at t->buf[tail]: slide the held bytes down
- * when half the buffer is behind head, else grow it. */
-static void tq_room(struct tq *t)
+/* Where the next packed event goes: PACK_MAX bytes at the back block's tail. */
+static unsigned char *tq_room(struct tq *t)
 {
-	if (t->cap - t->tail >= PACK_MAX)
-		return;
-	size_t held = t->tail - t->head;
-	if (t->head >= t->cap / 2 && t->cap - held >= PACK_MAX) {
-		memmove(t->buf, t->buf + t->head, held);
-	} else {
-		size_t cap = t->cap ? t->cap * 2 : 4 * PACK_MAX;
-		unsigned char *nb = ct_xmalloc(cap);
-		memcpy(nb, t->buf + t->head, held);
-		free(t->buf);
-		t->buf = nb;
-		t->cap = cap;
+	struct pblock *b = t->back;
+	if (!b || b->cap - b->tail < PACK_MAX) {
+		uint32_t cap = b ? b->cap * 2 : PBLOCK_MIN;
+		if (cap > PBLOCK_MAX)
+			cap = PBLOCK_MAX;
+		struct pblock *nb = ct_xmalloc(sizeof *nb + cap);
+		nb->next = NULL;
+		nb->cap = cap;
+		nb->head = nb->tail = 0;
+		if (b)
+			b->next = nb;
+		else
+			t->front = nb;
+		t->back = b = nb;
 	}
-	t->head = 0;
-	t->tail = held;
+	return b->data + b->tail;
+}
+
+/* Give back a queue's blocks. */
+static void tq_free_blocks(struct tq *t)
+{
+	for (struct pblock *b = t->front, *next; b; b = next) {
+		next = b->next;
+		free(b);
+	}
+	t->front = t->back = NULL;
 }
 
 static int mkey_less(const struct mkey *a, const struct mkey *b)
@@ -524,8 +545,8 @@ static void pending_push(struct rd *r, const struct pending *p)
 		mkey_set(&r->mheap[r->mheap_n], p, (uint32_t)(t - r->tq));
 		mheap_up(r, r->mheap_n++);
 	} else if (t && !pend_less(p, &t->enc_prev)) {
-		tq_room(t);
-		t->tail = (size_t)(pack(t->buf + t->tail, &t->enc_prev, p) - t->buf);
+		unsigned char *at = tq_room(t);
+		t->back->tail += (uint32_t)(pack(at, &t->enc_prev, p) - at);
 		t->enc_prev = *p;
 		t->n++;
 	} else {
@@ -558,15 +579,19 @@ static void pending_take(struct rd *r, struct pending *out)
 	struct tq *t = &r->tq[r->mheap[0].q];
 	*out = t->first;
 	if (--t->n == 0) {
-		if (t->cap > KEEP_QUEUE_BYTES || r->ntq > KEEP_QUEUE) {
-			free(t->buf);
-			t->buf = NULL;
-			t->cap = 0;
-		}
-		t->head = t->tail = 0;
+		/* every packed byte is taken: one block left, empty */
+		if (r->ntq > KEEP_QUEUE)
+			tq_free_blocks(t);
+		else if (t->front)
+			t->front->head = t->front->tail = 0;
 		r->mheap[0] = r->mheap[--r->mheap_n];
 	} else {
-		t->head = (size_t)(unpack(t->buf + t->head, &t->first) - t->buf);
+		struct pblock *b = t->front;
+		b->head += (uint32_t)(unpack(b->data + b->head, &t->first) - (b->data + b->head));
+		if (b->head == b->tail && b->next) {
+			t->front = b->next;
+			free(b);
+		}
 		mkey_set(&r->mheap[0], &t->first, r->mheap[0].q);
 	}
 	if (r->mheap_n > 1)
@@ -610,7 +635,7 @@ static void release_all(struct rd *r)
 static void pending_free(struct rd *r)
 {
 	for (size_t i = 0; i < r->ntq; i++)
-		free(r->tq[i].buf);
+		tq_free_blocks(&r->tq[i]);
 	free(r->tq);
 	free(r->tq_map);
 	free(r->mheap);

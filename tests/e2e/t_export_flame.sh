@@ -71,7 +71,7 @@ if python3 -c 'import ctypes' 2>/dev/null; then
 	"$REPORT" flamegraph --python-only "$(dump_of py)" >"$T/py.folded" || fail "python flamegraph exited $?"
 	python3 "$CHECK" folded "$T/py.folded" "$T/py.sum" || fail "python folded rejected"
 	expect_eq python_stack "$(jget "$T/py.sum" 'list(j["profiles"][0]["stacks"])')" \
-		"['<module> ($script:$(grep -n '^main()' "$script" | cut -d: -f1));main ($script:$(grep -n 'Holder().grab()' "$script" | cut -d: -f1));Holder.grab ($script:$(grep -n 'return leaky()' "$script" | cut -d: -f1));leaky ($script:$line);[cudaMalloc device]']"
+		"['<module> ($script:$(grep -n '^main()' "$script" | cut -d: -f1));main ($script:$(grep -n 'Holder().grab()' "$script" | cut -d: -f1));Holder.grab ($script:$(grep -n 'GRAB-LINE' "$script" | cut -d: -f1));leaky ($script:$line);[cudaMalloc device]']"
 fi
 
 "$REPORT" flamegraph --of nothing "$demo" 2>"$T/err" && fail "--of nothing accepted"

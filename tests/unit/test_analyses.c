@@ -329,10 +329,10 @@ START_TEST(oom_failures)
 	ck_assert_uint_eq(m->failed_calls, 5);
 	char *out = render(m, CT_CMD_OOM, CT_FMT_CSV, 20);
 	ck_assert_str_eq(out,
-			 "pid,time_ns,api,kind,size,device,stream,tid,free_bytes,total_bytes,live_bytes,stack\n"
-			 "4242,5000000,cudaMalloc,device,1073741824,0,0x0,1,536870912,1073741824,536870912,? in prog+0x1300\n"
-			 "4242,6000000,cudaMallocAsync,device,805306368,0,0x5000,2,268435456,1073741824,536870912,? in prog+0x1400\n"
-			 "4242,700000000,cuMemCreate,vmm_physical,2147483648,1,0x0,1,,,67108864,? in prog+0x1500\n");
+			 "pid,time_ns,api,kind,size,device,stream,tid,free_bytes,total_bytes,live_bytes,label,stack\n"
+			 "4242,5000000,cudaMalloc,device,1073741824,0,0x0,1,536870912,1073741824,536870912,,? in prog+0x1300\n"
+			 "4242,6000000,cudaMallocAsync,device,805306368,0,0x5000,2,268435456,1073741824,536870912,,? in prog+0x1400\n"
+			 "4242,700000000,cuMemCreate,vmm_physical,2147483648,1,0x0,1,,,67108864,,? in prog+0x1500\n");
 	free(out);
 	out = render(m, CT_CMD_OOM, CT_FMT_TEXT, 20);
 	ck_assert_ptr_nonnull(strstr(out, "cumtrace oom: 3 allocations failed with out-of-memory (3.8 GiB requested)"));
