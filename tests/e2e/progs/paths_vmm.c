@@ -11,6 +11,10 @@
  *        release P3 while mapped, then unmap it;
  *        cuMemAddressFree(B) while P2 is mapped fails;
  *        P2, its mapping and B are leaked.
+ *   "paths_vmm MODE reset": then cuDevicePrimaryCtxReset, with P2, its
+ *        mapping and B live: the checkpoint ends all three, and the mapping
+ *        of an allocation live there is address space, not memory (one
+ *        leak of 4 MiB, freed by context teardown).
  * Traced calls: cuMemAddressReserve 2, cuMemCreate 3, cuMemMap 3,
  * cuMemUnmap 2, cuMemRelease 2, cuMemAddressFree 2 (1 fails),
  * cuMemAlloc_v2 1, cuMemFree_v2 1.
@@ -31,6 +35,7 @@ typedef CUresult (*init_t)(unsigned);
 typedef CUresult (*devget_t)(CUdevice *, int);
 typedef CUresult (*retain_t)(CUcontext *, CUdevice);
 typedef CUresult (*setcur_t)(CUcontext);
+typedef CUresult (*preset_t)(CUdevice);
 typedef CUresult (*alloc_t)(CUdeviceptr *, size_t);
 typedef CUresult (*free_t)(CUdeviceptr);
 typedef CUresult (*gran_t)(size_t *, const CUmemAllocationProp *, CUmemAllocationGranularity_flags);
@@ -150,5 +155,9 @@ int main(int argc, char **argv)
 	SHOW(cuMemAddressFree_(b, 8 * MiB)); /* fails: P2 is mapped there */
 
 	CHECK(cuMemFree_(d));
+	if (argc > 2 && strcmp(argv[2], "reset") == 0) {
+		preset_t reset_ = (preset_t)get("cuDevicePrimaryCtxReset_v2", "cuDevicePrimaryCtxReset");
+		CHECK(reset_(dev));
+	}
 	return 0;
 }
