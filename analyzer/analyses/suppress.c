@@ -441,8 +441,9 @@ static void put_pattern(FILE *out, const char *s)
 int ct_supp_write_block(FILE *out, const char *indent, const char *name, int cls,
 			const struct ct_frame *f, size_t n)
 {
-	/* the frames it names: up to the last one with a function or a module */
+	/* the frames it names: up to the last one with a function or a module, none past main */
 	size_t end = 0;
+	n = ct_frames_to_main(f, n);
 	for (size_t i = 0; i < n && i < CT_SUPP_GEN_FRAMES; i++)
 		if (f[i].function || (!f[i].python && f[i].module))
 			end = i + 1;

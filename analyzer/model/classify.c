@@ -218,6 +218,26 @@ static const char *const fold_modules[] = {
 static const char *const fold_paths[] = {"*/torch/lib/*", "*/cupy/*", "*/cupy_backends/*", "*/jaxlib/*",
 					 "*/nvidia/*/lib/*"};
 
+int ct_frame_is_startup(const struct ct_frame *fr)
+{
+	static const char *const names[] = {"__libc_start_call_main", "__libc_start_main",
+					    "__libc_start_main_impl", "__libc_start_main_alias_2", "_start"};
+	for (size_t i = 0; fr->function && !fr->python && i < sizeof names / sizeof *names; i++)
+		if (!strcmp(fr->function, names[i]))
+			return 1;
+	return 0;
+}
+
+size_t ct_frames_to_main(const struct ct_frame *f, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (f[i].function && !f[i].python && !strcmp(f[i].function, "main"))
+			return i + 1;
+	while (n > 1 && ct_frame_is_startup(&f[n - 1]))
+		n--;
+	return n;
+}
+
 int ct_frame_folds(const struct ct_frame *f)
 {
 	if (f->python || !f->module)

@@ -113,6 +113,15 @@ int ct_first_user_frame(const struct ct_frame *f, size_t n);
  * stacks fold runs of them, and they are never the user's.
  */
 int ct_frame_folds(const struct ct_frame *f);
+/* A frame of the C library's start-up (__libc_start_main, _start, ...), outside main. */
+int ct_frame_is_startup(const struct ct_frame *f);
+/*
+ * How many of a stack's n frames (innermost first) people see: up to the
+ * program's own native main, else without the C library's start-up frames
+ * (__libc_start_main, _start, ...) at its outer end. Text stacks and
+ * generated suppressions stop there.
+ */
+size_t ct_frames_to_main(const struct ct_frame *f, size_t n);
 /*
  * The site's label frame, the frame that names it for people: the innermost
  * user Python frame; else the innermost user frame; else the innermost native

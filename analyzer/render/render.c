@@ -339,17 +339,6 @@ void ct_stack_set_full(int on)
 	stack_full = on;
 }
 
-/* The C library's start-up, outside main: never shown. */
-static int frame_startup(const struct ct_frame *fr)
-{
-	static const char *const names[] = {"__libc_start_call_main", "__libc_start_main",
-					    "__libc_start_main_impl", "__libc_start_main_alias_2", "_start"};
-	for (size_t i = 0; fr->function && !fr->python && i < sizeof names / sizeof *names; i++)
-		if (!strcmp(fr->function, names[i]))
-			return 1;
-	return 0;
-}
-
 /* "      ... 24 frames in libtorch_cpu.so, libc10_cuda.so" for frames [i, j) */
 static void put_folded(FILE *f, const struct ct_frame *v, size_t i, size_t j)
 {
@@ -682,7 +671,7 @@ void ct_text_frames(FILE *f, struct ct_model *m, uint32_t stack_id)
 			put_frame(f, m, &frames[i]);
 		return;
 	}
-	while (n > 1 && frame_startup(&frames[n - 1]))
+	while (n > 1 && ct_frame_is_startup(&frames[n - 1]))
 		n--;
 	for (size_t i = 0; i < n;) {
 		size_t j = i;

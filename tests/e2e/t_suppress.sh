@@ -157,6 +157,9 @@ sed -n '/^{$/,/^}$/p' "$T/gen.txt" >"$T/gen.supp"
 expect_eq generated_blocks "$(grep -c '^{$' "$T/gen.supp")" 5
 grep -q '^   fun:user_leak$' "$T/gen.supp" || fail "no fun:user_leak line in $(cat "$T/gen.supp")"
 grep -q '^   match-leak-kinds: teardown$' "$T/gen.supp" || fail "no teardown block"
+# blocks stop at main, as text stacks do (issue 17): no C library start-up frames
+grep -q '^   fun:main$' "$T/gen.supp" || fail "no fun:main line in $(cat "$T/gen.supp")"
+! grep -q '^   fun:\(__libc_start\|_start$\)' "$T/gen.supp" || fail "start-up frames past main in $(cat "$T/gen.supp")"
 expect_eq gen_round_trip "$(code "$REPORT" leaks --fail-on=all --suppressions "$T/gen.supp" "$dump")" 0
 report "$T/gen.json" leaks --suppressions "$T/gen.supp" "$dump"
 expect_eq gen_all_suppressed "$(jget "$T/gen.json" '[s["suppression"] is not None for s in j["leaks"]["sites"]]')" \
