@@ -588,9 +588,15 @@ static void pending_take(struct rd *r, struct pending *out)
 	} else {
 		struct pblock *b = t->front;
 		b->head += (uint32_t)(unpack(b->data + b->head, &t->first) - (b->data + b->head));
-		if (b->head == b->tail && b->next) {
-			t->front = b->next;
-			free(b);
+		/* an emptied block: the next one is the front, or the last one starts over
+		 * (a packed event is always in the front block) */
+		if (b->head == b->tail) {
+			if (b->next) {
+				t->front = b->next;
+				free(b);
+			} else {
+				b->head = b->tail = 0;
+			}
 		}
 		mkey_set(&r->mheap[0], &t->first, r->mheap[0].q);
 	}

@@ -851,29 +851,43 @@ static size_t ref_release(struct ref_ev *held, size_t *n, uint64_t upto, int all
 	}
 }
 
+struct got {
+	size_t n, cap;
+	struct ref_ev *ev;
+};
+
 static void got_event(void *ctx, const struct ct_rec_event *ev)
 {
-	struct {
-		size_t n;
-		struct ref_ev ev[3000];
-	} *got = ctx;
+	struct got *got = ctx;
+	ck_assert_uint_lt(got->n, got->cap);
 	got->ev[got->n++] = (struct ref_ev){ev->ts_ns, ev->tid, ev->ptr};
+	/* the fields a packed event carries come back as they were written (see below) */
+	ck_assert_uint_eq(ev->size, ev->ptr * 4097);
+	ck_assert_uint_eq(ev->stream, ev->ptr % 3 ? ev->ptr * 31 : 0);
+	ck_assert_uint_eq(ev->api, ev->ptr % 2 ? CT_API_cudaStreamSynchronize : CT_API_cudaDeviceSynchronize);
 }
 
-START_TEST(window_matches_one_heap)
+/*
+ * n events, at most maxp held; a batch every 100 events. With a small maxp
+ * the forced releases. With paced set, the events' times follow the batches'
+ * snapshots (0.5 ms an event), so that the batches release them: each thread's
+ * queue holds dozens of packed events over several of its blocks, which empty
+ * and refill, and a sixth thread's one event every 200 keeps its queue at one
+ * or two events, never empty, while its packed bytes move along its blocks.
+ */
+static void window_case(size_t n, size_t maxp, int paced)
 {
-	enum { N = 3000, MAXP = 64 };
-	static struct ref_ev want[N], held[N + 1];
+	struct ref_ev *want = calloc(n, sizeof *want), *held = calloc(n + 1, sizeof *held);
 	size_t nheld = 0, nwant = 0;
 	struct dg g;
 	dg_init(&g);
 	dg_header(&g);
-	uint64_t now[6] = {0}, prev_snap = 0, seq = 0, rng = 12345;
+	uint64_t now[7] = {0}, prev_snap = 0, seq = 0, rng = 12345;
 	int have_prev = 0;
 	const uint64_t slack = 100000000;
-	for (int i = 0; i < N; i++) {
+	for (size_t i = 0; i < n; i++) {
 		if (i % 100 == 0) {
-			uint64_t snap = (uint64_t)i * 2000000;
+			uint64_t snap = (uint64_t)i * (paced ? 500000 : 2000000);
 			dg_batch(&g, snap, (uint64_t)i / 100);
 			if (have_prev && prev_snap > slack)
 				nwant = ref_release(held, &nheld, prev_snap - slack, 0, want, nwant);
@@ -884,49 +898,62 @@ START_TEST(window_matches_one_heap)
 		uint32_t tid = 1 + (uint32_t)((rng >> 33) % 5);
 		now[tid] += 1000000 + (rng >> 40) % 3000000;
 		uint64_t ts = now[tid];
+		if (paced) {
+			ts = (uint64_t)i * 500000 + (rng >> 44) % 400000;
+			if (i % 200 == 50)
+				tid = 6;
+		}
 		if ((rng >> 20) % 20 == 0)
 			ts -= 5000000; /* behind its thread's previous event */
 		if ((rng >> 24) % 50 == 0)
 			ts = now[(tid % 5) + 1]; /* a tie with another thread */
-		struct dg_ev e = {.ts = ts, .ptr = seq, .tid = tid, .api = CT_API_cudaStreamSynchronize,
-				  .op = CT_OP_STREAM_SYNC};
+		/* fields that change from event to event, so that packed events differ in length */
+		struct dg_ev e = {.ts = ts, .ptr = seq, .size = seq * 4097, .stream = seq % 3 ? seq * 31 : 0,
+				  .tid = tid,
+				  .api = seq % 2 ? CT_API_cudaStreamSynchronize : CT_API_cudaDeviceSynchronize,
+				  .op = seq % 2 ? CT_OP_STREAM_SYNC : CT_OP_DEVICE_SYNC};
 		dg_event(&g, &e);
 		held[nheld++] = (struct ref_ev){ts, tid, seq++};
-		if (nheld > MAXP) {
-			size_t keep = nheld - 1;
-			struct ref_ev one[1];
+		if (nheld > maxp) {
 			/* release exactly one: the smallest */
 			size_t b = 0;
 			for (size_t k = 1; k < nheld; k++)
 				if (ref_less(&held[k], &held[b]))
 					b = k;
-			one[0] = held[b];
-			held[b] = held[keep];
-			nheld = keep;
-			want[nwant++] = one[0];
+			want[nwant++] = held[b];
+			held[b] = held[--nheld];
 		}
 	}
 	nwant = ref_release(held, &nheld, 0, 1, want, nwant);
-	ck_assert_uint_eq(nwant, N);
+	ck_assert_uint_eq(nwant, n);
 
-	struct got {
-		size_t n;
-		struct ref_ev ev[N];
-	};
-	static struct got got;
-	got.n = 0;
+	struct got got = {.cap = n, .ev = calloc(n, sizeof(struct ref_ev))};
 	struct ct_reader_cb cb = {.ctx = &got};
 	cb.event = got_event;
-	struct ct_read_opts o = {.max_pending = MAXP};
+	struct ct_read_opts o = {.max_pending = maxp};
 	struct ct_read_result res;
 	ck_assert_int_eq(ct_read_mem(g.p, g.n, &o, &cb, &res), CT_READ_OK);
-	ck_assert_uint_eq(got.n, N);
-	for (size_t i = 0; i < N; i++) {
+	ck_assert_uint_eq(got.n, n);
+	for (size_t i = 0; i < n; i++) {
 		ck_assert_msg(got.ev[i].seq == want[i].seq, "event %zu: got seq %llu, want %llu", i,
 			      (unsigned long long)got.ev[i].seq, (unsigned long long)want[i].seq);
+		ck_assert_uint_eq(got.ev[i].ts, want[i].ts);
+		ck_assert_uint_eq(got.ev[i].tid, want[i].tid);
 	}
-	ck_assert_uint_gt(res.forced_releases, 0);
+	if (maxp < 100)
+		ck_assert_uint_gt(res.forced_releases, 0);
+	else
+		ck_assert_uint_eq(res.forced_releases, 0);
+	free(got.ev);
+	free(want);
+	free(held);
 	dg_release(&g);
+}
+
+START_TEST(window_matches_one_heap)
+{
+	window_case(3000, 64, 0);
+	window_case(40000, 20000, 1);
 }
 END_TEST
 
