@@ -74,8 +74,17 @@ struct ct_symtab {
 	int symbolize; /* enum ct_symbolize */
 };
 
+/*
+ * Where libdw looks for a module's separate debug file (elfutils' syntax,
+ * ":.debug:/usr/lib/debug" when NULL): CUMTRACE_REPORT_DEBUGINFO_PATH when
+ * set. A system's debug packages (libc6-dbg: 10 MB of compressed DWARF) cost
+ * every report that meets one of their frames; "-" leaves them out.
+ */
+static char *debuginfo_path;
+
 struct ct_symtab *ct_symtab_new(void)
 {
+	debuginfo_path = getenv("CUMTRACE_REPORT_DEBUGINFO_PATH");
 	struct ct_symtab *st = ct_xcalloc(1, sizeof *st);
 	st->symbolize = 1;
 	return st;
@@ -281,13 +290,11 @@ static size_t find_module(struct ct_symtab *st, uint64_t addr, uint32_t gen)
 
 /* ---- libdw --------------------------------------------------------------------- */
 
-static char *debuginfo_path_none = NULL;
-
 static const Dwfl_Callbacks offline_callbacks = {
 	.find_elf = dwfl_build_id_find_elf,
 	.find_debuginfo = dwfl_standard_find_debuginfo,
 	.section_address = dwfl_offline_section_address,
-	.debuginfo_path = &debuginfo_path_none,
+	.debuginfo_path = &debuginfo_path,
 };
 
 static void open_module(const struct ct_symtab *st, struct module *m)

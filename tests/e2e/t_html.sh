@@ -177,7 +177,8 @@ bad = {
     "no lead block": re.sub(r'<div class="lead".*?</div>\n', "", t, 1, re.S),
     "a lead that names another leak": re.sub(r'(class="lead-leak" id="d1-lead-leak" data-bytes=")\d+', r"\g<1>1", t, 1),
     "a lead that names another peak site": t.replace('<code class="site">', '<code class="site">x', 2).replace('<code class="site">x', '<code class="site">', 1),
-    "a peak dot off its line": re.sub(r'(<circle class="at-peak" cx=")([\d.]+)', lambda m: m.group(1) + "%.1f" % (float(m.group(2)) + 7), t, 1),
+    # above the chart: no line has a point there (a shift along x can land on a plateau's next point)
+    "a peak dot off its line": re.sub(r'(<circle class="at-peak" cx="[\d.]+" cy=")([\d.]+)', lambda m: m.group(1) + "-7.0", t, 1),
     "a time axis without its start": re.sub(r' data-t0="\d+"', "", t, 1),
 }
 g = open(sys.argv[3]).read()  # html-marks: ticks and names

@@ -77,7 +77,7 @@ supp dots '{
   cumtrace:Leak
   ...
   fun:main
-  fun:__libc_start_call_main
+  obj:*/libc.so.6
 }'
 expect_eq dots_every_site "$(suppressed dots)" \
 	"['cache:2097152', 'cache:4194304', 'cache:6291456', 'leaked:3145728', 'teardown:1048576']"
