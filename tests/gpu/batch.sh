@@ -16,6 +16,9 @@
 #                       untimed steps after the warm-up, OVH_REPS: processes per configuration, 3;
 #                       OVH_CPUS: pin every process to these CPUs (taskset list); OVH_HISTORY=0:
 #                       no torch history runs)
+#   overhead-ab         fw_overhead_ab.py: the three configurations alive at once, taking turns
+#                       chunk by chunk (AB_ROUNDS, default 12, of AB_CHUNK_S seconds, default 1;
+#                       OVH_CPUS pins them); overhead-ab@MODES: those modes only
 #   behaviour           tests/gpu/behaviour.sh (the shim never changes the program)
 #   ipc                 tests/gpu/ipc_check.sh (CUDA IPC between a parent and its child)
 #   arrays              tests/gpu/array_check.sh (CUDA arrays against compute-sanitizer and cudaMemGetInfo)
@@ -60,6 +63,12 @@ for arg in "$@"; do
 			--model "mlp${model%%@*}" --modes "$modes" --reps "${OVH_REPS:-3}" --steps "${OVH_STEPS:-100}" --chunks "${OVH_CHUNKS:-5}" --pairs 0 \
 			--chunk-seconds "${OVH_CHUNK_S:-0}" --warmup-seconds "${OVH_WARM_S:-0}" \
 			${OVH_CPUS:+--cpus "$OVH_CPUS"} $([ "${OVH_HISTORY:-1}" = 0 ] && echo --no-history) ;;
+	overhead-ab*)
+		modes=default,expandable,async,nocache
+		case $name in *@*) modes=${name#*@} ;; esac
+		step "$(echo "$name" | tr "@," "__")" "$secs" python3 "$ROOT/tests/gpu/fw_overhead_ab.py" --kit "$KIT" \
+			--out /tmp/overhead-ab --modes "$modes" --rounds "${AB_ROUNDS:-12}" \
+			--chunk-seconds "${AB_CHUNK_S:-1}" ${OVH_CPUS:+--cpus "$OVH_CPUS"} ;;
 	behaviour)
 		step "$name" "$secs" bash "$ROOT/tests/gpu/behaviour.sh" "$KIT" "$KIT/src/e2e" /tmp/beh ;;
 	ipc)
