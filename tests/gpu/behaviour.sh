@@ -186,4 +186,32 @@ else
 	verdict SKIP signal "hostile_signal did not build"
 fi
 
+# Crashes on real CUDA (tests/e2e/t_hostile_crash.sh): the program's own handlers and the
+# default action, exit status and output as untraced; with the default action in the middle of
+# a writer round (a round every millisecond), every allocation made before the crash in the dump.
+build hostile_crash "$SRC/progs/hostile_crash.c" $LIBS
+if [ -x "$BIN/hostile_crash" ]; then
+	for mode in segv abort segvdfl; do
+		twin "crash.$mode" '' "$BIN/hostile_crash" "$mode" 1000
+	done
+	short=""
+	for i in 1 2 3 4 5 6 7 8 9 10; do
+		d=$OUTDIR/crash.round.$i
+		mkdir -p "$d"
+		(cd "$d" && CUMTRACE_OUTPUT="$d/traced.%p.dump" CUMTRACE_FLUSH_MS=1 LD_PRELOAD=$SHIM \
+			timeout -s KILL 60 "$BIN/hostile_crash" segvdfl 1000 >/dev/null 2>&1)
+		dump=$(ls "$d"/traced.*.dump 2>/dev/null | head -n 1)
+		got=$([ -n "$dump" ] && "$REPORT" summary --format json "$dump" 2>/dev/null |
+			python3 -c 'import json,sys; print(json.load(sys.stdin)["allocations"])' 2>/dev/null)
+		[ "$got" = 1000 ] || short="$short $i(${got:-no dump})"
+	done
+	if [ -z "$short" ]; then
+		verdict PASS crash.rounds "10 crashes with a round every millisecond: 1000 allocations in each dump"
+	else
+		verdict FAIL crash.rounds "allocations lost: runs$short"
+	fi
+else
+	verdict SKIP crash "hostile_crash did not build"
+fi
+
 echo "behaviour: $passed passed, $failed failed, $skipped skipped"
