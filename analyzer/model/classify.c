@@ -218,7 +218,8 @@ static const char *const fold_modules[] = {
 static const char *const fold_paths[] = {"*/torch/lib/*", "*/cupy/*", "*/cupy_backends/*", "*/jaxlib/*",
 					 "*/nvidia/*/lib/*"};
 
-int ct_frame_is_startup(const struct ct_frame *fr)
+/* A frame of the C library's start-up (__libc_start_main, _start, ...), outside main. */
+static int frame_is_startup(const struct ct_frame *fr)
 {
 	static const char *const names[] = {"__libc_start_call_main", "__libc_start_main",
 					    "__libc_start_main_impl", "__libc_start_main_alias_2", "_start"};
@@ -230,10 +231,11 @@ int ct_frame_is_startup(const struct ct_frame *fr)
 
 size_t ct_frames_to_main(const struct ct_frame *f, size_t n)
 {
+	/* the program's own main: an interpreter's (a folded frame) is not where its program starts */
 	for (size_t i = 0; i < n; i++)
-		if (f[i].function && !f[i].python && !strcmp(f[i].function, "main"))
+		if (f[i].function && !f[i].python && !strcmp(f[i].function, "main") && !ct_frame_folds(&f[i]))
 			return i + 1;
-	while (n > 1 && ct_frame_is_startup(&f[n - 1]))
+	while (n > 1 && frame_is_startup(&f[n - 1]))
 		n--;
 	return n;
 }

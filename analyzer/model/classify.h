@@ -113,13 +113,11 @@ int ct_first_user_frame(const struct ct_frame *f, size_t n);
  * stacks fold runs of them, and they are never the user's.
  */
 int ct_frame_folds(const struct ct_frame *f);
-/* A frame of the C library's start-up (__libc_start_main, _start, ...), outside main. */
-int ct_frame_is_startup(const struct ct_frame *f);
 /*
  * How many of a stack's n frames (innermost first) people see: up to the
- * program's own native main, else without the C library's start-up frames
- * (__libc_start_main, _start, ...) at its outer end. Text stacks and
- * generated suppressions stop there.
+ * program's own native main (not an interpreter's: ct_frame_folds), else
+ * without the C library's start-up frames (__libc_start_main, _start, ...) at
+ * its outer end. Text stacks and generated suppressions stop there.
  */
 size_t ct_frames_to_main(const struct ct_frame *f, size_t n);
 /*

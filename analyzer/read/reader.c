@@ -265,8 +265,9 @@ static void heap_pop(struct rd *r, struct pending *out)
  * order, so ts and seq do not go back): a mask byte, then LEB128 numbers:
  * always the time and file-order steps, then each field group the mask names,
  * in mask bit order. Unchanged fields take no byte. PACK_MAX bounds a packed
- * event (a mask and at most 25 numbers of at most 10 bytes would be more, but
- * the numbers are of the widths below: 1 + 10 * 8 + 5 + 4 * 3 + 5 * 5 = 123).
+ * event: the mask, seven 64-bit numbers (10 bytes each at most: the two steps,
+ * dur, ptr, size, stream, aux), stack_id (5), the call (api 3, three bytes),
+ * the rest (3 + 3 + 5 + 5 + 5 + 3 + 1 + 5): 1 + 70 + 5 + 6 + 30 = 112.
  */
 #define PACK_MAX 128
 enum {

@@ -671,8 +671,7 @@ void ct_text_frames(FILE *f, struct ct_model *m, uint32_t stack_id)
 			put_frame(f, m, &frames[i]);
 		return;
 	}
-	while (n > 1 && ct_frame_is_startup(&frames[n - 1]))
-		n--;
+	n = ct_frames_to_main(frames, n);
 	for (size_t i = 0; i < n;) {
 		size_t j = i;
 		while (j < n && ct_frame_folds(&frames[j]))
@@ -683,9 +682,6 @@ void ct_text_frames(FILE *f, struct ct_model *m, uint32_t stack_id)
 			continue;
 		}
 		put_frame(f, m, &frames[i]);
-		/* nothing outside the program's own main */
-		if (frames[i].function && !frames[i].python && !strcmp(frames[i].function, "main") && j == i)
-			return;
 		i++;
 	}
 }
