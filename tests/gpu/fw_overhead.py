@@ -35,6 +35,31 @@ import statistics
 import subprocess
 import sys
 
+# The training loop the timed processes run (a child script's text: model_name set before it);
+# fw_overhead_ab.py runs it too.
+MODEL = r'''
+torch.manual_seed(0)
+# mlp2048: 4 x 2048 fp32, batch 256 (a step of ~1.5 ms, bound by kernel launches: the worst case
+# for a per-tensor cost); mlp4096: 6 x 4096 bf16, batch 1024 (GPU_NOTES' training loop: the GPU,
+# not the launching thread, sets the pace, as in real training)
+width, depth, batch, dtype = (2048, 4, 256, torch.float32) if model_name == "mlp2048" else \
+    (4096, 6, 1024, torch.bfloat16)
+layers = []
+for _ in range(depth):
+    layers += [torch.nn.Linear(width, width), torch.nn.GELU()]
+model = torch.nn.Sequential(*layers).to("cuda", dtype)
+opt = torch.optim.Adam(model.parameters(), lr=1e-4)
+x = torch.randn(batch, width, device="cuda", dtype=dtype)
+
+def step():
+    opt.zero_grad(set_to_none=True)
+    extra = [torch.empty(4096 * (k + 1), device="cuda") for k in range(4)]
+    model(x).float().square().mean().backward()
+    opt.step()
+    del extra
+
+'''
+
 CHILD = r'''
 import json, os, statistics, sys, time, torch
 steps, chunks, history, what = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "1", sys.argv[4]
@@ -57,26 +82,7 @@ if what == "pairs":
         rates.append((time.perf_counter() - t0) / steps * 1e9)
     print("RESULT " + json.dumps({"ns_per_pair": statistics.median(rates), "chunks": rates}), flush=True)
     sys.exit(0)
-torch.manual_seed(0)
-# mlp2048: 4 x 2048 fp32, batch 256 (a step of ~1.5 ms, bound by kernel launches: the worst case
-# for a per-tensor cost); mlp4096: 6 x 4096 bf16, batch 1024 (GPU_NOTES' training loop: the GPU,
-# not the launching thread, sets the pace, as in real training)
-width, depth, batch, dtype = (2048, 4, 256, torch.float32) if model_name == "mlp2048" else \
-    (4096, 6, 1024, torch.bfloat16)
-layers = []
-for _ in range(depth):
-    layers += [torch.nn.Linear(width, width), torch.nn.GELU()]
-model = torch.nn.Sequential(*layers).to("cuda", dtype)
-opt = torch.optim.Adam(model.parameters(), lr=1e-4)
-x = torch.randn(batch, width, device="cuda", dtype=dtype)
-
-def step():
-    opt.zero_grad(set_to_none=True)
-    extra = [torch.empty(4096 * (k + 1), device="cuda") for k in range(4)]
-    model(x).float().square().mean().backward()
-    opt.step()
-    del extra
-
+''' + MODEL + r'''
 done = [0]  # steps in timed chunks
 
 def timed(n, secs=0.0, count=True):

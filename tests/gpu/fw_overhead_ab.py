@@ -18,25 +18,14 @@ import statistics
 import subprocess
 import sys
 
+from fw_overhead import CONFIGS, MODEL, MODES, child_env
+
+# The training loop of fw_overhead.py (mlp4096), driven chunk by chunk from stdin.
 CHILD = r'''
 import json, sys, time, torch
 chunk_s, warm_s = float(sys.argv[1]), float(sys.argv[2])
-torch.manual_seed(0)
-width, depth, batch, dtype = 4096, 6, 1024, torch.bfloat16
-layers = []
-for _ in range(depth):
-    layers += [torch.nn.Linear(width, width), torch.nn.GELU()]
-model = torch.nn.Sequential(*layers).to("cuda", dtype)
-opt = torch.optim.Adam(model.parameters(), lr=1e-4)
-x = torch.randn(batch, width, device="cuda", dtype=dtype)
-
-def step():
-    opt.zero_grad(set_to_none=True)
-    extra = [torch.empty(4096 * (k + 1), device="cuda") for k in range(4)]
-    model(x).float().square().mean().backward()
-    opt.step()
-    del extra
-
+model_name = "mlp4096"
+''' + MODEL + r'''
 def timed(secs):
     torch.cuda.synchronize()
     t0 = time.perf_counter()
@@ -61,29 +50,6 @@ for line in sys.stdin:
         break
 '''
 
-MODES = {
-    "default": {},
-    "expandable": {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"},
-    "async": {"PYTORCH_CUDA_ALLOC_CONF": "backend:cudaMallocAsync"},
-    "nocache": {"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"},
-}
-CONFIGS = (("untraced", False, False), ("on", True, True), ("off", True, False))
-
-
-def env_for(args, mode, traced, layer):
-    env = dict(os.environ)
-    for k in ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_NO_CUDA_MEMORY_CACHING", "LD_PRELOAD"):
-        env.pop(k, None)
-    env.update(MODES[mode])
-    if traced:
-        kit = os.path.abspath(args.kit)
-        env["LD_PRELOAD"] = os.path.join(kit, "libcumtrace.so")
-        env["LD_LIBRARY_PATH"] = os.path.join(kit, "lib") + (":" + env["LD_LIBRARY_PATH"]
-                                                              if env.get("LD_LIBRARY_PATH") else "")
-        env["CUMTRACE_OUTPUT"] = os.path.join(args.out, "ab-%s-%s.%%p.dump" % (mode, "on" if layer else "off"))
-        env["CUMTRACE_TORCH"] = "1" if layer else "0"
-    return env
-
 
 def expect(p, word):
     """The child's next line, which must start with word; None when it ended."""
@@ -99,7 +65,7 @@ def run_mode(args, script, mode):
         cmd = [sys.executable, script, str(args.chunk_seconds), str(args.warmup_seconds)]
         if args.cpus:
             cmd = ["taskset", "-c", args.cpus] + cmd
-        procs[key] = subprocess.Popen(cmd, env=env_for(args, mode, traced, layer), stdin=subprocess.PIPE,
+        procs[key] = subprocess.Popen(cmd, env=child_env(args, mode, traced, layer, "ab"), stdin=subprocess.PIPE,
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     rates = {k: [] for k in procs}
     try:
