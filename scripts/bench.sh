@@ -302,8 +302,11 @@ if [ -x "$heaptrack" ] && [ -x "$htprint" ] && [ -x /usr/bin/time ]; then
 	if [ -f "$ctdump" ] && [ -f "$htfile" ]; then
 		c=$(run_stats "$report" leaks "$ctdump")
 		h=$(run_stats "$htprint" "$htfile")
+		# reading on a second thread (read/pipe.h), on by default from 3 CPUs
+		c2=$(run_stats env CUMTRACE_REPORT_PIPELINE=1 "$report" leaks "$ctdump")
 		lbl="leaks vs heaptrack_print, $htpairs pairs d3"
 		row "$lbl: cumtrace-report leaks wall / CPU s" "$(wall "$c") / $(cpu "$c")"
+		row "$lbl: ... CUMTRACE_REPORT_PIPELINE=1 wall / CPU s" "$(wall "$c2") / $(cpu "$c2")"
 		row "$lbl: heaptrack_print wall / CPU s" "$(wall "$h") / $(cpu "$h")"
 		row "$lbl: peak RSS MiB, cumtrace / heaptrack" "$(calc "$(thr "$c") / 1024") / $(calc "$(thr "$h") / 1024")"
 		r=$(calc2 "$(wall "$c") / $(wall "$h")")

@@ -408,6 +408,13 @@ int main(int argc, char **argv)
 	struct ct_progress progress;
 	ct_progress_init(&progress);
 	struct ct_read_opts ropts = {.progress = ct_progress_update, .progress_ctx = &progress};
+	/* reading on a second thread (read/pipe.h): 1 always, 0 never, unset: by the CPUs */
+	const char *env_pipe = getenv("CUMTRACE_REPORT_PIPELINE");
+	if (env_pipe && *env_pipe) {
+		if (strcmp(env_pipe, "0") && strcmp(env_pipe, "1"))
+			usage_error("CUMTRACE_REPORT_PIPELINE: '%s' is not 0 or 1", env_pipe);
+		ropts.pipeline = *env_pipe == '1' ? 1 : -1;
+	}
 	struct ct_model *base = NULL;
 	if (baseline) {
 		base = ct_xmalloc(sizeof *base);

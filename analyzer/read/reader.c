@@ -12,6 +12,7 @@
 #include <zstd.h>
 
 #include "base/util.h"
+#include "read/pipe.h"
 #include "read/zprefetch.h"
 
 #define DEFAULT_CHUNK (1u << 20)
@@ -1212,6 +1213,11 @@ int ct_read_mem(const void *data, size_t len, const struct ct_read_opts *opts,
 int ct_read_file(const char *path, const struct ct_read_opts *opts, const struct ct_reader_cb *cb,
 		 struct ct_read_result *res)
 {
+	if (ct_pipe_wanted(opts, cb)) {
+		int st = ct_pipe_read_file(path, opts, cb, res);
+		if (st >= 0)
+			return st;
+	}
 	struct rd r;
 	rd_init(&r, opts, cb, res);
 	/* O_NONBLOCK: opening a FIFO must not wait for a writer */

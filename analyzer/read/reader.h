@@ -96,6 +96,15 @@ struct ct_read_opts {
 	 */
 	int no_prefetch;
 	/*
+	 * ct_read_file: run the callbacks on the calling thread while the
+	 * records are read on a second one (pipe.h). 0: when this process may
+	 * run on at least CT_PIPE_MIN_CPUS CPUs (sched_getaffinity); 1: always;
+	 * -1: never. Never with no_prefetch, without an event or pycombine
+	 * callback (nothing worth the thread), or with a record callback. The
+	 * callbacks see the same calls either way.
+	 */
+	int pipeline;
+	/*
 	 * Called after every read(2) (and once at end of file) with the bytes
 	 * read so far, the size of the file (0 when unknown) and the events
 	 * read so far; NULL = not called. For progress lines (progress.h).
@@ -129,6 +138,7 @@ struct ct_read_result {
 	uint64_t late_events;	   /* events older than one already released */
 	uint64_t forced_releases;  /* events released early because max_pending was hit */
 	uint64_t max_pending_seen; /* the most events held at once */
+	int pipelined;		   /* read on a second thread (pipe.h) */
 };
 
 /*

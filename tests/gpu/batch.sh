@@ -22,6 +22,8 @@
 #   behaviour           tests/gpu/behaviour.sh (the shim never changes the program)
 #   ipc                 tests/gpu/ipc_check.sh (CUDA IPC between a parent and its child)
 #   arrays              tests/gpu/array_check.sh (CUDA arrays against compute-sanitizer and cudaMemGetInfo)
+#   analyzer-bench      tests/gpu/analyzer_bench.sh: cumtrace-report leaks against heaptrack_print
+#                       on every CPU and on two (the kit packed with GPU_PACK_BENCH=1)
 #   validate-ONLY       scripts/gpu-validate.sh with GPU_SUITE=validate GPU_ONLY=ONLY
 set -u
 KIT=$(cd "$1" && pwd)
@@ -69,6 +71,8 @@ for arg in "$@"; do
 		step "$(echo "$name" | tr "@," "__")" "$secs" python3 "$ROOT/tests/gpu/fw_overhead_ab.py" --kit "$KIT" \
 			--out /tmp/overhead-ab --modes "$modes" --rounds "${AB_ROUNDS:-12}" \
 			--chunk-seconds "${AB_CHUNK_S:-1}" ${OVH_CPUS:+--cpus "$OVH_CPUS"} ;;
+	analyzer-bench)
+		step "$name" "$secs" bash "$ROOT/tests/gpu/analyzer_bench.sh" "$KIT" "${BENCH_REPS:-9}" ;;
 	behaviour)
 		step "$name" "$secs" bash "$ROOT/tests/gpu/behaviour.sh" "$KIT" "$KIT/src/e2e" /tmp/beh ;;
 	ipc)

@@ -1300,6 +1300,309 @@ START_TEST(zstd_prefetch_corrupt_and_truncated)
 END_TEST
 
 /* Random byte flips and size rewrites: never a crash, always a defined status. */
+/* ---- reading on a second thread (pipe.h) ----------------------------------------------------- */
+
+/* Every callback with every argument, folded into one hash, in call order. */
+struct trace {
+	uint64_t h;
+	size_t calls;
+};
+
+static void tr_mix(struct trace *t, unsigned what, const void *p, size_t n)
+{
+	const unsigned char *b = p;
+	t->h = (t->h ^ what) * 0x100000001b3ull;
+	for (size_t i = 0; i < n; i++)
+		t->h = (t->h ^ b[i]) * 0x100000001b3ull;
+	t->h = (t->h ^ n) * 0x100000001b3ull;
+}
+
+static void tr_call(struct trace *t, unsigned what)
+{
+	t->calls++;
+	tr_mix(t, what, NULL, 0);
+}
+
+static void tr_process(void *ctx, const struct ct_rec_process *p, const char *s, size_t len)
+{
+	tr_call(ctx, 1);
+	tr_mix(ctx, 1, p, sizeof *p);
+	tr_mix(ctx, 1, s, len);
+}
+
+static void tr_event(void *ctx, const struct ct_rec_event *ev)
+{
+	tr_call(ctx, 2);
+	tr_mix(ctx, 2, ev, sizeof *ev);
+}
+
+static void tr_stack(void *ctx, uint32_t id, unsigned depth, const uint64_t *ips)
+{
+	tr_call(ctx, 3);
+	tr_mix(ctx, 3, &id, sizeof id);
+	tr_mix(ctx, 3, ips, 8u * depth);
+}
+
+static void tr_module(void *ctx, const struct ct_rec_module *m, const uint8_t *bid, const char *path,
+		      size_t len)
+{
+	tr_call(ctx, 4);
+	tr_mix(ctx, 4, m, sizeof *m);
+	tr_mix(ctx, 4, bid, m->build_id_len);
+	tr_mix(ctx, 4, path, len);
+}
+
+static void tr_drops(void *ctx, const struct ct_rec_drops *d)
+{
+	tr_call(ctx, 5);
+	tr_mix(ctx, 5, d, sizeof *d);
+}
+
+static void tr_batch(void *ctx, const struct ct_rec_batch *b)
+{
+	tr_call(ctx, 6);
+	tr_mix(ctx, 6, b, sizeof *b);
+}
+
+static void tr_end(void *ctx, const struct ct_rec_end *e)
+{
+	tr_call(ctx, 7);
+	tr_mix(ctx, 7, e, sizeof *e);
+}
+
+static void tr_mark(void *ctx, const struct ct_rec_mark *m, const char *name, size_t len)
+{
+	tr_call(ctx, 8);
+	tr_mix(ctx, 8, m, sizeof *m);
+	tr_mix(ctx, 8, name, len);
+}
+
+static void tr_meminfo(void *ctx, const struct ct_rec_meminfo *mi)
+{
+	tr_call(ctx, 9);
+	tr_mix(ctx, 9, mi, sizeof *mi);
+}
+
+static void tr_counter(void *ctx, const struct ct_rec_counter *c, const char *name, size_t len)
+{
+	tr_call(ctx, 10);
+	tr_mix(ctx, 10, c, sizeof *c);
+	tr_mix(ctx, 10, name, len);
+}
+
+static void tr_unknown(void *ctx, unsigned type, uint64_t off, uint32_t size)
+{
+	uint64_t v[3] = {type, off, size};
+	tr_call(ctx, 11);
+	tr_mix(ctx, 11, v, sizeof v);
+}
+
+static void tr_pystring(void *ctx, uint32_t id, const char *str, size_t len)
+{
+	tr_call(ctx, 12);
+	tr_mix(ctx, 12, &id, sizeof id);
+	tr_mix(ctx, 12, str, len);
+}
+
+static void tr_pystack(void *ctx, uint32_t id, unsigned depth, const struct ct_pyframe *f)
+{
+	tr_call(ctx, 13);
+	tr_mix(ctx, 13, &id, sizeof id);
+	tr_mix(ctx, 13, f, depth * sizeof *f);
+}
+
+static uint32_t tr_pycombine(void *ctx, uint32_t stack_id, uint32_t pystack_id)
+{
+	tr_call(ctx, 14);
+	tr_mix(ctx, 14, &stack_id, sizeof stack_id);
+	tr_mix(ctx, 14, &pystack_id, sizeof pystack_id);
+	return stack_id * 1000 + pystack_id;
+}
+
+static void tr_symbols(void *ctx, const struct ct_rec_symbols *s, const struct ct_sym_addr *addrs,
+		       const struct ct_sym_frame *frames, const char *strings)
+{
+	tr_call(ctx, 15);
+	tr_mix(ctx, 15, s, sizeof *s);
+	tr_mix(ctx, 15, addrs, s->naddrs * sizeof *addrs);
+	tr_mix(ctx, 15, frames, s->nframes * sizeof *frames);
+	tr_mix(ctx, 15, strings, s->strings_len);
+	/* the arrays are aligned as the reader's own copies are */
+	ck_assert_uint_eq((uintptr_t)addrs % 8, 0);
+	ck_assert_uint_eq((uintptr_t)frames % 4, 0);
+}
+
+static struct ct_reader_cb trace_cb(struct trace *t)
+{
+	memset(t, 0, sizeof *t);
+	t->h = 0xcbf29ce484222325ull;
+	struct ct_reader_cb cb = {.ctx = t,
+				  .process = tr_process,
+				  .event = tr_event,
+				  .stack = tr_stack,
+				  .module = tr_module,
+				  .drops = tr_drops,
+				  .batch = tr_batch,
+				  .end = tr_end,
+				  .mark = tr_mark,
+				  .meminfo = tr_meminfo,
+				  .counter = tr_counter,
+				  .unknown = tr_unknown,
+				  .pystring = tr_pystring,
+				  .pystack = tr_pystack,
+				  .pycombine = tr_pycombine,
+				  .symbols = tr_symbols};
+	return cb;
+}
+
+/*
+ * Every record type, events of three threads out of order across batches,
+ * nevents events in all (enough to fill several blocks and the queue), a
+ * symbols record larger than a block, some of it in zstd runs.
+ */
+static void pipe_dump(struct dg *g, size_t nevents)
+{
+	dg_init(g);
+	dg_header(g);
+	dg_process(g, 42, 1, 1000, (const char *[]){"version=0.1.0", "exe=/bin/train", NULL});
+	uint64_t ips[3] = {0x401000, 0x402000, 0x403000};
+	dg_stack(g, 1, 3, ips);
+	dg_module(g, 0x400000, 0x400000, 0x500000, (const uint8_t *)"\x01\x02\x03\x04", 4, "/bin/train");
+	dg_pystring(g, 1, "train.py");
+	dg_pystring(g, 2, "step");
+	struct ct_pyframe pf[2] = {{1, 2, 10}, {1, 2, 20}};
+	dg_pystack(g, 1, 2, pf);
+	enum { NA = 12000 }; /* 12000 * (16 + 16) bytes: larger than a block */
+	struct ct_sym_addr *addrs = calloc(NA, sizeof *addrs);
+	struct ct_sym_frame *frames = calloc(NA, sizeof *frames);
+	ck_assert_ptr_nonnull(addrs);
+	ck_assert_ptr_nonnull(frames);
+	for (uint32_t i = 0; i < NA; i++) {
+		addrs[i] = (struct ct_sym_addr){.offset = 16u * i, .module = 0, .nframes = 1};
+		frames[i] = (struct ct_sym_frame){.function = 0, .file = CT_SYM_NONE,
+						  .file_short = CT_SYM_NONE, .line = i};
+	}
+	dg_symbols(g, NA, addrs, NA, frames, "main", 5);
+	free(addrs);
+	free(frames);
+	uint64_t ts = 2000;
+	for (size_t i = 0, seq = 0; i < nevents; i++) {
+		if (i % 997 == 0)
+			dg_batch(g, ts, seq++);
+		uint32_t tid = 1 + (uint32_t)(i % 3);
+		/* thread 3 lags: its events are written after later ones of the others */
+		uint64_t t = ts - (tid == 3 ? 50 : 0);
+		if (i % 5 == 0)
+			dg_alloc_py(g, t, 0x100000 + 0x1000 * i, 4096, 1, 1);
+		else {
+			struct dg_ev e = {.ts = t, .op = i % 2 ? CT_OP_FREE : CT_OP_ALLOC,
+					  .ptr = 0x100000 + 0x1000 * (i - i % 2), .size = 4096,
+					  .tid = tid, .api = CT_API_cudaMalloc, .stack_id = 1};
+			dg_event(g, &e);
+		}
+		if (i % 4001 == 0) {
+			dg_mark(g, ts, tid, "step");
+			dg_meminfo(g, ts, ts - 5, tid, 0, 1u << 20, 1u << 30);
+			dg_drops(g, ts, 3, tid);
+			dg_raw(g, 250, 16, NULL, 0); /* unknown type */
+		}
+		ts += 10;
+	}
+	dg_end(g, ts);
+}
+
+static void write_file(const char *path, const struct dg *g, size_t len)
+{
+	FILE *f = fopen(path, "wb");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_uint_eq(fwrite(g->p, 1, len, f), len);
+	ck_assert_int_eq(fclose(f), 0);
+}
+
+/* Read path both ways: the same calls, in the same order, and the same result. */
+static void pipe_agrees(const char *path, struct ct_read_result *with)
+{
+	struct trace t1, t2;
+	struct ct_read_result r2;
+	struct ct_reader_cb cb1 = trace_cb(&t1), cb2 = trace_cb(&t2);
+	struct ct_read_opts o1 = {.pipeline = 1}, o2 = {.pipeline = -1};
+	int s1 = ct_read_file(path, &o1, &cb1, with);
+	int s2 = ct_read_file(path, &o2, &cb2, &r2);
+	ck_assert_int_eq(with->pipelined, 1);
+	ck_assert_int_eq(r2.pipelined, 0);
+	ck_assert_int_eq(s1, s2);
+	ck_assert_str_eq(with->error, r2.error);
+	ck_assert_uint_eq(with->error_offset, r2.error_offset);
+	ck_assert_uint_eq(with->truncated_offset, r2.truncated_offset);
+	ck_assert_uint_eq(with->records, r2.records);
+	ck_assert_uint_eq(with->events, r2.events);
+	ck_assert_uint_eq(with->late_events, r2.late_events);
+	ck_assert_uint_eq(t1.calls, t2.calls);
+	ck_assert_uint_eq(t1.h, t2.h);
+}
+
+START_TEST(pipeline_agrees)
+{
+	char dir[] = "/tmp/ct-pipe-XXXXXX";
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	char path[64];
+	snprintf(path, sizeof path, "%s/d.dump", dir);
+	struct dg g;
+	pipe_dump(&g, 30000);
+	struct ct_read_result res;
+	write_file(path, &g, g.n);
+	pipe_agrees(path, &res);
+	ck_assert_int_eq(res.status, CT_READ_OK);
+	ck_assert_uint_eq(res.events, 30000);
+	/* the same records in zstd runs */
+	struct dg z;
+	dg_init(&z);
+	dg_header(&z);
+	size_t hdr = z.n, step = 200000;
+	for (size_t at = hdr; at < g.n;) {
+		/* cut at record boundaries: walk records up to step bytes */
+		size_t end = at;
+		while (end < g.n && end - at < step) {
+			uint32_t sz;
+			memcpy(&sz, g.p + end + offsetof(struct ct_rec, size), sizeof sz);
+			if (end - at + sz > CT_ZSTD_RAW_MAX)
+				break;
+			end += sz;
+		}
+		if (end == at) { /* one record larger than a run: as it is */
+			uint32_t sz;
+			memcpy(&sz, g.p + at + offsetof(struct ct_rec, size), sizeof sz);
+			dg_bytes(&z, g.p + at, sz);
+			end = at + sz;
+		} else {
+			dg_zstd(&z, g.p + at, end - at);
+		}
+		at = end;
+	}
+	write_file(path, &z, z.n);
+	pipe_agrees(path, &res);
+	ck_assert_int_eq(res.status, CT_READ_OK);
+	ck_assert_uint_eq(res.events, 30000);
+	ck_assert_uint_gt(res.zstd_records, 2);
+	/* truncated anywhere, and corrupt: the same again */
+	for (size_t cut = g.n / 3; cut < g.n; cut += g.n / 7) {
+		write_file(path, &g, cut);
+		pipe_agrees(path, &res);
+		ck_assert_int_eq(res.status, CT_READ_TRUNCATED);
+	}
+	size_t bad = g.offs[g.nrec / 2];
+	memcpy(g.p + bad + offsetof(struct ct_rec, size), &(uint32_t){3}, 4); /* a record of 3 bytes */
+	write_file(path, &g, g.n);
+	pipe_agrees(path, &res);
+	ck_assert_int_eq(res.status, CT_READ_ERROR);
+	ck_assert_uint_eq(res.error_offset, bad);
+	dg_release(&z);
+	dg_release(&g);
+	unlink(path);
+	rmdir(dir);
+}
+END_TEST
+
 START_TEST(random_mutations)
 {
 	struct dg g;
@@ -1365,6 +1668,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, zstd_corrupt);
 	tcase_add_test(tc, zstd_prefetch_agrees);
 	tcase_add_test(tc, zstd_prefetch_corrupt_and_truncated);
+	tcase_add_test(tc, pipeline_agrees);
 	suite_add_tcase(s, tc);
 	return s;
 }
