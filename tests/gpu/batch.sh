@@ -16,9 +16,11 @@
 #                       untimed steps after the warm-up, OVH_REPS: processes per configuration, 3;
 #                       OVH_CPUS: pin every process to these CPUs (taskset list); OVH_HISTORY=0:
 #                       no torch history runs)
-#   overhead-ab         fw_overhead_ab.py: the three configurations alive at once, taking turns
-#                       chunk by chunk (AB_ROUNDS, default 12, of AB_CHUNK_S seconds, default 1;
-#                       OVH_CPUS pins them); overhead-ab@MODES: those modes only
+#   overhead-ab         fw_overhead_ab.py: untraced, traced with the framework layer on and off,
+#                       and torch's _record_memory_history alive at once, taking turns chunk by
+#                       chunk (AB_ROUNDS, default 12, of AB_CHUNK_S seconds, default 1, each after
+#                       AB_PREROLL_S untimed seconds, default 0.5; OVH_CPUS pins them); per-round
+#                       ratios with 90% intervals; overhead-ab@MODES: those modes only
 #   behaviour           tests/gpu/behaviour.sh (the shim never changes the program)
 #   ipc                 tests/gpu/ipc_check.sh (CUDA IPC between a parent and its child)
 #   arrays              tests/gpu/array_check.sh (CUDA arrays against compute-sanitizer and cudaMemGetInfo)
@@ -70,7 +72,8 @@ for arg in "$@"; do
 		case $name in *@*) modes=${name#*@} ;; esac
 		step "$(echo "$name" | tr "@," "__")" "$secs" python3 "$ROOT/tests/gpu/fw_overhead_ab.py" --kit "$KIT" \
 			--out /tmp/overhead-ab --modes "$modes" --rounds "${AB_ROUNDS:-12}" \
-			--chunk-seconds "${AB_CHUNK_S:-1}" ${OVH_CPUS:+--cpus "$OVH_CPUS"} ;;
+			--chunk-seconds "${AB_CHUNK_S:-1}" --preroll-seconds "${AB_PREROLL_S:-0.5}" \
+			${OVH_CPUS:+--cpus "$OVH_CPUS"} ;;
 	analyzer-bench)
 		step "$name" "$secs" bash "$ROOT/tests/gpu/analyzer_bench.sh" "$KIT" "${BENCH_REPS:-9}" ;;
 	behaviour)

@@ -1,18 +1,27 @@
 #!/usr/bin/env python3
-"""Issue 16's cost figures, taking turns: per allocator mode, three processes live at once
-(untraced, traced with the framework layer on, traced with it off), each warmed up, then ROUNDS
-rounds in which each process in turn (the order rotated every round) runs one timed chunk of
-CHUNK_S seconds of the training loop while the other two wait idle, off the GPU. What drifts over
-the minutes (clocks, temperature, the machine's other work) then falls on the three alike; what
-differs between processes (their memory layout) does not go away, so the per-chunk spread and the
-per-round ratios are printed beside the medians.
+"""Issue 16's cost figures, taking turns: per allocator mode, four processes live at once
+(untraced, traced with the framework layer on, traced with it off, and untraced under torch's
+torch.cuda.memory._record_memory_history(stacks="python"), not in the cudaMallocAsync mode, which
+refuses it), each warmed up, then ROUNDS rounds in which each process in turn (the order rotated
+every round) runs PREROLL_S seconds of untimed steps (the GPU's clocks come back up after the
+wait) and then one timed chunk of CHUNK_S seconds of the training loop while the others wait
+idle, off the GPU. What drifts over the minutes (clocks, temperature, the machine's other work)
+then falls on all alike.
+
+Each configuration's figure is the median of its per-round ratios to the untraced chunk of the
+same round, with a distribution-free 90% confidence interval of that median (order statistics of
+the ratios, binomial ranks). Verdict per goal: PASS when the interval's lower end is at or above
+the goal, FAIL when its upper end is below it, INCONCLUSIVE otherwise (the run was too noisy to
+tell).
 
 usage: python3 tests/gpu/fw_overhead_ab.py --kit gpu-kit --out DIR [--modes M,...] [--rounds R]
-                                           [--chunk-seconds S] [--warmup-seconds W] [--cpus LIST]
-Goals (issue 16): on / untraced >= 0.97, off / untraced >= 0.99, as medians of the chunk rates.
+                                           [--chunk-seconds S] [--warmup-seconds W]
+                                           [--preroll-seconds P] [--cpus LIST]
+Goals (issue 16): on / untraced >= 0.97, off / untraced >= 0.99.
 """
 import argparse
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -23,9 +32,12 @@ from fw_overhead import CONFIGS, MODEL, MODES, child_env
 # The training loop of fw_overhead.py (mlp4096), driven chunk by chunk from stdin.
 CHILD = r'''
 import json, sys, time, torch
-chunk_s, warm_s = float(sys.argv[1]), float(sys.argv[2])
+chunk_s, warm_s, preroll_s = float(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3])
 model_name = "mlp4096"
 ''' + MODEL + r'''
+import os
+if os.environ.get("AB_HISTORY") == "1":
+    torch.cuda.memory._record_memory_history(stacks="python")
 def timed(secs):
     torch.cuda.synchronize()
     t0 = time.perf_counter()
@@ -45,6 +57,8 @@ for line in sys.stdin:
         timed(warm_s)
         print("READY", flush=True)
     elif cmd == "run":
+        if preroll_s > 0:
+            timed(preroll_s)
         print("RATE %r" % timed(chunk_s), flush=True)
     else:
         break
@@ -59,13 +73,24 @@ def expect(p, word):
     return line[len(word):].strip()
 
 
+def ab_configs(mode):
+    """(key, traced, framework layer, torch history) of each process of a mode's run."""
+    out = [(key, traced, layer, False) for key, traced, layer in CONFIGS]
+    if mode != "async":  # cudaMallocAsync refuses _record_memory_history
+        out.append(("history", False, False, True))
+    return out
+
+
 def run_mode(args, script, mode):
     procs = {}
-    for key, traced, layer in CONFIGS:
-        cmd = [sys.executable, script, str(args.chunk_seconds), str(args.warmup_seconds)]
+    configs = ab_configs(mode)
+    for key, traced, layer, history in configs:
+        cmd = [sys.executable, script, str(args.chunk_seconds), str(args.warmup_seconds), str(args.preroll_seconds)]
         if args.cpus:
             cmd = ["taskset", "-c", args.cpus] + cmd
-        procs[key] = subprocess.Popen(cmd, env=child_env(args, mode, traced, layer, "ab"), stdin=subprocess.PIPE,
+        env = child_env(args, mode, traced, layer, "ab")
+        env["AB_HISTORY"] = "1" if history else "0"
+        procs[key] = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE,
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     rates = {k: [] for k in procs}
     try:
@@ -77,7 +102,7 @@ def run_mode(args, script, mode):
             p.stdin.flush()
             if expect(p, "READY") is None:
                 raise RuntimeError("%s %s: warm-up failed: %s" % (mode, key, p.stderr.read()[-300:]))
-        keys = [k for k, _, _ in CONFIGS]
+        keys = [k for k, _, _, _ in configs]
         for r in range(args.rounds):
             for i in range(len(keys)):
                 key = keys[(i + r) % len(keys)]
@@ -111,14 +136,16 @@ def main():
     ap.add_argument("--rounds", type=int, default=10)
     ap.add_argument("--chunk-seconds", type=float, default=1.0)
     ap.add_argument("--warmup-seconds", type=float, default=2.0)
+    ap.add_argument("--preroll-seconds", type=float, default=0.5)
     ap.add_argument("--cpus", default="")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     script = os.path.join(args.out, "overhead_ab_child.py")
     open(script, "w").write(CHILD)
     fails = 0
-    print("%-11s %9s %9s %9s %8s %8s  %s" % ("mode", "untraced", "on", "off", "on", "off",
-                                             "(steps/s, medians of the chunks; ratios to untraced)"), flush=True)
+    print("per mode: steps/s (medians of the chunks), then each configuration's median per-round ratio to the"
+          " untraced chunk of the same round [90%% confidence interval] and the verdict against its goal; %d rounds,"
+          " %.1f s chunks after %.1f s untimed" % (args.rounds, args.chunk_seconds, args.preroll_seconds), flush=True)
     for mode in args.modes.split(","):
         try:
             v = run_mode(args, script, mode)
@@ -127,20 +154,39 @@ def main():
             fails += 1
             continue
         med = {k: statistics.median(x) for k, x in v.items()}
-        on, off = med["on"] / med["untraced"], med["off"] / med["untraced"]
-        # per round: each configuration against the untraced chunk of the same round
-        pr_on = statistics.median(a / u for a, u in zip(v["on"], v["untraced"]))
-        pr_off = statistics.median(a / u for a, u in zip(v["off"], v["untraced"]))
+        line = "%-11s untraced %.1f" % (mode, med["untraced"])
+        for key, goal in (("on", 0.97), ("off", 0.99), ("history", None)):
+            if key not in v:
+                continue
+            ratios = [a / u for a, u in zip(v[key], v["untraced"])]
+            m, lo, hi = median_ci(ratios)
+            verdict = ""
+            if goal is not None:
+                verdict = " PASS" if lo >= goal else " FAIL" if hi < goal else " INCONCLUSIVE"
+                fails += verdict != " PASS"
+                verdict += " (goal %.2f)" % goal
+            line += " | %s %.1f: %.3f [%.3f, %.3f]%s" % (key, med[key], m, lo, hi, verdict)
         spread = {k: (max(x) - min(x)) / statistics.median(x) for k, x in v.items()}
-        ok = on >= 0.97 and off >= 0.99
-        fails += not ok
-        print("%-11s %9.1f %9.1f %9.1f %8.3f %8.3f  %s  (%d rounds of %.1f s; per-round ratios on %.3f, off %.3f;"
-              " chunk spread untraced %.1f%%, on %.1f%%, off %.1f%%)" % (
-                  mode, med["untraced"], med["on"], med["off"], on, off, "PASS" if ok else "FAIL", args.rounds,
-                  args.chunk_seconds, pr_on, pr_off, 100 * spread["untraced"], 100 * spread["on"],
-                  100 * spread["off"]), flush=True)
+        line += " | chunk spread " + ", ".join("%s %.1f%%" % (k, 100 * x) for k, x in spread.items())
+        print(line, flush=True)
         print("RAW %s %s" % (mode, json.dumps(v)), flush=True)
     return 1 if fails else 0
+
+
+def median_ci(xs, level=0.90):
+    """The median of xs and a distribution-free confidence interval of it: the order statistics
+    x(k) and x(n+1-k), k the largest rank with P(Binomial(n, 1/2) < k) <= (1 - level) / 2."""
+    xs = sorted(xs)
+    n = len(xs)
+    k, cum = 0, 0.0
+    while k < n:
+        p = math.comb(n, k) / 2.0 ** n
+        if cum + p > (1 - level) / 2:
+            break
+        cum += p
+        k += 1
+    k = max(k, 1)
+    return statistics.median(xs), xs[k - 1], xs[n - k]
 
 
 if __name__ == "__main__":
