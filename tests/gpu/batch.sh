@@ -24,6 +24,10 @@
 #   behaviour           tests/gpu/behaviour.sh (the shim never changes the program)
 #   ipc                 tests/gpu/ipc_check.sh (CUDA IPC between a parent and its child)
 #   arrays              tests/gpu/array_check.sh (CUDA arrays against compute-sanitizer and cudaMemGetInfo)
+#   cost[@MODE]         fw_cost.py (ns per tensor, untraced and traced processes side by side) in
+#                       the allocator mode MODE (default, expandable, async, nocache: fw_overhead.py's
+#                       MODES), with two more configurations: Python frames off (nopy) and Python
+#                       frames and native stacks off (bare)
 #   analyzer-bench      tests/gpu/analyzer_bench.sh: cumtrace-report leaks against heaptrack_print
 #                       on every CPU and on two (the kit packed with GPU_PACK_BENCH=1)
 #   validate-ONLY       scripts/gpu-validate.sh with GPU_SUITE=validate GPU_ONLY=ONLY
@@ -74,6 +78,19 @@ for arg in "$@"; do
 			--out /tmp/overhead-ab --modes "$modes" --rounds "${AB_ROUNDS:-12}" \
 			--chunk-seconds "${AB_CHUNK_S:-1}" --preroll-seconds "${AB_PREROLL_S:-0.5}" \
 			${OVH_CPUS:+--cpus "$OVH_CPUS"} ;;
+	cost*)
+		mode=default
+		case $name in *@*) mode=${name#*@} ;; esac
+		case $mode in
+		default) menv=() ;;
+		expandable) menv=(PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True) ;;
+		async) menv=(PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync) ;;
+		nocache) menv=(PYTORCH_NO_CUDA_MEMORY_CACHING=1) ;;
+		*) echo "batch: unknown mode $mode" | tee -a "$OUT/batch.txt"; continue ;;
+		esac
+		step "cost_$mode" "$secs" env "${menv[@]}" python3 "$ROOT/tests/gpu/fw_cost.py" --kit "$KIT" \
+			--out "/tmp/cost-$mode" --cpus 1,2,3,4,5,6,7 --config nopy=CUMTRACE_PYTHON=0 \
+			--config bare=CUMTRACE_PYTHON=0,CUMTRACE_STACK_DEPTH=0 ;;
 	analyzer-bench)
 		step "$name" "$secs" bash "$ROOT/tests/gpu/analyzer_bench.sh" "$KIT" "${BENCH_REPS:-9}" ;;
 	behaviour)
