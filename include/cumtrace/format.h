@@ -233,6 +233,26 @@ enum ct_op {
 	CT_OP_MAP = 16,		  /* VMM: ptr/size mapped, aux = allocation handle */
 	CT_OP_UNMAP = 17,	  /* VMM: ptr/size unmapped */
 	CT_OP_CTX_DESTROY = 18,	  /* leak checkpoint like DEVICE_RESET */
+	/*
+	 * ---- CUDA graphs (issue 19 §2) ----
+	 * A graph's memory exists from a launch, not from the call that adds its
+	 * alloc node: readers commit each GRAPH_ALLOC node of an exec at each
+	 * GRAPH_LAUNCH of it (an allocation of kind CT_KIND_GRAPH, with the
+	 * node's stack), run its GRAPH_FREE nodes after, and first free what the
+	 * exec's previous launch left live when it was instantiated with
+	 * cudaGraphInstantiateFlagAutoFreeOnLaunch (flags bit 0). A graph
+	 * allocation is also freed by an ordinary free of its address (cudaFree,
+	 * cudaFreeAsync outside capture). The device keeps the memory in its graph
+	 * pool until cudaDeviceGraphMemTrim (GRAPH_TRIM).
+	 */
+	CT_OP_GRAPH_ALLOC = 19,	      /* alloc node: ptr/size (address fixed at creation), aux = graph
+				       * (0: unknown); cudaGraphAddMemAllocNode, or a stream-ordered
+				       * allocation made while its stream captured (api says which) */
+	CT_OP_GRAPH_FREE = 20,	      /* free node: ptr, aux = graph (0: unknown) */
+	CT_OP_GRAPH_INSTANTIATE = 21, /* ptr = exec, aux = graph, flags = instantiate flags */
+	CT_OP_GRAPH_LAUNCH = 22,      /* ptr = exec, stream */
+	CT_OP_GRAPH_DESTROY = 23,     /* ptr = exec (kind graph) or graph (kind none): no memory change */
+	CT_OP_GRAPH_TRIM = 24,	      /* device = the device whose graph pool was trimmed */
 	CT_OP_COUNT
 };
 
@@ -244,7 +264,7 @@ enum ct_op {
 static inline int ct_op_is_allocation(unsigned op)
 {
 	return op == CT_OP_ALLOC || op == CT_OP_VA_RESERVE || op == CT_OP_PHYS_CREATE ||
-	       op == CT_OP_MAP || op == CT_OP_POOL_CREATE;
+	       op == CT_OP_MAP || op == CT_OP_POOL_CREATE || op == CT_OP_GRAPH_ALLOC;
 }
 
 /* The result of a failed allocation call that ran out of memory (both APIs). */
@@ -271,6 +291,10 @@ enum ct_kind {
 	 * Device memory: the device may charge more (alignment, tiling).
 	 */
 	CT_KIND_ARRAY = 8,
+	/* ---- CUDA graphs (issue 19 §2) ----
+	 * Memory of a CUDA graph's pool: the allocation of an alloc node, live
+	 * from the launch that commits it to its free (CT_OP_GRAPH_ALLOC). */
+	CT_KIND_GRAPH = 9,
 	CT_KIND_COUNT,
 	/* Framework kinds: only on framework events (CT_LAYER_FRAMEWORK), never
 	 * memory of the CUDA layer; CT_KIND_COUNT counts the kinds above only. */
@@ -363,7 +387,37 @@ enum ct_kind {
 	X(cuArray3DCreate_v2, DRIVER)                                          \
 	X(cuMipmappedArrayCreate, DRIVER)                                      \
 	X(cuArrayDestroy, DRIVER)                                              \
-	X(cuMipmappedArrayDestroy, DRIVER)
+	X(cuMipmappedArrayDestroy, DRIVER)                                     \
+	/* ---- CUDA graphs (issue 19 §2) ---- */                              \
+	X(cudaStreamBeginCapture, RUNTIME)                                     \
+	X(cudaStreamBeginCapture_ptsz, RUNTIME)                                \
+	X(cudaStreamEndCapture, RUNTIME)                                       \
+	X(cudaStreamEndCapture_ptsz, RUNTIME)                                  \
+	X(cudaGraphAddMemAllocNode, RUNTIME)                                   \
+	X(cudaGraphAddMemFreeNode, RUNTIME)                                    \
+	X(cudaGraphInstantiate, RUNTIME)                                       \
+	X(cudaGraphInstantiateWithFlags, RUNTIME)                              \
+	X(cudaGraphInstantiateWithParams, RUNTIME)                             \
+	X(cudaGraphInstantiateWithParams_ptsz, RUNTIME)                        \
+	X(cudaGraphLaunch, RUNTIME)                                            \
+	X(cudaGraphLaunch_ptsz, RUNTIME)                                       \
+	X(cudaGraphExecDestroy, RUNTIME)                                       \
+	X(cudaGraphDestroy, RUNTIME)                                           \
+	X(cudaDeviceGraphMemTrim, RUNTIME)                                     \
+	X(cuStreamBeginCapture_v2, DRIVER)                                     \
+	X(cuStreamBeginCapture_v2_ptsz, DRIVER)                                \
+	X(cuStreamEndCapture, DRIVER)                                          \
+	X(cuStreamEndCapture_ptsz, DRIVER)                                     \
+	X(cuGraphAddMemAllocNode, DRIVER)                                      \
+	X(cuGraphAddMemFreeNode, DRIVER)                                       \
+	X(cuGraphInstantiateWithFlags, DRIVER)                                 \
+	X(cuGraphInstantiateWithParams, DRIVER)                                \
+	X(cuGraphInstantiateWithParams_ptsz, DRIVER)                           \
+	X(cuGraphLaunch, DRIVER)                                               \
+	X(cuGraphLaunch_ptsz, DRIVER)                                          \
+	X(cuGraphExecDestroy, DRIVER)                                          \
+	X(cuGraphDestroy, DRIVER)                                              \
+	X(cuDeviceGraphMemTrim, DRIVER)
 
 enum ct_api {
 #define CT_API_ENUM_(name, layer) CT_API_##name,
@@ -817,7 +871,7 @@ static inline const char *ct_kind_name(unsigned kind)
 					    "host_pinned",	"host_registered",
 					    "managed",		"vmm_physical",
 					    "vmm_reserved",	"vmm_mapped",
-					    "array"};
+					    "array",		"graph"};
 	if (kind == CT_KIND_TORCH_BLOCK)
 		return "torch_block";
 	if (kind == CT_KIND_TORCH_SEGMENT)
@@ -834,7 +888,9 @@ static inline const char *ct_op_name(unsigned op)
 		"stream_destroy", "stream_sync", "device_sync", "device_reset",
 		"set_device",	"pool_create",	"pool_destroy", "pool_trim",
 		"va_reserve",	"va_free",	"phys_create",	 "phys_release",
-		"map",		"unmap",	"ctx_destroy"};
+		"map",		"unmap",	"ctx_destroy",
+		/* ---- CUDA graphs (issue 19 §2) ---- */
+		"graph_alloc", "graph_free", "graph_instantiate", "graph_launch", "graph_destroy", "graph_trim"};
 	return op < CT_OP_COUNT ? names[op] : "unknown";
 }
 

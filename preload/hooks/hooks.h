@@ -69,6 +69,25 @@ static inline void *ct_real_fn(struct ct_real *real, const char *name, const voi
  */
 CT_HIDDEN void ct_meminfo_after_failure(const struct ct_call *c);
 
+/*
+ * name in the driver: dlsym on lib (the loaded libcuda.so.1, opened with
+ * RTLD_NOLOAD, never loaded here) when given, else the next definition after
+ * libcumtrace; NULL when there is none or it is cumtrace's own (meminfo.c).
+ */
+CT_HIDDEN void *ct_driver_symbol(void *lib, const char *name);
+
+/*
+ * ---- CUDA graphs (issue 19 §2, graphs.c) ----
+ * A stream-ordered allocation or free c (op alloc or free) succeeded on
+ * c->stream: when that stream is capturing (asked of the driver with
+ * cuStreamGetCaptureInfo, only on a stream that can capture: never the
+ * legacy default stream, where the query would invalidate a global-mode
+ * capture; only with a current context), make the event a graph node:
+ * op graph_alloc / graph_free, kind graph, aux = the graph being captured.
+ * Keeps errno; records nothing itself.
+ */
+CT_HIDDEN void ct_graph_capture_note(struct ct_call *c);
+
 /* Build and append one CT_REC_MARK (name cut at 1023 bytes) from the calling thread. */
 CT_HIDDEN void ct_put_mark(enum ct_mark_kind kind, const char *name, uint64_t aux);
 

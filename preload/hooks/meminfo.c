@@ -26,8 +26,7 @@ static void *_Atomic ct_mi_ctx_get_current;
 static void *_Atomic ct_mi_ctx_get_device;
 static void *_Atomic ct_mi_mem_get_info; /* set last: the other two are valid once it is */
 
-/* name in the driver: the loaded libcuda.so.1 (never loaded here), else the next definition. */
-static void *ct_driver_symbol(void *lib, const char *name)
+void *ct_driver_symbol(void *lib, const char *name)
 {
 	void *(*real_dlsym)(void *, const char *) =
 		(void *(*)(void *, const char *))ct_resolve_real_dlsym();
