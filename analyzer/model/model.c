@@ -81,6 +81,7 @@ void ct_model_free(struct ct_model *m)
 	free(m->gnodes);
 	free(m->gexecs);
 	free(m->gpools);
+	free(m->samples);
 	ct_imap_free(&m->maphmap);
 	ct_tl_free(&m->tl);
 	ct_symtab_free(m->syms);
@@ -1295,8 +1296,12 @@ static void release_marks(struct ct_model *m, uint64_t ts)
 
 static void apply_event(struct ct_model *m, const struct ct_rec_event *ev);
 
+static void release_samples(struct ct_model *m, uint64_t ts);
+
 void ct_model_event(struct ct_model *m, const struct ct_rec_event *ev)
 {
+	if (m->nsamples_done < m->nsamples)
+		release_samples(m, ev->ts_ns);
 	if (ct_fw_is_event(ev)) {
 		release_marks(m, ev->ts_ns);
 		ct_fw_event(m, ev);
@@ -1375,6 +1380,7 @@ void ct_model_finish(struct ct_model *m)
 	if (m->tl.started && m->have_ts)
 		ct_tl_touch(&m->tl, m->last_ts);
 	release_marks(m, UINT64_MAX);
+	release_samples(m, UINT64_MAX);
 	for (size_t i = 0; i < m->nobs; i++)
 		if (m->obs[i].finish)
 			m->obs[i].finish(m->obs[i].ctx, m);
@@ -1521,6 +1527,62 @@ static void on_meminfo(void *ctx, const struct ct_rec_meminfo *mi)
 			m->obs[i].meminfo(m->obs[i].ctx, m, mi);
 }
 
+/* ---- the memory no allocation call shows (issue 19 §6) ------------------------------- */
+
+/* A sample waits, in time order, until the events up to its time have passed. */
+static void on_memsample(void *ctx, const struct ct_rec_memsample *ms)
+{
+	struct ct_model *m = ctx;
+	m->samples = ct_xgrow(m->samples, &m->capsamples, m->nsamples + 1, sizeof *m->samples);
+	size_t i = m->nsamples++;
+	while (i > m->nsamples_done && m->samples[i - 1].s.ts_ns > ms->ts_ns) {
+		m->samples[i] = m->samples[i - 1];
+		i--;
+	}
+	memset(&m->samples[i], 0, sizeof m->samples[i]);
+	m->samples[i].s = *ms;
+	if (ms->ts_ns && m->have_ts)
+		see_ts(m, ms->ts_ns);
+}
+
+static void release_samples(struct ct_model *m, uint64_t ts)
+{
+	while (m->nsamples_done < m->nsamples && m->samples[m->nsamples_done].s.ts_ns <= ts) {
+		struct ct_sample *x = &m->samples[m->nsamples_done++];
+		for (size_t i = 0; i < m->ndpeaks; i++)
+			if (m->dpeaks[i].device == x->s.device)
+				x->allocations = m->dpeaks[i].live;
+		const struct ct_gpool *g = ct_model_gpool(m, x->s.device);
+		x->graph_live = g ? g->live : 0;
+		x->done = 1;
+	}
+}
+
+int ct_model_reconcile(const struct ct_model *m, int device, int last, struct ct_reconcile *out)
+{
+	const struct ct_sample *best = NULL;
+	for (size_t i = 0; i < m->nsamples; i++) {
+		const struct ct_sample *x = &m->samples[i];
+		if (!x->done || (device >= 0 && x->s.device != device) || x->s.total_bytes < x->s.free_bytes)
+			continue;
+		if (!best || last || x->s.total_bytes - x->s.free_bytes > best->s.total_bytes - best->s.free_bytes)
+			best = x;
+	}
+	memset(out, 0, sizeof *out);
+	if (!best)
+		return 0;
+	out->at = best;
+	out->in_use = best->s.total_bytes - best->s.free_bytes;
+	out->allocations = best->allocations;
+	if (best->s.flags & CT_MEMSAMPLE_F_POOLS)
+		out->pool_reserve = ct_sat_sub(best->s.pool_reserved, best->s.pool_used);
+	if (best->s.flags & CT_MEMSAMPLE_F_GRAPH)
+		out->graph_reserve = ct_sat_sub(best->s.graph_reserved, best->graph_live);
+	out->other = (int64_t)out->in_use - (int64_t)out->allocations - (int64_t)out->pool_reserve -
+		     (int64_t)out->graph_reserve;
+	return 1;
+}
+
 static void on_pystring(void *ctx, uint32_t id, const char *s, size_t len)
 {
 	ct_pytab_add_string(((struct ct_model *)ctx)->py, id, s, len);
@@ -1554,6 +1616,7 @@ void ct_model_callbacks(struct ct_model *m, struct ct_reader_cb *cb)
 	cb->end = on_end;
 	cb->mark = on_mark;
 	cb->meminfo = on_meminfo;
+	cb->memsample = on_memsample;
 	cb->counter = on_counter;
 	cb->pystring = on_pystring;
 	cb->pystack = on_pystack;

@@ -341,6 +341,20 @@ struct ct_model {
 	size_t ngpools, capgpools;
 	uint64_t graph_launches, graph_commits;
 
+	/*
+	 * ---- the memory no allocation call shows (issue 19 §6) ----
+	 * CT_REC_MEMSAMPLE records in time order, each with what the events had
+	 * made live on its device when it was taken (filled as the events pass
+	 * its time: done).
+	 */
+	struct ct_sample {
+		struct ct_rec_memsample s;
+		uint64_t allocations; /* device bytes (ct_kind_is_device_bytes) live on the device */
+		uint64_t graph_live;  /* of which graph allocations */
+		int done;
+	} *samples;
+	size_t nsamples, capsamples, nsamples_done;
+
 	struct ct_timeline tl;
 	struct ct_symtab *syms;
 	struct ct_pytab *py;	   /* Python frames (pystack.h) */
@@ -464,6 +478,21 @@ void ct_kd_stats_add(struct ct_kd_stats *dst, const struct ct_kd_stats *src);
 
 /* Stats of (kind, device), NULL if none. */
 const struct ct_kd_stats *ct_model_kd(const struct ct_model *m, unsigned kind, int device);
+
+/*
+ * Device memory at a sample, reconciled (issue 19 §6): in_use = total - free
+ * = allocations + pool_reserve + graph_reserve + other, where pool_reserve is
+ * what the sampled stream-ordered pools keep beyond their live allocations,
+ * graph_reserve what the graph pool keeps beyond live graph allocations, and
+ * other (signed) the rest: contexts, the driver, other processes.
+ */
+struct ct_reconcile {
+	const struct ct_sample *at;
+	uint64_t in_use, allocations, pool_reserve, graph_reserve;
+	int64_t other;
+};
+/* The sample of the highest in_use (of device, -1 any), the last one (last = 1); 0 when none. */
+int ct_model_reconcile(const struct ct_model *m, int device, int last, struct ct_reconcile *out);
 
 /* The graph pool of device (issue 19 §2), NULL when no graph memory was committed there. */
 const struct ct_gpool *ct_model_gpool(const struct ct_model *m, int device);

@@ -112,7 +112,9 @@ struct ct_rec {
 	X(PYSTACK, 11, pystack, ct_rec_pystack, 16, 0) /* an interned Python stack */               \
 	X(PYSTRING, 12, pystring, ct_rec_pystring, 16, 0) /* an interned Python string */           \
 	X(MEMINFO, 13, meminfo, ct_rec_meminfo, 48, 1) /* free/total after an out-of-memory */ \
-	X(COUNTER, 14, counter, ct_rec_counter, 32, 1) /* a named value sampled (JAX memory_stats) */
+	X(COUNTER, 14, counter, ct_rec_counter, 32, 1) /* a named value sampled (JAX memory_stats) */ \
+	/* ---- the memory no allocation call shows (issue 19 §6) ---- */                            \
+	X(MEMSAMPLE, 15, memsample, ct_rec_memsample, 112, 1) /* device memory, pools, graph pool */
 
 enum ct_rec_type {
 #define CT_REC_ENUM_(NAME, number, name, type, min_size, ticks) CT_REC_##NAME = number,
@@ -781,6 +783,53 @@ struct ct_rec_counter {
 	int16_t device;	   /* the framework's device index, -1 none */
 	uint16_t name_len; /* bytes of name, NUL included */
 	/* char name[name_len]; */
+};
+
+/*
+ * ---- the memory no allocation call shows (issue 19 §6) ----
+ * CT_REC_MEMSAMPLE: what the device holds beyond the allocations the events
+ * show, read by the shim from the driver on the calling thread, only when a
+ * context is current there (cuCtxGetCurrent non-NULL; the shim never creates
+ * one), never in a signal handler; the queries are not events. Taken (why):
+ * at the first traced allocation or synchronization of the process with a
+ * context current (the context's own memory), after a synchronization
+ * (cudaStreamSynchronize, cudaDeviceSynchronize, cuStreamSynchronize...: at
+ * most one per device per CUMTRACE_MEMSAMPLE_MS milliseconds, default 100;
+ * 0 turns samples off) and at exit (an atexit handler, on the exiting
+ * thread). Written after the triggering call's event by the same thread.
+ *   free_bytes, total_bytes: cuMemGetInfo_v2 of the current context's device;
+ *   pool_*: CU_MEMPOOL_ATTR_{RESERVED,USED}_MEM_{CURRENT,HIGH} summed over the
+ *     device's default pool and its current pool when that differs (npools
+ *     of them; flags CT_MEMSAMPLE_F_POOLS when read). Pools made with
+ *     cudaMemPoolCreate are not included.
+ *   graph_*: cuDeviceGetGraphMemAttribute USED/RESERVED_MEM_CURRENT/HIGH
+ *     (flags CT_MEMSAMPLE_F_GRAPH when read).
+ * A reader reconciles: device in use (total - free) = live allocations +
+ * pool reserve (pool reserved - pool used: freed memory the pools keep) +
+ * graph pool reserve (graph reserved - live graph allocations) + the rest
+ * (context, driver, other processes' use is not included in free: the
+ * device's free memory counts every process).
+ */
+enum ct_memsample_why {
+	CT_MEMSAMPLE_FIRST = 1, /* the first context appeared */
+	CT_MEMSAMPLE_SYNC = 2,	/* after a synchronization */
+	CT_MEMSAMPLE_EXIT = 3,	/* at exit */
+};
+#define CT_MEMSAMPLE_F_POOLS 0x0001u
+#define CT_MEMSAMPLE_F_GRAPH 0x0002u
+
+struct ct_rec_memsample {
+	struct ct_rec rec;
+	uint64_t ts_ns; /* when the queries returned (ticks in the ring, converted like a mark's) */
+	uint64_t free_bytes, total_bytes;
+	uint64_t pool_reserved, pool_reserved_high, pool_used, pool_used_high;
+	uint64_t graph_used, graph_used_high, graph_reserved, graph_reserved_high;
+	uint32_t tid;
+	int16_t device; /* the current context's device */
+	uint8_t why;	/* enum ct_memsample_why */
+	uint8_t npools;
+	uint32_t flags; /* CT_MEMSAMPLE_F_* */
+	uint32_t reserved;
 };
 
 /*

@@ -88,6 +88,30 @@ CT_HIDDEN void *ct_driver_symbol(void *lib, const char *name);
  */
 CT_HIDDEN void ct_graph_capture_note(struct ct_call *c);
 
+/*
+ * ---- the memory no allocation call shows (issue 19 §6, meminfo.c) ----
+ * Record a CT_REC_MEMSAMPLE (format.h) of the current context's device: why
+ * is enum ct_memsample_why; a SYNC sample is skipped when the device (device
+ * is the thread's, a hint) had one less than CUMTRACE_MEMSAMPLE_MS ago.
+ * Nothing without a current context, inside another traced call or in a
+ * signal handler. Keeps errno; records no event.
+ */
+CT_HIDDEN void ct_memsample(unsigned why, int16_t device);
+/* 1 once the first sample was taken (or samples are off): the wrappers' fast check. */
+extern _Atomic int ct_memsample_first_done CT_HIDDEN;
+
+/* After a traced call of op finished: the samples it may take (a constant op: one branch or none). */
+static inline void ct_memsample_after(unsigned op, const struct ct_call *c)
+{
+	if (op == CT_OP_STREAM_SYNC || op == CT_OP_DEVICE_SYNC) {
+		if (c->result == 0)
+			ct_memsample(CT_MEMSAMPLE_SYNC, c->device);
+	} else if (ct_op_wants_stack(op) &&
+		   CT_UNLIKELY(!atomic_load_explicit(&ct_memsample_first_done, memory_order_relaxed))) {
+		ct_memsample(CT_MEMSAMPLE_FIRST, c->device);
+	}
+}
+
 /* Build and append one CT_REC_MARK (name cut at 1023 bytes) from the calling thread. */
 CT_HIDDEN void ct_put_mark(enum ct_mark_kind kind, const char *name, uint64_t aux);
 
@@ -192,6 +216,7 @@ static inline void ct_torch_note_caller(const void *ret)
 		ct_call_end(&c, CT_OP_##op_);                                                 \
 		if (CT_UNLIKELY(rc != ok))                                                    \
 			ct_meminfo_after_failure(&c);                                         \
+		ct_memsample_after(CT_OP_##op_, &c);                                          \
 		return rc;                                                                    \
 	}                                                                                     \
 	static __attribute__((noinline, cold)) ret_t ct_untraced_##name CT_PARAMS_AFTER(      \

@@ -1,0 +1,67 @@
+/*
+ * Device memory samples (issue 19 §6, tests/e2e/t_memsample.sh). MiB = 1,048,576; device 0;
+ * run with CUMTRACE_MEMSAMPLE_MS=1 (each synchronization below comes 20 ms after the last):
+ *
+ *   X  cudaMalloc 4 MiB                         the first sample (the first allocation)
+ *   the default pool keeps what is freed (release threshold: all);
+ *   P  cudaMallocAsync 8 MiB, Q 2 MiB; P freed; cudaStreamSynchronize: a sample with
+ *      pool reserved 10 MiB, used 2 MiB
+ *   G  a captured 16 MiB alloc + free, launched once; cudaDeviceSynchronize: a sample with
+ *      the graph pool holding 16 MiB
+ *   exit with X and Q live: the exit sample.
+ * In the fake driver cudaMemGetInfo's used = what is charged: at the last sync and at exit
+ * 4 + 10 + 16 = 30 MiB = allocations 6 MiB + pool reserve 8 MiB + graph pool reserve 16 MiB.
+ * Prints "inuse TAG N" (cudaMemGetInfo's total - free) after each step.
+ */
+#include <stdint.h>
+#include <time.h>
+
+#include "common.h"
+
+#define MIB ((size_t)1 << 20)
+
+static void pause20(void)
+{
+	struct timespec ts = {0, 20 * 1000 * 1000};
+	nanosleep(&ts, NULL);
+}
+
+static void inuse(const char *tag)
+{
+	size_t f, t;
+	CHECK(cudaMemGetInfo(&f, &t));
+	printf("inuse %s %zu\n", tag, t - f);
+}
+
+int main(void)
+{
+	cudaStream_t s;
+	cudaMemPool_t pool;
+	cudaGraph_t g;
+	cudaGraphExec_t x;
+	void *a, *p, *q, *gp;
+	uint64_t keep = UINT64_MAX;
+
+	CHECK(cudaSetDevice(0));
+	CHECK(cudaMalloc(&a, 4 * MIB));
+	inuse("X");
+	CHECK(cudaStreamCreate(&s));
+	CHECK(cudaDeviceGetDefaultMemPool(&pool, 0));
+	CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
+	CHECK(cudaMallocAsync(&p, 8 * MIB, s));
+	CHECK(cudaMallocAsync(&q, 2 * MIB, s));
+	CHECK(cudaFreeAsync(p, s));
+	pause20();
+	CHECK(cudaStreamSynchronize(s));
+	inuse("pool");
+	CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+	CHECK(cudaMallocAsync(&gp, 16 * MIB, s));
+	CHECK(cudaFreeAsync(gp, s));
+	CHECK(cudaStreamEndCapture(s, &g));
+	CHECK(cudaGraphInstantiate(&x, g, 0));
+	CHECK(cudaGraphLaunch(x, s));
+	pause20();
+	CHECK(cudaDeviceSynchronize());
+	inuse("graph");
+	return 0;
+}
