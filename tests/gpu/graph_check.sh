@@ -50,7 +50,11 @@ def check(what, ok, detail):
     global fails
     print("%s graphs: %s: %s" % ("PASS" if ok else "FAIL", what, detail))
     fails += not ok
-gt = dict((k, int(v)) for k, v in re.findall(r"(\w+)=(\d+)", re.search(r"GROUND_TRUTH (.*)", plain).group(1)))
+m = re.search(r"GROUND_TRUTH (.*)", plain)
+if not m:
+    print("FAIL graphs: the program printed no GROUND_TRUTH")
+    sys.exit(1)
+gt = dict((k, int(v)) for k, v in re.findall(r"(\w+)=(\d+)", m.group(1)))
 steps = {m.group(1): dict((k, int(v)) for k, v in re.findall(r"(\w+)=(-?\d+)", m.group(2)))
          for m in re.finditer(r"^GRAPH (\S+) (.*)$", plain, re.M)}
 for name, v in steps.items():
@@ -115,7 +119,11 @@ import json, re, sys
 mode, out = sys.argv[1], open(sys.argv[2]).read()
 sj = json.load(open(sys.argv[3]))["summary"]
 pj = json.load(open(sys.argv[4]))["peak"]
-t = dict((k, int(v)) for k, v in re.findall(r"(\w+)=(-?\d+)", re.search(r"^TORCH (.*)$", out, re.M).group(1)))
+m = re.search(r"^TORCH (.*)$", out, re.M)
+if not m:
+    print("FAIL graphs: torch %s: no TORCH line" % mode)
+    sys.exit(1)
+t = dict((k, int(v)) for k, v in re.findall(r"(\w+)=(-?\d+)", m.group(1)))
 fails = 0
 def check(what, ok, detail):
     global fails
@@ -130,13 +138,21 @@ check("graph pool high == ReservedMemHigh", pool.get("reserved_high", 0) == t["g
       "%s vs %d" % (pool.get("reserved_high", 0), t["graph_reserved_high"]))
 check("graph pool reserved at the end == ReservedMemCurrent", pool.get("reserved", 0) == t["graph_reserved"],
       "%s vs %d" % (pool.get("reserved", 0), t["graph_reserved"]))
-rec = sj.get("device_memory")
-if rec:
-    print("INFO graphs: torch %s: cumtrace's last device memory sample: %s" % (mode, json.dumps(rec)))
-    if mode == "async":
-        pr = rec.get("pool_reserved_high", -1)
-        check("stream-ordered pools' reserved high (samples) >= torch's max_memory_reserved()",
-              pr >= t["max_reserved"], "%d vs %d" % (pr, t["max_reserved"]))
+dm = sj.get("device_memory", {}).get(str(t["device"]), {})
+for which in ("highest", "last"):
+    r = dm.get(which)
+    if r:
+        print("INFO graphs: torch %s: %s device memory sample (%s): in use %d = allocations %d + pool reserve %d + "
+              "graph pool reserve %d + other %d; pools reserved %d (high %d), used %d (high %d); mem_get_info used %d"
+              % (mode, which, r["why"], r["in_use"], r["allocations"], r["pool_reserve"], r["graph_pool_reserve"],
+                 r["other"], r["pool_reserved"], r["pool_reserved_high"], r["pool_used"], r["pool_used_high"],
+                 t["mem_used"]))
+check("device memory samples were taken", bool(dm.get("samples")), "%s samples" % dm.get("samples", 0))
+last = dm.get("last")
+if mode == "async" and last:
+    # torch's memory_reserved() with this backend is the default pool's ReservedMemCurrent
+    check("pools' reserved high (last sample) == torch's max_memory_reserved()",
+          last["pool_reserved_high"] == t["max_reserved"], "%d vs %d" % (last["pool_reserved_high"], t["max_reserved"]))
 sys.exit(1 if fails else 0)
 PY
 	[ $? -eq 0 ] || fails=$((fails + 1))
