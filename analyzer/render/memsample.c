@@ -64,28 +64,33 @@ void ct_put_device_memory(FILE *f, const struct ct_model *m)
 static void json_one(struct ct_json *j, const char *key, const struct ct_reconcile *r)
 {
 	const struct ct_rec_memsample *s = &r->at->s;
+	const struct {
+		const char *name;
+		uint64_t v;
+	} u[] = {{"ts_ns", s->ts_ns},
+		 {"total", s->total_bytes},
+		 {"in_use", r->in_use},
+		 {"allocations", r->allocations},
+		 {"pool_reserve", r->pool_reserve},
+		 {"graph_pool_reserve", r->graph_reserve},
+		 {"pools", s->npools},
+		 {"pool_reserved", s->pool_reserved},
+		 {"pool_reserved_high", s->pool_reserved_high},
+		 {"pool_used", s->pool_used},
+		 {"pool_used_high", s->pool_used_high},
+		 {"graph_used", s->graph_used},
+		 {"graph_used_high", s->graph_used_high},
+		 {"graph_reserved", s->graph_reserved},
+		 {"graph_reserved_high", s->graph_reserved_high},
+		 {"graph_live", r->at->graph_live}};
 	ct_json_key(j, key);
 	ct_json_obj(j);
-	ct_json_kv_u64(j, "ts_ns", s->ts_ns);
 	ct_json_kv_str(j, "why", why_name(s->why));
-	ct_json_kv_u64(j, "total", s->total_bytes);
-	ct_json_kv_u64(j, "in_use", r->in_use);
-	ct_json_kv_u64(j, "allocations", r->allocations);
-	ct_json_kv_u64(j, "pool_reserve", r->pool_reserve);
-	ct_json_kv_u64(j, "graph_pool_reserve", r->graph_reserve);
+	for (size_t i = 0; i < sizeof u / sizeof u[0]; i++)
+		ct_json_kv_u64(j, u[i].name, u[i].v);
 	ct_json_kv_i64(j, "other", r->other);
 	ct_json_kv_bool(j, "pools_read", (s->flags & CT_MEMSAMPLE_F_POOLS) != 0);
-	ct_json_kv_u64(j, "pools", s->npools);
-	ct_json_kv_u64(j, "pool_reserved", s->pool_reserved);
-	ct_json_kv_u64(j, "pool_reserved_high", s->pool_reserved_high);
-	ct_json_kv_u64(j, "pool_used", s->pool_used);
-	ct_json_kv_u64(j, "pool_used_high", s->pool_used_high);
 	ct_json_kv_bool(j, "graph_read", (s->flags & CT_MEMSAMPLE_F_GRAPH) != 0);
-	ct_json_kv_u64(j, "graph_used", s->graph_used);
-	ct_json_kv_u64(j, "graph_used_high", s->graph_used_high);
-	ct_json_kv_u64(j, "graph_reserved", s->graph_reserved);
-	ct_json_kv_u64(j, "graph_reserved_high", s->graph_reserved_high);
-	ct_json_kv_u64(j, "graph_live", r->at->graph_live);
 	ct_json_obj_end(j);
 }
 

@@ -1377,17 +1377,17 @@ struct gnode {
 	size_t size, span;
 };
 
+/* A graph, or an exec made from one (a copy of its nodes): one list holds both. */
 struct CUgraph_st {
 	struct gnode *v;
 	size_t n, cap;
+	int is_exec;
+	unsigned long long flags;	/* an exec's instantiate flags */
 	struct CUgraph_st *next;	/* g_graphs */
 };
 
 struct CUgraphExec_st {
-	struct gnode *v;		/* a copy of the graph's nodes */
-	size_t n;
-	unsigned long long flags;
-	struct CUgraphExec_st *next;	/* g_execs */
+	struct CUgraph_st g;
 };
 
 /* What a device's graph pool holds: live = committed allocations, reserved >= live. */
@@ -1395,23 +1395,43 @@ static struct {
 	size_t live, reserved, used_high, reserved_high;
 } g_gpool[MAX_DEVICES];
 static struct CUgraph_st *g_graphs;
-static struct CUgraphExec_st *g_execs;
 static unsigned long long g_capture_seq;
 
-static struct CUgraph_st *graph_find(CUgraph h)
+/* The graph (is_exec 0) or exec (1) of handle h, NULL when there is none. */
+static struct CUgraph_st *graph_find(const void *h, int is_exec)
 {
 	for (struct CUgraph_st *g = g_graphs; g; g = g->next)
-		if (g == h)
+		if ((const void *)g == h && g->is_exec == is_exec)
 			return g;
 	return NULL;
 }
 
-static struct CUgraphExec_st *exec_find(CUgraphExec h)
+static CUresult graph_new(int is_exec, struct CUgraph_st **out)
 {
-	for (struct CUgraphExec_st *e = g_execs; e; e = e->next)
-		if (e == h)
-			return e;
-	return NULL;
+	struct CUgraph_st *g = KEEP_ERRNO(calloc(1, is_exec ? sizeof(struct CUgraphExec_st) : sizeof(*g)));
+
+	if (!g)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	g->is_exec = is_exec;
+	g->next = g_graphs;
+	g_graphs = g;
+	*out = g;
+	return CUDA_SUCCESS;
+}
+
+static CUresult graph_destroy(const void *h, int is_exec)
+{
+	for (struct CUgraph_st **pp = &g_graphs; *pp; pp = &(*pp)->next) {
+		if ((const void *)*pp == h && (*pp)->is_exec == is_exec) {
+			struct CUgraph_st *g = *pp;
+
+			*pp = g->next;
+			free(g->v);
+			free(g);
+			return CUDA_SUCCESS;
+		}
+	}
+	return CUDA_ERROR_INVALID_VALUE;
 }
 
 static CUresult graph_push(struct CUgraph_st *g, const struct gnode *n)
@@ -1492,30 +1512,14 @@ static CUresult graph_commit(const struct gnode *n)
 static CUresult impl_graph_create(CUgraph *ph, unsigned flags)
 {
 	struct CUgraph_st *g;
+	CUresult r;
 
 	if (!ph || flags)
 		return CUDA_ERROR_INVALID_VALUE;
-	if (!(g = KEEP_ERRNO(calloc(1, sizeof(*g)))))
-		return CUDA_ERROR_OUT_OF_MEMORY;
-	g->next = g_graphs;
-	g_graphs = g;
+	if ((r = graph_new(0, &g)))
+		return r;
 	*ph = g;
 	return CUDA_SUCCESS;
-}
-
-static CUresult impl_graph_destroy(CUgraph h)
-{
-	for (struct CUgraph_st **pp = &g_graphs; *pp; pp = &(*pp)->next) {
-		if (*pp == h) {
-			struct CUgraph_st *g = *pp;
-
-			*pp = g->next;
-			free(g->v);
-			free(g);
-			return CUDA_SUCCESS;
-		}
-	}
-	return CUDA_ERROR_INVALID_VALUE;
 }
 
 static CUresult impl_begin_capture(CUstream h, CUstreamCaptureMode mode)
@@ -1587,7 +1591,7 @@ static CUresult impl_capture_info(CUstream h, CUstreamCaptureStatus *st, cuuint6
 
 static CUresult impl_add_mem_alloc_node(CUgraphNode *ph, CUgraph h, CUDA_MEM_ALLOC_NODE_PARAMS *p)
 {
-	struct CUgraph_st *g = graph_find(h);
+	struct CUgraph_st *g = graph_find(h, 0);
 	CUdeviceptr d;
 	CUresult r;
 
@@ -1605,7 +1609,7 @@ static CUresult impl_add_mem_alloc_node(CUgraphNode *ph, CUgraph h, CUDA_MEM_ALL
 
 static CUresult impl_add_mem_free_node(CUgraphNode *ph, CUgraph h, CUdeviceptr dptr)
 {
-	struct CUgraph_st *g = graph_find(h);
+	struct CUgraph_st *g = graph_find(h, 0);
 	CUresult r;
 
 	if (!ph || !g)
@@ -1618,26 +1622,23 @@ static CUresult impl_add_mem_free_node(CUgraphNode *ph, CUgraph h, CUdeviceptr d
 
 static CUresult impl_instantiate(CUgraphExec *ph, CUgraph h, unsigned long long flags)
 {
-	struct CUgraph_st *g = graph_find(h);
-	struct CUgraphExec_st *e;
+	struct CUgraph_st *g = graph_find(h, 0), *e;
+	CUresult r;
 
 	if (!ph || !g || (flags & ~(unsigned long long)(CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH |
 						       CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD |
 						       CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY)))
 		return CUDA_ERROR_INVALID_VALUE;
-	if (!(e = KEEP_ERRNO(calloc(1, sizeof(*e)))))
-		return CUDA_ERROR_OUT_OF_MEMORY;
-	if (g->n && !(e->v = KEEP_ERRNO(malloc(g->n * sizeof(*e->v))))) {
-		free(e);
-		return CUDA_ERROR_OUT_OF_MEMORY;
+	if ((r = graph_new(1, &e)))
+		return r;
+	for (size_t i = 0; i < g->n; i++) {
+		if ((r = graph_push(e, &g->v[i]))) {
+			graph_destroy(e, 1);
+			return r;
+		}
 	}
-	if (g->n)
-		memcpy(e->v, g->v, g->n * sizeof(*e->v));
-	e->n = g->n;
 	e->flags = flags;
-	e->next = g_execs;
-	g_execs = e;
-	*ph = e;
+	*ph = (CUgraphExec)e;
 	return CUDA_SUCCESS;
 }
 
@@ -1658,7 +1659,7 @@ static CUresult impl_instantiate_params(CUgraphExec *ph, CUgraph h, CUDA_GRAPH_I
  * the exec frees on launch, else the launch is refused. */
 static CUresult impl_graph_launch(CUgraphExec h, CUstream hs)
 {
-	struct CUgraphExec_st *e = exec_find(h);
+	struct CUgraph_st *e = graph_find(h, 1);
 	struct CUstream_st *s;
 	struct block *b;
 	int dev;
@@ -1686,21 +1687,6 @@ static CUresult impl_graph_launch(CUgraphExec h, CUstream hs)
 	return CUDA_SUCCESS;
 }
 
-static CUresult impl_exec_destroy(CUgraphExec h)
-{
-	for (struct CUgraphExec_st **pp = &g_execs; *pp; pp = &(*pp)->next) {
-		if (*pp == h) {
-			struct CUgraphExec_st *e = *pp;
-
-			*pp = e->next;
-			free(e->v);
-			free(e);
-			return CUDA_SUCCESS;
-		}
-	}
-	return CUDA_ERROR_INVALID_VALUE;
-}
-
 /* Releases the reserve that no live graph allocation holds (pending frees completed first). */
 static CUresult impl_graph_mem_trim(CUdevice dev)
 {
@@ -1709,6 +1695,18 @@ static CUresult impl_graph_mem_trim(CUdevice dev)
 	sync_scope(dev, NULL, S_DEVICE);
 	g_dev[dev].used -= g_gpool[dev].reserved - g_gpool[dev].live;
 	g_gpool[dev].reserved = g_gpool[dev].live;
+	return CUDA_SUCCESS;
+}
+
+/* A high-water mark attribute (pools, graph memory): read it, or reset it to now (only 0 may be set). */
+static CUresult attr_high(size_t *high, size_t now, cuuint64_t *u, int set)
+{
+	if (!set)
+		*u = *high;
+	else if (*u)
+		return CUDA_ERROR_INVALID_VALUE;
+	else
+		*high = now;
 	return CUDA_SUCCESS;
 }
 
@@ -1728,17 +1726,10 @@ static CUresult impl_graph_mem_attr(CUdevice dev, CUgraphMem_attribute attr, voi
 		*u = g_gpool[dev].reserved;
 		return CUDA_SUCCESS;
 	case CU_GRAPH_MEM_ATTR_USED_MEM_HIGH:
-	case CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH: {
-		size_t *high = attr == CU_GRAPH_MEM_ATTR_USED_MEM_HIGH ? &g_gpool[dev].used_high
-								       : &g_gpool[dev].reserved_high;
-		if (!set)
-			*u = *high;
-		else if (*u)
-			return CUDA_ERROR_INVALID_VALUE;
-		else
-			*high = g_gpool[dev].reserved;
-		return CUDA_SUCCESS;
-	}
+	case CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH:
+		return attr_high(attr == CU_GRAPH_MEM_ATTR_USED_MEM_HIGH ? &g_gpool[dev].used_high
+									  : &g_gpool[dev].reserved_high,
+				 g_gpool[dev].reserved, u, set);
 	default:
 		return CUDA_ERROR_INVALID_VALUE;
 	}
@@ -1759,7 +1750,7 @@ CUresult CUDAAPI cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream);
 DRIVER_FN(cuGraphCreate, (CUgraph *phGraph, unsigned int flags),
 	  impl_graph_create(phGraph, flags))
 DRIVER_FN(cuGraphDestroy, (CUgraph hGraph),
-	  impl_graph_destroy(hGraph))
+	  graph_destroy(hGraph, 0))
 DRIVER_FN(cuStreamBeginCapture_v2, (CUstream hStream, CUstreamCaptureMode mode),
 	  impl_begin_capture(hStream, mode))
 DRIVER_FN(cuStreamBeginCapture_v2_ptsz, (CUstream hStream, CUstreamCaptureMode mode),
@@ -1801,7 +1792,7 @@ DRIVER_FN(cuGraphLaunch, (CUgraphExec hGraphExec, CUstream hStream),
 DRIVER_FN(cuGraphLaunch_ptsz, (CUgraphExec hGraphExec, CUstream hStream),
 	  impl_graph_launch(hGraphExec, hStream ? hStream : CU_STREAM_PER_THREAD))
 DRIVER_FN(cuGraphExecDestroy, (CUgraphExec hGraphExec),
-	  impl_exec_destroy(hGraphExec))
+	  graph_destroy(hGraphExec, 1))
 DRIVER_FN(cuDeviceGraphMemTrim, (CUdevice device),
 	  impl_graph_mem_trim(device))
 DRIVER_FN(cuDeviceGetGraphMemAttribute, (CUdevice device, CUgraphMem_attribute attr, void *value),
@@ -2219,17 +2210,9 @@ static CUresult impl_pool_attr(CUmemoryPool pool, CUmemPool_attribute attr, void
 		*u = attr == CU_MEMPOOL_ATTR_USED_MEM_CURRENT ? p->live : pool_reserved(p);
 		return CUDA_SUCCESS;
 	case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH:
-	case CU_MEMPOOL_ATTR_USED_MEM_HIGH: {
-		size_t *high = attr == CU_MEMPOOL_ATTR_USED_MEM_HIGH ? &p->live_high : &p->reserved_high;
-
-		if (!set)
-			*u = *high;
-		else if (*u)
-			return CUDA_ERROR_INVALID_VALUE;
-		else
-			*high = attr == CU_MEMPOOL_ATTR_USED_MEM_HIGH ? p->live : pool_reserved(p);
-		return CUDA_SUCCESS;
-	}
+	case CU_MEMPOOL_ATTR_USED_MEM_HIGH:
+		return attr_high(attr == CU_MEMPOOL_ATTR_USED_MEM_HIGH ? &p->live_high : &p->reserved_high,
+				 attr == CU_MEMPOOL_ATTR_USED_MEM_HIGH ? p->live : pool_reserved(p), u, set);
 	default:
 		return CUDA_ERROR_INVALID_VALUE;
 	}
