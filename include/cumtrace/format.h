@@ -799,9 +799,10 @@ struct ct_rec_counter {
  * thread). Written after the triggering call's event by the same thread.
  *   free_bytes, total_bytes: cuMemGetInfo_v2 of the current context's device;
  *   pool_*: CU_MEMPOOL_ATTR_{RESERVED,USED}_MEM_{CURRENT,HIGH} summed over the
- *     device's default pool and its current pool when that differs (npools
- *     of them; flags CT_MEMSAMPLE_F_POOLS when read). Pools made with
- *     cudaMemPoolCreate are not included.
+ *     device's default pool, its current pool when that differs, and the
+ *     device pools made with cudaMemPoolCreate / cuMemPoolCreate and not
+ *     destroyed (the first 64 the process made: npools of them in all; flags
+ *     CT_MEMSAMPLE_F_POOLS when the default pool was read).
  *   graph_*: cuDeviceGetGraphMemAttribute USED/RESERVED_MEM_CURRENT/HIGH
  *     (flags CT_MEMSAMPLE_F_GRAPH when read).
  * A reader reconciles: device in use (total - free) = live allocations +

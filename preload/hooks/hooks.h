@@ -97,6 +97,12 @@ CT_HIDDEN void ct_graph_capture_note(struct ct_call *c);
  * signal handler. Keeps errno; records no event.
  */
 CT_HIDDEN void ct_memsample(unsigned why, int16_t device);
+/*
+ * A stream-ordered pool of device was created (live 1; device -1 unknown) or
+ * destroyed (live 0): samples read the live pools of their device too (at
+ * most CT_MS_POOLS of them are remembered). Lock-free; any thread.
+ */
+CT_HIDDEN void ct_memsample_pool(uint64_t pool, int device, int live);
 /* 1 once the first sample was taken (or samples are off): the wrappers' fast check. */
 extern _Atomic int ct_memsample_first_done CT_HIDDEN;
 

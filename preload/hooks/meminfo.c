@@ -119,6 +119,32 @@ static _Atomic unsigned ct_ms_first_misses; /* FIRST samples that found no drive
 #define CT_MS_FIRST_TRIES 64		     /* then the wrappers stop asking (no driver: nullrt) */
 static pid_t ct_ms_pid; /* the process that set the exit handler (a fork child takes no sample) */
 
+/* The pools made with cudaMemPoolCreate / cuMemPoolCreate and not destroyed: handle 0 = free slot. */
+#define CT_MS_POOLS 64
+#define CT_MS_CLAIMED UINT64_MAX /* a slot being filled */
+static struct {
+	_Atomic uint64_t handle;
+	_Atomic int device;
+} ct_ms_pools[CT_MS_POOLS];
+
+void ct_memsample_pool(uint64_t pool, int device, int live)
+{
+	if (!pool)
+		return;
+	for (int i = 0; i < CT_MS_POOLS; i++) {
+		uint64_t want = live ? 0 : pool;
+		if (live) {
+			if (!atomic_compare_exchange_strong(&ct_ms_pools[i].handle, &want, CT_MS_CLAIMED))
+				continue;
+			atomic_store_explicit(&ct_ms_pools[i].device, device, memory_order_relaxed);
+			atomic_store_explicit(&ct_ms_pools[i].handle, pool, memory_order_release);
+			return;
+		}
+		if (atomic_compare_exchange_strong(&ct_ms_pools[i].handle, &want, 0))
+			return;
+	}
+}
+
 static void ct_ms_resolve(void)
 {
 	if (atomic_load_explicit(&ct_ms_looked, memory_order_acquire))
@@ -189,6 +215,12 @@ static int ct_ms_take(unsigned why, int16_t hint, uint64_t now, struct ct_rec_me
 		ms.flags |= CT_MEMSAMPLE_F_POOLS;
 		if (cur_pool && cur_pool(&cp, dev) == CUDA_SUCCESS && cp && cp != dp)
 			ct_ms_pool(pool_attr, cp, &ms);
+		for (int i = 0; i < CT_MS_POOLS; i++) {
+			uint64_t h = atomic_load_explicit(&ct_ms_pools[i].handle, memory_order_acquire);
+			if (h && h != CT_MS_CLAIMED && h != CT_P(dp) && h != CT_P(cp) &&
+			    atomic_load_explicit(&ct_ms_pools[i].device, memory_order_relaxed) == dev)
+				ct_ms_pool(pool_attr, (CUmemoryPool)(uintptr_t)h, &ms);
+		}
 	}
 	ct_graph_attr_fn graph_attr = (ct_graph_attr_fn)atomic_load_explicit(&ct_ms_graph_attr, memory_order_relaxed);
 	cuuint64_t g[4];

@@ -4,16 +4,18 @@
  *
  *   X  cudaMalloc 4 MiB                         the first sample (the first allocation)
  *   the default pool keeps what is freed (release threshold: all);
- *   P  cudaMallocAsync 8 MiB, Q 2 MiB; P freed; cudaStreamSynchronize: a sample with
- *      pool reserved 10 MiB, used 2 MiB
+ *   P  cudaMallocAsync 8 MiB, Q 2 MiB; P freed; R cudaMallocFromPoolAsync 4 MiB from a pool
+ *      of cudaMemPoolCreate (the fake keeps what such a pool frees), freed;
+ *      cudaStreamSynchronize: a sample of two pools, reserved 14 MiB, used 2 MiB
  *   G  a captured 16 MiB alloc + free, launched once; cudaDeviceSynchronize: a sample with
  *      the graph pool holding 16 MiB
  *   exit with X and Q live: the exit sample.
  * In the fake driver cudaMemGetInfo's used = what is charged: at the last sync and at exit
- * 4 + 10 + 16 = 30 MiB = allocations 6 MiB + pool reserve 8 MiB + graph pool reserve 16 MiB.
+ * 4 + 14 + 16 = 34 MiB = allocations 6 MiB + pool reserve 12 MiB + graph pool reserve 16 MiB.
  * Prints "inuse TAG N" (cudaMemGetInfo's total - free) after each step.
  */
 #include <stdint.h>
+#include <string.h>
 #include <time.h>
 
 #include "common.h"
@@ -36,10 +38,11 @@ static void inuse(const char *tag)
 int main(void)
 {
 	cudaStream_t s;
-	cudaMemPool_t pool;
+	cudaMemPool_t pool, mine;
+	struct cudaMemPoolProps pp;
 	cudaGraph_t g;
 	cudaGraphExec_t x;
-	void *a, *p, *q, *gp;
+	void *a, *p, *q, *r, *gp;
 	uint64_t keep = UINT64_MAX;
 
 	CHECK(cudaSetDevice(0));
@@ -51,6 +54,13 @@ int main(void)
 	CHECK(cudaMallocAsync(&p, 8 * MIB, s));
 	CHECK(cudaMallocAsync(&q, 2 * MIB, s));
 	CHECK(cudaFreeAsync(p, s));
+	memset(&pp, 0, sizeof pp);
+	pp.allocType = cudaMemAllocationTypePinned;
+	pp.location.type = cudaMemLocationTypeDevice;
+	pp.location.id = 0;
+	CHECK(cudaMemPoolCreate(&mine, &pp));
+	CHECK(cudaMallocFromPoolAsync(&r, 4 * MIB, mine, s));
+	CHECK(cudaFreeAsync(r, s));
 	pause20();
 	CHECK(cudaStreamSynchronize(s));
 	inuse("pool");
