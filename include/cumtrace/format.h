@@ -259,9 +259,10 @@ enum ct_op {
 };
 
 /*
- * Ops that create memory: the shim stamps them at return and records their
- * stack; a failure of one with result 2 (cudaErrorMemoryAllocation,
- * CUDA_ERROR_OUT_OF_MEMORY) is an out-of-memory (see CT_REC_MEMINFO).
+ * Ops that create memory (a graph alloc node: the memory its launches will
+ * commit): the shim stamps them at return and records their stack; a failure
+ * of one with result 2 (cudaErrorMemoryAllocation, CUDA_ERROR_OUT_OF_MEMORY)
+ * is an out-of-memory (see CT_REC_MEMINFO).
  */
 static inline int ct_op_is_allocation(unsigned op)
 {
