@@ -278,6 +278,14 @@ def show(off, rtype, flags, body):
         elif kname in ("start", "end"):
             extra = f" range={aux}"
         print(f"{off} mark ts={ts} {kname} tid={tid} name={text!r}{extra}")
+    elif rtype == REC_NUM.get("memsample", -1):
+        (ts, free, total, pr, prh, pu, puh, gu, guh, gr, grh, tid, dev, why, npools,
+         mflags) = struct.unpack_from("<11QIhBBI", body)
+        whys = {1: "first", 2: "sync", 3: "exit"}
+        print(f"{off} memsample ts={ts} {whys.get(why, why)} tid={tid} dev={dev} free={free} total={total} "
+              f"pools={npools} pool_reserved={pr} pool_reserved_high={prh} pool_used={pu} "
+              f"pool_used_high={puh} graph_used={gu} graph_used_high={guh} graph_reserved={gr} "
+              f"graph_reserved_high={grh} flags={mflags:#x}")
     elif rtype == REC_NUM.get("counter", -1):
         ts, value, tid, dev, nlen = struct.unpack_from("<QQIhH", body)
         text = body[24:24 + nlen].split(b"\0")[0].decode(errors="replace")

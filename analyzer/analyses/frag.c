@@ -534,6 +534,7 @@ static void text_frag(FILE *f, const struct ct_report_opts *o, struct ct_model *
 	ct_put_proc(f, m);
 	fputc('\n', f);
 	ct_put_notes(f, m);
+	ct_put_device_memory(f, m); /* issue 19 §6: what the pools and the driver hold besides */
 	if (!nd) {
 		fputs("  no device memory was allocated\n", f);
 		free(dv);
@@ -704,6 +705,8 @@ static void json_frag(struct ct_json *j, const struct ct_report_opts *o,
 		free(dv);
 	}
 	ct_json_arr_end(j);
+	if (nm == 1)
+		ct_json_device_memory(j, ms[0]); /* issue 19 §6 */
 	ct_json_key(j, "pools");
 	ct_json_arr(j);
 	for (size_t x = 0; x < nm; x++) {

@@ -483,6 +483,7 @@ static void text_peak(FILE *f, const struct ct_report_opts *o, struct ct_model *
 	ct_put_proc(f, m);
 	fputc('\n', f);
 	ct_put_notes(f, m);
+	ct_put_device_memory(f, m);
 	ct_text_owners(f, m);
 	ct_text_torch_uncached(f, m, "");
 	size_t nd, more, nfw;
@@ -747,6 +748,8 @@ static void json_peak(struct ct_json *j, const struct ct_report_opts *o,
 	ct_json_layers(j, o, ms, nm);
 	json_devices(j, o, ms, nm);
 	json_phases(j, o, ms, nm);
+	if (nm == 1)
+		ct_json_device_memory(j, ms[0]);
 	if (ct_ranks_merged(o, nm)) {
 		struct ct_merge mg;
 		ct_merge_init(&mg, ms, nm);

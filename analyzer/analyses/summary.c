@@ -46,6 +46,62 @@ static void text_apis(FILE *f, const struct ct_api_stats *api)
 	}
 }
 
+/*
+ * ---- CUDA graphs (issue 19 §2) ----
+ * Each device's graph pool at the end: what graph allocations hold live, what
+ * the pool keeps reserved (freed graph memory stays until
+ * cudaDeviceGraphMemTrim) and its high mark, as cudaDeviceGetGraphMemAttribute
+ * reports them. Nothing when no graph memory was committed.
+ */
+static void text_graph_pools(FILE *f, const struct ct_model *m)
+{
+	char b1[32], b2[32], b3[32];
+	for (size_t i = 0; i < m->ngpools; i++) {
+		const struct ct_gpool *g = &m->gpools[i];
+		fprintf(f, "  graph pool of device %d: %s reserved at the end (high %s), %s of it in live graph"
+			   " allocations\n",
+			g->device, ct_fmt_bytes(g->reserved, b1, sizeof b1), ct_fmt_bytes(g->reserved_high, b2, sizeof b2),
+			ct_fmt_bytes(g->live, b3, sizeof b3));
+	}
+}
+
+static void json_graph_pools(struct ct_json *j, struct ct_model *const *ms, size_t nm)
+{
+	size_t any = 0;
+	for (size_t d = 0; d < nm; d++)
+		any += ms[d]->ngpools;
+	if (!any)
+		return;
+	ct_json_key(j, "graph_pools");
+	ct_json_obj(j);
+	for (size_t d = 0; d < nm; d++) {
+		for (size_t i = 0; i < ms[d]->ngpools; i++) {
+			int16_t dev = ms[d]->gpools[i].device;
+			int seen = 0; /* several dumps: one entry per device, summed */
+			for (size_t e = 0; e < d && !seen; e++)
+				seen = ct_model_gpool(ms[e], dev) != NULL;
+			if (seen)
+				continue;
+			struct ct_gpool t = {.device = dev};
+			for (size_t e = d; e < nm; e++) {
+				const struct ct_gpool *g = ct_model_gpool(ms[e], dev);
+				if (g) {
+					t.live += g->live;
+					t.reserved += g->reserved;
+					t.reserved_high += g->reserved_high;
+				}
+			}
+			ct_json_dev_key(j, dev);
+			ct_json_obj(j);
+			ct_json_kv_u64(j, "live", t.live);
+			ct_json_kv_u64(j, "reserved", t.reserved);
+			ct_json_kv_u64(j, "reserved_high", t.reserved_high);
+			ct_json_obj_end(j);
+		}
+	}
+	ct_json_obj_end(j);
+}
+
 static void text_summary(FILE *f, const struct ct_report_opts *o, struct ct_model *m)
 {
 	char b1[32], b2[32], b3[32], b4[32];
@@ -109,6 +165,8 @@ static void text_summary(FILE *f, const struct ct_report_opts *o, struct ct_mode
 	} else {
 		fputs("  peak device memory: none allocated\n", f);
 	}
+	text_graph_pools(f, m);
+	ct_put_device_memory(f, m);
 	if (m->leak_count)
 		fprintf(f, "  leaks: %" PRIu64 " allocation%s, %s (%" PRIu64 " bytes) in %zu site%s"
 			   " (cumtrace-report leaks shows where)\n",
@@ -263,6 +321,8 @@ static void json_summary(struct ct_json *j, const struct ct_report_opts *o,
 		struct ct_kd_stats t = {0};
 		for (size_t d = 0; d < nm; d++)
 			ct_kd_stats_add(&t, &ms[d]->kind_total[k]);
+		if (k == CT_KIND_GRAPH && !t.allocations && !t.frees)
+			continue; /* issue 19 §2: only where graphs made memory (older outputs unchanged) */
 		ct_json_key(j, ct_kind_name(k));
 		ct_json_obj(j);
 		json_kd(j, &t);
@@ -287,6 +347,9 @@ static void json_summary(struct ct_json *j, const struct ct_report_opts *o,
 		ct_json_obj_end(j);
 	}
 	ct_json_obj_end(j);
+	json_graph_pools(j, ms, nm);
+	if (nm == 1)
+		ct_json_device_memory(j, ms[0]);
 	ct_json_kv_u64(j, "duration_ns", tmin == UINT64_MAX ? 0 : tmax - tmin);
 	ct_fw_json(j, ms, nm);
 	ct_json_obj_end(j);

@@ -22,6 +22,8 @@ unsigned ct_kind_ns(unsigned kind)
 		return CT_NS_RESERVED;
 	case CT_KIND_ARRAY:
 		return CT_NS_ARRAY;
+	case CT_KIND_GRAPH:
+		return CT_NS_UVA;
 	default:
 		return CT_NS_NONE;
 	}
@@ -76,6 +78,10 @@ void ct_model_free(struct ct_model *m)
 	free(m->leaks);
 	ct_imap_free(&m->leakmap);
 	free(m->maph);
+	free(m->gnodes);
+	free(m->gexecs);
+	free(m->gpools);
+	free(m->samples);
 	ct_imap_free(&m->maphmap);
 	ct_tl_free(&m->tl);
 	ct_symtab_free(m->syms);
@@ -464,6 +470,8 @@ static void kd_add(struct ct_kd_stats *k, uint64_t bytes, int add)
 	}
 }
 
+static void graph_released(struct ct_model *m, int16_t device, uint64_t size);
+
 static void remove_live(struct ct_model *m, size_t slot, const struct ct_rec_event *ev,
 			enum rm_how how)
 {
@@ -481,6 +489,8 @@ static void remove_live(struct ct_model *m, size_t slot, const struct ct_rec_eve
 	struct ct_kd_stats *k = &m->kd[s->kd];
 	kd_add(k, e.size, 0);
 	kd_add(&m->kind_total[s->kind], e.size, 0);
+	if (s->kind == CT_KIND_GRAPH)
+		graph_released(m, s->device, e.size);
 	if (s->dp != CT_IMAP_NONE) {
 		m->dev_live = ct_sat_sub(m->dev_live, e.size);
 		m->dpeaks[s->dp].live = ct_sat_sub(m->dpeaks[s->dp].live, e.size);
@@ -672,6 +682,190 @@ static void do_unmap(struct ct_model *m, const struct ct_rec_event *ev)
 		if (!sz || p + sz <= p)
 			return;
 		p += sz;
+	}
+}
+
+/* ---- CUDA graphs (issue 19 §2): memory from launch, not from the node ------------------ */
+
+static struct ct_gpool *gpool_get(struct ct_model *m, int16_t device)
+{
+	for (size_t i = 0; i < m->ngpools; i++)
+		if (m->gpools[i].device == device)
+			return &m->gpools[i];
+	m->gpools = ct_xgrow(m->gpools, &m->capgpools, m->ngpools + 1, sizeof *m->gpools);
+	struct ct_gpool *g = &m->gpools[m->ngpools++];
+	memset(g, 0, sizeof *g);
+	g->device = device;
+	return g;
+}
+
+const struct ct_gpool *ct_model_gpool(const struct ct_model *m, int device)
+{
+	for (size_t i = 0; i < m->ngpools; i++)
+		if (m->gpools[i].device == device)
+			return &m->gpools[i];
+	return NULL;
+}
+
+/* A graph allocation of device stopped being live: its memory stays in the pool's reserve. */
+static void graph_released(struct ct_model *m, int16_t device, uint64_t size)
+{
+	struct ct_gpool *g = gpool_get(m, device);
+	g->live = ct_sat_sub(g->live, size);
+}
+
+static void gnode_add(struct ct_model *m, const struct ct_gnode *n)
+{
+	m->gnodes = ct_xgrow(m->gnodes, &m->capgnodes, m->ngnodes + 1, sizeof *m->gnodes);
+	m->gnodes[m->ngnodes++] = *n;
+}
+
+/* Forget the nodes of a graph (in_exec 0) or an exec (1) whose handle was destroyed (or reused). */
+static void gnodes_drop(struct ct_model *m, uint64_t owner, uint8_t in_exec)
+{
+	size_t keep = 0;
+	for (size_t i = 0; i < m->ngnodes; i++)
+		if (m->gnodes[i].owner != owner || m->gnodes[i].in_exec != in_exec)
+			m->gnodes[keep++] = m->gnodes[i];
+	m->ngnodes = keep;
+}
+
+static struct ct_gexec *gexec_find(struct ct_model *m, uint64_t exec)
+{
+	for (size_t i = 0; i < m->ngexecs; i++)
+		if (m->gexecs[i].exec == exec)
+			return &m->gexecs[i];
+	return NULL;
+}
+
+static void graph_instantiate(struct ct_model *m, const struct ct_rec_event *ev)
+{
+	if (!ev->ptr)
+		return;
+	gnodes_drop(m, ev->ptr, 1);
+	struct ct_gexec *x = gexec_find(m, ev->ptr);
+	if (!x) {
+		m->gexecs = ct_xgrow(m->gexecs, &m->capgexecs, m->ngexecs + 1, sizeof *m->gexecs);
+		x = &m->gexecs[m->ngexecs++];
+		x->exec = ev->ptr;
+	}
+	x->flags = ev->flags;
+	size_t n = m->ngnodes; /* the copies go after the graph's own nodes */
+	for (size_t i = 0; i < n; i++) {
+		if (m->gnodes[i].in_exec || m->gnodes[i].owner != ev->aux)
+			continue;
+		struct ct_gnode c = m->gnodes[i];
+		c.owner = ev->ptr;
+		c.in_exec = 1;
+		gnode_add(m, &c);
+	}
+}
+
+static void graph_destroy(struct ct_model *m, const struct ct_rec_event *ev)
+{
+	if (ev->kind != CT_KIND_GRAPH) {
+		gnodes_drop(m, ev->ptr, 0);
+		return;
+	}
+	gnodes_drop(m, ev->ptr, 1);
+	struct ct_gexec *x = gexec_find(m, ev->ptr);
+	if (x)
+		*x = m->gexecs[--m->ngexecs];
+}
+
+/* The event of node n at the launch ev: an allocation or a free of kind graph, with the node's stack. */
+static struct ct_rec_event graph_node_event(const struct ct_rec_event *ev, const struct ct_gnode *n, uint8_t op)
+{
+	struct ct_rec_event e = *ev;
+	e.op = op;
+	e.kind = CT_KIND_GRAPH;
+	e.ptr = n->ptr;
+	e.size = op == CT_OP_ALLOC ? n->size : 0;
+	e.aux = ev->ptr;
+	e.flags = 0;
+	if (op == CT_OP_ALLOC) {
+		e.api = n->api;
+		e.stack_id = n->stack_id;
+		e.tid = n->tid;
+		e.device = n->device;
+	}
+	return e;
+}
+
+static int graph_live(const struct ct_model *m, uint64_t ptr)
+{
+	size_t slot = live_find(m, CT_NS_UVA, ptr);
+	return slot != SIZE_MAX && m->sites[m->live[slot].site].kind == CT_KIND_GRAPH;
+}
+
+/*
+ * A launch of an exec: with auto-free-on-launch, what its last launch left
+ * live is freed first; then its nodes run in order, each alloc node committing
+ * its allocation (the pool's reserve grows to hold what is live), each free
+ * node freeing one.
+ */
+static void graph_launch(struct ct_model *m, const struct ct_rec_event *ev)
+{
+	m->graph_launches++;
+	struct ct_gexec *x = gexec_find(m, ev->ptr);
+	if (x && (x->flags & 1u)) { /* cudaGraphInstantiateFlagAutoFreeOnLaunch */
+		for (size_t i = 0; i < m->ngnodes; i++) {
+			const struct ct_gnode *n = &m->gnodes[i];
+			if (n->in_exec && n->owner == ev->ptr && !n->is_free && graph_live(m, n->ptr)) {
+				struct ct_rec_event e = graph_node_event(ev, n, CT_OP_FREE);
+				do_free(m, &e, CT_NS_UVA);
+			}
+		}
+	}
+	for (size_t i = 0; i < m->ngnodes; i++) {
+		const struct ct_gnode n = m->gnodes[i]; /* do_alloc may not move gnodes, but be plain */
+		if (!n.in_exec || n.owner != ev->ptr)
+			continue;
+		struct ct_rec_event e = graph_node_event(ev, &n, n.is_free ? CT_OP_FREE : CT_OP_ALLOC);
+		if (n.is_free) {
+			if (graph_live(m, n.ptr))
+				do_free(m, &e, CT_NS_UVA);
+			continue;
+		}
+		do_alloc(m, &e, CT_KIND_GRAPH);
+		m->graph_commits++;
+		struct ct_gpool *g = gpool_get(m, n.device);
+		g->live = ct_sat_add(g->live, n.size);
+		if (g->live > g->reserved)
+			g->reserved = g->live;
+		if (g->reserved > g->reserved_high)
+			g->reserved_high = g->reserved;
+	}
+}
+
+static void graph_event(struct ct_model *m, const struct ct_rec_event *ev)
+{
+	switch (ev->op) {
+	case CT_OP_GRAPH_ALLOC:
+	case CT_OP_GRAPH_FREE: {
+		struct ct_gnode n = {.owner = ev->aux, .ptr = ev->ptr, .size = ev->size, .stack_id = ev->stack_id,
+				     .tid = ev->tid, .api = ev->api, .device = ev->device,
+				     .is_free = ev->op == CT_OP_GRAPH_FREE};
+		if (ev->aux && ev->ptr)
+			gnode_add(m, &n);
+		break;
+	}
+	case CT_OP_GRAPH_INSTANTIATE:
+		graph_instantiate(m, ev);
+		break;
+	case CT_OP_GRAPH_LAUNCH:
+		graph_launch(m, ev);
+		break;
+	case CT_OP_GRAPH_DESTROY:
+		graph_destroy(m, ev);
+		break;
+	case CT_OP_GRAPH_TRIM: {
+		struct ct_gpool *g = gpool_get(m, ev->device);
+		g->reserved = g->live;
+		break;
+	}
+	default:
+		break;
 	}
 }
 
@@ -1102,8 +1296,12 @@ static void release_marks(struct ct_model *m, uint64_t ts)
 
 static void apply_event(struct ct_model *m, const struct ct_rec_event *ev);
 
+static void release_samples(struct ct_model *m, uint64_t ts);
+
 void ct_model_event(struct ct_model *m, const struct ct_rec_event *ev)
 {
+	if (m->nsamples_done < m->nsamples)
+		release_samples(m, ev->ts_ns);
 	if (ct_fw_is_event(ev)) {
 		release_marks(m, ev->ts_ns);
 		ct_fw_event(m, ev);
@@ -1168,6 +1366,7 @@ static void apply_event(struct ct_model *m, const struct ct_rec_event *ev)
 		checkpoint(m, ev);
 		break;
 	default:
+		graph_event(m, ev);
 		break;
 	}
 }
@@ -1181,6 +1380,7 @@ void ct_model_finish(struct ct_model *m)
 	if (m->tl.started && m->have_ts)
 		ct_tl_touch(&m->tl, m->last_ts);
 	release_marks(m, UINT64_MAX);
+	release_samples(m, UINT64_MAX);
 	for (size_t i = 0; i < m->nobs; i++)
 		if (m->obs[i].finish)
 			m->obs[i].finish(m->obs[i].ctx, m);
@@ -1327,6 +1527,62 @@ static void on_meminfo(void *ctx, const struct ct_rec_meminfo *mi)
 			m->obs[i].meminfo(m->obs[i].ctx, m, mi);
 }
 
+/* ---- the memory no allocation call shows (issue 19 §6) ------------------------------- */
+
+/* A sample waits, in time order, until the events up to its time have passed. */
+static void on_memsample(void *ctx, const struct ct_rec_memsample *ms)
+{
+	struct ct_model *m = ctx;
+	m->samples = ct_xgrow(m->samples, &m->capsamples, m->nsamples + 1, sizeof *m->samples);
+	size_t i = m->nsamples++;
+	while (i > m->nsamples_done && m->samples[i - 1].s.ts_ns > ms->ts_ns) {
+		m->samples[i] = m->samples[i - 1];
+		i--;
+	}
+	memset(&m->samples[i], 0, sizeof m->samples[i]);
+	m->samples[i].s = *ms;
+	if (ms->ts_ns && m->have_ts)
+		see_ts(m, ms->ts_ns);
+}
+
+static void release_samples(struct ct_model *m, uint64_t ts)
+{
+	while (m->nsamples_done < m->nsamples && m->samples[m->nsamples_done].s.ts_ns <= ts) {
+		struct ct_sample *x = &m->samples[m->nsamples_done++];
+		for (size_t i = 0; i < m->ndpeaks; i++)
+			if (m->dpeaks[i].device == x->s.device)
+				x->allocations = m->dpeaks[i].live;
+		const struct ct_gpool *g = ct_model_gpool(m, x->s.device);
+		x->graph_live = g ? g->live : 0;
+		x->done = 1;
+	}
+}
+
+int ct_model_reconcile(const struct ct_model *m, int device, int last, struct ct_reconcile *out)
+{
+	const struct ct_sample *best = NULL;
+	for (size_t i = 0; i < m->nsamples; i++) {
+		const struct ct_sample *x = &m->samples[i];
+		if (!x->done || (device >= 0 && x->s.device != device) || x->s.total_bytes < x->s.free_bytes)
+			continue;
+		if (!best || last || x->s.total_bytes - x->s.free_bytes > best->s.total_bytes - best->s.free_bytes)
+			best = x;
+	}
+	memset(out, 0, sizeof *out);
+	if (!best)
+		return 0;
+	out->at = best;
+	out->in_use = best->s.total_bytes - best->s.free_bytes;
+	out->allocations = best->allocations;
+	if (best->s.flags & CT_MEMSAMPLE_F_POOLS)
+		out->pool_reserve = ct_sat_sub(best->s.pool_reserved, best->s.pool_used);
+	if (best->s.flags & CT_MEMSAMPLE_F_GRAPH)
+		out->graph_reserve = ct_sat_sub(best->s.graph_reserved, best->graph_live);
+	out->other = (int64_t)out->in_use - (int64_t)out->allocations - (int64_t)out->pool_reserve -
+		     (int64_t)out->graph_reserve;
+	return 1;
+}
+
 static void on_pystring(void *ctx, uint32_t id, const char *s, size_t len)
 {
 	ct_pytab_add_string(((struct ct_model *)ctx)->py, id, s, len);
@@ -1360,6 +1616,7 @@ void ct_model_callbacks(struct ct_model *m, struct ct_reader_cb *cb)
 	cb->end = on_end;
 	cb->mark = on_mark;
 	cb->meminfo = on_meminfo;
+	cb->memsample = on_memsample;
 	cb->counter = on_counter;
 	cb->pystring = on_pystring;
 	cb->pystack = on_pystack;

@@ -30,7 +30,8 @@ enum ct_ns {
 /* Kinds counted as "device bytes" for the peak: device memory, VMM physical and arrays. */
 static inline int ct_kind_is_device_bytes(unsigned kind)
 {
-	return kind == CT_KIND_DEVICE || kind == CT_KIND_VMM_PHYSICAL || kind == CT_KIND_ARRAY;
+	return kind == CT_KIND_DEVICE || kind == CT_KIND_VMM_PHYSICAL || kind == CT_KIND_ARRAY ||
+	       kind == CT_KIND_GRAPH;
 }
 
 /* Stream-ordered allocations (from a memory pool, on a stream). */
@@ -313,6 +314,47 @@ struct ct_model {
 	size_t nmaph, capmaph;
 	struct ct_imap maphmap;
 
+	/*
+	 * ---- CUDA graphs (issue 19 §2) ----
+	 * The memory nodes of each graph and of each exec made from one (owner:
+	 * the handle; an exec's are a copy taken at instantiation), the execs'
+	 * instantiate flags, and per device what the graph pool holds: live =
+	 * bytes of graph allocations live now, reserved = what the pool keeps
+	 * (>= live, until cudaDeviceGraphMemTrim), its high mark.
+	 */
+	struct ct_gnode {
+		uint64_t owner, ptr, size;
+		uint32_t stack_id, tid;
+		uint16_t api;
+		int16_t device;
+		uint8_t is_free, in_exec;
+	} *gnodes;
+	size_t ngnodes, capgnodes;
+	struct ct_gexec {
+		uint64_t exec, flags;
+	} *gexecs;
+	size_t ngexecs, capgexecs;
+	struct ct_gpool {
+		int16_t device;
+		uint64_t live, reserved, reserved_high;
+	} *gpools;
+	size_t ngpools, capgpools;
+	uint64_t graph_launches, graph_commits;
+
+	/*
+	 * ---- the memory no allocation call shows (issue 19 §6) ----
+	 * CT_REC_MEMSAMPLE records in time order, each with what the events had
+	 * made live on its device when it was taken (filled as the events pass
+	 * its time: done).
+	 */
+	struct ct_sample {
+		struct ct_rec_memsample s;
+		uint64_t allocations; /* device bytes (ct_kind_is_device_bytes) live on the device */
+		uint64_t graph_live;  /* of which graph allocations */
+		int done;
+	} *samples;
+	size_t nsamples, capsamples, nsamples_done;
+
 	struct ct_timeline tl;
 	struct ct_symtab *syms;
 	struct ct_pytab *py;	   /* Python frames (pystack.h) */
@@ -436,6 +478,24 @@ void ct_kd_stats_add(struct ct_kd_stats *dst, const struct ct_kd_stats *src);
 
 /* Stats of (kind, device), NULL if none. */
 const struct ct_kd_stats *ct_model_kd(const struct ct_model *m, unsigned kind, int device);
+
+/*
+ * Device memory at a sample, reconciled (issue 19 §6): in_use = total - free
+ * = allocations + pool_reserve + graph_reserve + other, where pool_reserve is
+ * what the sampled stream-ordered pools keep beyond their live allocations,
+ * graph_reserve what the graph pool keeps beyond live graph allocations, and
+ * other (signed) the rest: contexts, the driver, other processes.
+ */
+struct ct_reconcile {
+	const struct ct_sample *at;
+	uint64_t in_use, allocations, pool_reserve, graph_reserve;
+	int64_t other;
+};
+/* The sample of the highest in_use (of device, -1 any), the last one (last = 1); 0 when none. */
+int ct_model_reconcile(const struct ct_model *m, int device, int last, struct ct_reconcile *out);
+
+/* The graph pool of device (issue 19 §2), NULL when no graph memory was committed there. */
+const struct ct_gpool *ct_model_gpool(const struct ct_model *m, int device);
 
 /* Live-set queries (tests). */
 size_t ct_model_live_count(const struct ct_model *m);

@@ -890,6 +890,13 @@ static int dispatch(struct rd *r, const unsigned char *p, unsigned type, uint32_
 			cb->meminfo(cb->ctx, &mi);
 		return 0;
 	}
+	case CT_REC_MEMSAMPLE: { /* issue 19 §6 */
+		struct ct_rec_memsample ms;
+		memcpy(&ms, p, sizeof ms);
+		if (cb->memsample)
+			cb->memsample(cb->ctx, &ms);
+		return 0;
+	}
 	case CT_REC_PYSTRING: {
 		struct ct_rec_pystring ps;
 		memcpy(&ps, p, sizeof ps);

@@ -49,6 +49,8 @@ struct ct_reader_cb {
 	void (*mark)(void *ctx, const struct ct_rec_mark *m, const char *name, size_t name_len);
 	/* CT_REC_MEMINFO, in file order (before or after its failed event) */
 	void (*meminfo)(void *ctx, const struct ct_rec_meminfo *mi);
+	/* CT_REC_MEMSAMPLE (issue 19 §6), in file order */
+	void (*memsample)(void *ctx, const struct ct_rec_memsample *ms);
 	/* CT_REC_COUNTER: name has name_len bytes (NUL included, not guaranteed) */
 	void (*counter)(void *ctx, const struct ct_rec_counter *c, const char *name, size_t name_len);
 	/* a record of a type this reader does not interpret (skipped) */

@@ -171,4 +171,14 @@ void ct_marks_put_summary(FILE *f, const struct ct_marklist *l, const struct ct_
 /* The same in a dump's JSON object: "steps" and "counters", only when there are any. */
 void ct_marks_json(struct ct_json *j, const struct ct_marklist *l, const struct ct_infer *inf);
 
+/*
+ * ---- the memory no allocation call shows (issue 19 §6, memsample.c) ----
+ * Per device with samples: "device D in use X = allocations Y + pool reserve
+ * + graph pool reserve + context, driver and other Z" for its highest sample
+ * and its last one; as JSON, the object "device_memory" (by device: samples,
+ * highest, last). Nothing when m holds no sample.
+ */
+void ct_put_device_memory(FILE *f, const struct ct_model *m);
+void ct_json_device_memory(struct ct_json *j, const struct ct_model *m);
+
 #endif

@@ -112,7 +112,9 @@ struct ct_rec {
 	X(PYSTACK, 11, pystack, ct_rec_pystack, 16, 0) /* an interned Python stack */               \
 	X(PYSTRING, 12, pystring, ct_rec_pystring, 16, 0) /* an interned Python string */           \
 	X(MEMINFO, 13, meminfo, ct_rec_meminfo, 48, 1) /* free/total after an out-of-memory */ \
-	X(COUNTER, 14, counter, ct_rec_counter, 32, 1) /* a named value sampled (JAX memory_stats) */
+	X(COUNTER, 14, counter, ct_rec_counter, 32, 1) /* a named value sampled (JAX memory_stats) */ \
+	/* ---- the memory no allocation call shows (issue 19 §6) ---- */                            \
+	X(MEMSAMPLE, 15, memsample, ct_rec_memsample, 112, 1) /* device memory, pools, graph pool */
 
 enum ct_rec_type {
 #define CT_REC_ENUM_(NAME, number, name, type, min_size, ticks) CT_REC_##NAME = number,
@@ -233,18 +235,39 @@ enum ct_op {
 	CT_OP_MAP = 16,		  /* VMM: ptr/size mapped, aux = allocation handle */
 	CT_OP_UNMAP = 17,	  /* VMM: ptr/size unmapped */
 	CT_OP_CTX_DESTROY = 18,	  /* leak checkpoint like DEVICE_RESET */
+	/*
+	 * ---- CUDA graphs (issue 19 §2) ----
+	 * A graph's memory exists from a launch, not from the call that adds its
+	 * alloc node: readers commit each GRAPH_ALLOC node of an exec at each
+	 * GRAPH_LAUNCH of it (an allocation of kind CT_KIND_GRAPH, with the
+	 * node's stack), run its GRAPH_FREE nodes after, and first free what the
+	 * exec's previous launch left live when it was instantiated with
+	 * cudaGraphInstantiateFlagAutoFreeOnLaunch (flags bit 0). A graph
+	 * allocation is also freed by an ordinary free of its address (cudaFree,
+	 * cudaFreeAsync outside capture). The device keeps the memory in its graph
+	 * pool until cudaDeviceGraphMemTrim (GRAPH_TRIM).
+	 */
+	CT_OP_GRAPH_ALLOC = 19,	      /* alloc node: ptr/size (address fixed at creation), aux = graph
+				       * (0: unknown); cudaGraphAddMemAllocNode, or a stream-ordered
+				       * allocation made while its stream captured (api says which) */
+	CT_OP_GRAPH_FREE = 20,	      /* free node: ptr, aux = graph (0: unknown) */
+	CT_OP_GRAPH_INSTANTIATE = 21, /* ptr = exec, aux = graph, flags = instantiate flags */
+	CT_OP_GRAPH_LAUNCH = 22,      /* ptr = exec, stream */
+	CT_OP_GRAPH_DESTROY = 23,     /* ptr = exec (kind graph) or graph (kind none): no memory change */
+	CT_OP_GRAPH_TRIM = 24,	      /* device = the device whose graph pool was trimmed */
 	CT_OP_COUNT
 };
 
 /*
- * Ops that create memory: the shim stamps them at return and records their
- * stack; a failure of one with result 2 (cudaErrorMemoryAllocation,
- * CUDA_ERROR_OUT_OF_MEMORY) is an out-of-memory (see CT_REC_MEMINFO).
+ * Ops that create memory (a graph alloc node: the memory its launches will
+ * commit): the shim stamps them at return and records their stack; a failure
+ * of one with result 2 (cudaErrorMemoryAllocation, CUDA_ERROR_OUT_OF_MEMORY)
+ * is an out-of-memory (see CT_REC_MEMINFO).
  */
 static inline int ct_op_is_allocation(unsigned op)
 {
 	return op == CT_OP_ALLOC || op == CT_OP_VA_RESERVE || op == CT_OP_PHYS_CREATE ||
-	       op == CT_OP_MAP || op == CT_OP_POOL_CREATE;
+	       op == CT_OP_MAP || op == CT_OP_POOL_CREATE || op == CT_OP_GRAPH_ALLOC;
 }
 
 /* The result of a failed allocation call that ran out of memory (both APIs). */
@@ -271,6 +294,10 @@ enum ct_kind {
 	 * Device memory: the device may charge more (alignment, tiling).
 	 */
 	CT_KIND_ARRAY = 8,
+	/* ---- CUDA graphs (issue 19 §2) ----
+	 * Memory of a CUDA graph's pool: the allocation of an alloc node, live
+	 * from the launch that commits it to its free (CT_OP_GRAPH_ALLOC). */
+	CT_KIND_GRAPH = 9,
 	CT_KIND_COUNT,
 	/* Framework kinds: only on framework events (CT_LAYER_FRAMEWORK), never
 	 * memory of the CUDA layer; CT_KIND_COUNT counts the kinds above only. */
@@ -363,7 +390,37 @@ enum ct_kind {
 	X(cuArray3DCreate_v2, DRIVER)                                          \
 	X(cuMipmappedArrayCreate, DRIVER)                                      \
 	X(cuArrayDestroy, DRIVER)                                              \
-	X(cuMipmappedArrayDestroy, DRIVER)
+	X(cuMipmappedArrayDestroy, DRIVER)                                     \
+	/* ---- CUDA graphs (issue 19 §2) ---- */                              \
+	X(cudaStreamBeginCapture, RUNTIME)                                     \
+	X(cudaStreamBeginCapture_ptsz, RUNTIME)                                \
+	X(cudaStreamEndCapture, RUNTIME)                                       \
+	X(cudaStreamEndCapture_ptsz, RUNTIME)                                  \
+	X(cudaGraphAddMemAllocNode, RUNTIME)                                   \
+	X(cudaGraphAddMemFreeNode, RUNTIME)                                    \
+	X(cudaGraphInstantiate, RUNTIME)                                       \
+	X(cudaGraphInstantiateWithFlags, RUNTIME)                              \
+	X(cudaGraphInstantiateWithParams, RUNTIME)                             \
+	X(cudaGraphInstantiateWithParams_ptsz, RUNTIME)                        \
+	X(cudaGraphLaunch, RUNTIME)                                            \
+	X(cudaGraphLaunch_ptsz, RUNTIME)                                       \
+	X(cudaGraphExecDestroy, RUNTIME)                                       \
+	X(cudaGraphDestroy, RUNTIME)                                           \
+	X(cudaDeviceGraphMemTrim, RUNTIME)                                     \
+	X(cuStreamBeginCapture_v2, DRIVER)                                     \
+	X(cuStreamBeginCapture_v2_ptsz, DRIVER)                                \
+	X(cuStreamEndCapture, DRIVER)                                          \
+	X(cuStreamEndCapture_ptsz, DRIVER)                                     \
+	X(cuGraphAddMemAllocNode, DRIVER)                                      \
+	X(cuGraphAddMemFreeNode, DRIVER)                                       \
+	X(cuGraphInstantiateWithFlags, DRIVER)                                 \
+	X(cuGraphInstantiateWithParams, DRIVER)                                \
+	X(cuGraphInstantiateWithParams_ptsz, DRIVER)                           \
+	X(cuGraphLaunch, DRIVER)                                               \
+	X(cuGraphLaunch_ptsz, DRIVER)                                          \
+	X(cuGraphExecDestroy, DRIVER)                                          \
+	X(cuGraphDestroy, DRIVER)                                              \
+	X(cuDeviceGraphMemTrim, DRIVER)
 
 enum ct_api {
 #define CT_API_ENUM_(name, layer) CT_API_##name,
@@ -730,6 +787,54 @@ struct ct_rec_counter {
 };
 
 /*
+ * ---- the memory no allocation call shows (issue 19 §6) ----
+ * CT_REC_MEMSAMPLE: what the device holds beyond the allocations the events
+ * show, read by the shim from the driver on the calling thread, only when a
+ * context is current there (cuCtxGetCurrent non-NULL; the shim never creates
+ * one), never in a signal handler; the queries are not events. Taken (why):
+ * at the first traced allocation or synchronization of the process with a
+ * context current (the context's own memory), after a synchronization
+ * (cudaStreamSynchronize, cudaDeviceSynchronize, cuStreamSynchronize...: at
+ * most one per device per CUMTRACE_MEMSAMPLE_MS milliseconds, default 100;
+ * 0 turns samples off) and at exit (an atexit handler, on the exiting
+ * thread). Written after the triggering call's event by the same thread.
+ *   free_bytes, total_bytes: cuMemGetInfo_v2 of the current context's device;
+ *   pool_*: CU_MEMPOOL_ATTR_{RESERVED,USED}_MEM_{CURRENT,HIGH} summed over the
+ *     device's default pool, its current pool when that differs, and the
+ *     device pools made with cudaMemPoolCreate / cuMemPoolCreate and not
+ *     destroyed (the first 64 the process made: npools of them in all; flags
+ *     CT_MEMSAMPLE_F_POOLS when the default pool was read).
+ *   graph_*: cuDeviceGetGraphMemAttribute USED/RESERVED_MEM_CURRENT/HIGH
+ *     (flags CT_MEMSAMPLE_F_GRAPH when read).
+ * A reader reconciles: device in use (total - free) = live allocations +
+ * pool reserve (pool reserved - pool used: freed memory the pools keep) +
+ * graph pool reserve (graph reserved - live graph allocations) + the rest
+ * (context, driver, other processes' use is not included in free: the
+ * device's free memory counts every process).
+ */
+enum ct_memsample_why {
+	CT_MEMSAMPLE_FIRST = 1, /* the first context appeared */
+	CT_MEMSAMPLE_SYNC = 2,	/* after a synchronization */
+	CT_MEMSAMPLE_EXIT = 3,	/* at exit */
+};
+#define CT_MEMSAMPLE_F_POOLS 0x0001u
+#define CT_MEMSAMPLE_F_GRAPH 0x0002u
+
+struct ct_rec_memsample {
+	struct ct_rec rec;
+	uint64_t ts_ns; /* when the queries returned (ticks in the ring, converted like a mark's) */
+	uint64_t free_bytes, total_bytes;
+	uint64_t pool_reserved, pool_reserved_high, pool_used, pool_used_high;
+	uint64_t graph_used, graph_used_high, graph_reserved, graph_reserved_high;
+	uint32_t tid;
+	int16_t device; /* the current context's device */
+	uint8_t why;	/* enum ct_memsample_why */
+	uint8_t npools;
+	uint32_t flags; /* CT_MEMSAMPLE_F_* */
+	uint32_t reserved;
+};
+
+/*
  * CT_REC_ZSTD: a run of ordinary records, compressed. The fixed part is
  * followed by frame_size bytes holding exactly one complete zstd frame (its
  * header declares the content size), then zero padding to the record size.
@@ -817,7 +922,7 @@ static inline const char *ct_kind_name(unsigned kind)
 					    "host_pinned",	"host_registered",
 					    "managed",		"vmm_physical",
 					    "vmm_reserved",	"vmm_mapped",
-					    "array"};
+					    "array",		"graph"};
 	if (kind == CT_KIND_TORCH_BLOCK)
 		return "torch_block";
 	if (kind == CT_KIND_TORCH_SEGMENT)
@@ -834,7 +939,9 @@ static inline const char *ct_op_name(unsigned op)
 		"stream_destroy", "stream_sync", "device_sync", "device_reset",
 		"set_device",	"pool_create",	"pool_destroy", "pool_trim",
 		"va_reserve",	"va_free",	"phys_create",	 "phys_release",
-		"map",		"unmap",	"ctx_destroy"};
+		"map",		"unmap",	"ctx_destroy",
+		/* ---- CUDA graphs (issue 19 §2) ---- */
+		"graph_alloc", "graph_free", "graph_instantiate", "graph_launch", "graph_destroy", "graph_trim"};
 	return op < CT_OP_COUNT ? names[op] : "unknown";
 }
 

@@ -158,7 +158,7 @@ uint64_t ct_clock_to_ns(uint64_t t)
 }
 
 _Static_assert(CT_REC_TICKS_MASK == (1u << CT_REC_EVENT | 1u << CT_REC_MARK | 1u << CT_REC_MEMINFO |
-				     1u << CT_REC_COUNTER),
+				     1u << CT_REC_COUNTER | 1u << CT_REC_MEMSAMPLE),
 	       "ct_rec_finish converts every record type that format.h says carries ticks");
 
 void ct_rec_finish(struct ct_rec *rec)
@@ -180,6 +180,9 @@ void ct_rec_finish(struct ct_rec *rec)
 	} else if (rec->type == CT_REC_COUNTER) {
 		struct ct_rec_counter *c = (struct ct_rec_counter *)rec;
 		c->ts_ns = ct_clock_to_ns(c->ts_ns);
+	} else if (rec->type == CT_REC_MEMSAMPLE) {
+		struct ct_rec_memsample *ms = (struct ct_rec_memsample *)rec;
+		ms->ts_ns = ct_clock_to_ns(ms->ts_ns);
 	}
 }
 

@@ -43,6 +43,8 @@ enum ct_option {
 	CT_OPT_STACK_CACHE, /* CUMTRACE_STACK_CACHE: 0 = unwind every stack afresh */
 	CT_OPT_TORCH,	    /* CUMTRACE_TORCH: 0 = no framework layer; 2 = also unmeasured versions */
 	CT_OPT_PYTHON_BOOT, /* CUMTRACE_PYTHON_BOOT: 0 = no Python bootstrap (pyboot.c) */
+	/* ---- the memory no allocation call shows (issue 19 §6) ---- */
+	CT_OPT_MEMSAMPLE_MS, /* CUMTRACE_MEMSAMPLE_MS: device memory samples at most this often, 0 = none */
 	CT_OPT_COUNT
 };
 

@@ -69,6 +69,55 @@ static inline void *ct_real_fn(struct ct_real *real, const char *name, const voi
  */
 CT_HIDDEN void ct_meminfo_after_failure(const struct ct_call *c);
 
+/*
+ * name in the driver: dlsym on lib (the loaded libcuda.so.1, opened with
+ * RTLD_NOLOAD, never loaded here) when given, else the next definition after
+ * libcumtrace; NULL when there is none or it is cumtrace's own (meminfo.c).
+ */
+CT_HIDDEN void *ct_driver_symbol(void *lib, const char *name);
+
+/*
+ * ---- CUDA graphs (issue 19 §2, graphs.c) ----
+ * A stream-ordered allocation or free c (op alloc or free) succeeded on
+ * c->stream: when that stream is capturing (asked of the driver with
+ * cuStreamGetCaptureInfo, only on a stream that can capture: never the
+ * legacy default stream, where the query would invalidate a global-mode
+ * capture; only with a current context), make the event a graph node:
+ * op graph_alloc / graph_free, kind graph, aux = the graph being captured.
+ * Keeps errno; records nothing itself.
+ */
+CT_HIDDEN void ct_graph_capture_note(struct ct_call *c);
+
+/*
+ * ---- the memory no allocation call shows (issue 19 §6, meminfo.c) ----
+ * Record a CT_REC_MEMSAMPLE (format.h) of the current context's device: why
+ * is enum ct_memsample_why; a SYNC sample is skipped when the device (device
+ * is the thread's, a hint) had one less than CUMTRACE_MEMSAMPLE_MS ago.
+ * Nothing without a current context, inside another traced call or in a
+ * signal handler. Keeps errno; records no event.
+ */
+CT_HIDDEN void ct_memsample(unsigned why, int16_t device);
+/*
+ * A stream-ordered pool of device was created (live 1; device -1 unknown) or
+ * destroyed (live 0): samples read the live pools of their device too (at
+ * most CT_MS_POOLS of them are remembered). Lock-free; any thread.
+ */
+CT_HIDDEN void ct_memsample_pool(uint64_t pool, int device, int live);
+/* 1 once the first sample was taken (or samples are off): the wrappers' fast check. */
+extern _Atomic int ct_memsample_first_done CT_HIDDEN;
+
+/* After a traced call of op finished: the samples it may take (a constant op: one branch or none). */
+static inline void ct_memsample_after(unsigned op, const struct ct_call *c)
+{
+	if (op == CT_OP_STREAM_SYNC || op == CT_OP_DEVICE_SYNC) {
+		if (c->result == 0)
+			ct_memsample(CT_MEMSAMPLE_SYNC, c->device);
+	} else if (ct_op_wants_stack(op) &&
+		   CT_UNLIKELY(!atomic_load_explicit(&ct_memsample_first_done, memory_order_relaxed))) {
+		ct_memsample(CT_MEMSAMPLE_FIRST, c->device);
+	}
+}
+
 /* Build and append one CT_REC_MARK (name cut at 1023 bytes) from the calling thread. */
 CT_HIDDEN void ct_put_mark(enum ct_mark_kind kind, const char *name, uint64_t aux);
 
@@ -173,6 +222,7 @@ static inline void ct_torch_note_caller(const void *ret)
 		ct_call_end(&c, CT_OP_##op_);                                                 \
 		if (CT_UNLIKELY(rc != ok))                                                    \
 			ct_meminfo_after_failure(&c);                                         \
+		ct_memsample_after(CT_OP_##op_, &c);                                          \
 		return rc;                                                                    \
 	}                                                                                     \
 	static __attribute__((noinline, cold)) ret_t ct_untraced_##name CT_PARAMS_AFTER(      \

@@ -17,6 +17,12 @@ CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUmemo
 				      CUstream hStream);
 CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream);
 CUresult cuStreamSynchronize_ptsz(CUstream hStream);
+/* ---- CUDA graphs (issue 19 §2) ---- */
+CUresult cuStreamBeginCapture_v2_ptsz(CUstream hStream, CUstreamCaptureMode mode);
+CUresult cuStreamEndCapture_ptsz(CUstream hStream, CUgraph *phGraph);
+CUresult cuGraphInstantiateWithParams_ptsz(CUgraphExec *phGraphExec, CUgraph hGraph,
+					   CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams);
+CUresult cuGraphLaunch_ptsz(CUgraphExec hGraph, CUstream hStream);
 
 #define CT_DRV(name, base, minver, ptsz, cupti, op, kind, params, args, in, out)                  \
 	CT_WRAP(CUresult, CUDA_SUCCESS, CUDA_ERROR_NOT_FOUND, CT_LAYER_DRIVER, name, op, kind,  \

@@ -15,6 +15,12 @@ cudaError_t cudaMallocFromPoolAsync_ptsz(void **ptr, size_t size, cudaMemPool_t 
 					 cudaStream_t stream);
 cudaError_t cudaFreeAsync_ptsz(void *devPtr, cudaStream_t hStream);
 cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t stream);
+/* ---- CUDA graphs (issue 19 §2) ---- */
+cudaError_t cudaStreamBeginCapture_ptsz(cudaStream_t stream, enum cudaStreamCaptureMode mode);
+cudaError_t cudaStreamEndCapture_ptsz(cudaStream_t stream, cudaGraph_t *pGraph);
+cudaError_t cudaGraphInstantiateWithParams_ptsz(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
+						cudaGraphInstantiateParams *instantiateParams);
+cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t graphExec, cudaStream_t stream);
 
 #define CT_RT(name, ptsz, cupti, op, kind, params, args, in, out)                                 \
 	CT_WRAP(cudaError_t, cudaSuccess, cudaErrorSymbolNotFound, CT_LAYER_RUNTIME, name, op, \

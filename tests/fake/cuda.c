@@ -372,6 +372,7 @@ enum kind {
 	K_REGISTERED,	/* cuMemHostRegister: the caller's memory */
 	K_VMM,		/* cuMemMap: a mapping inside a reservation */
 	K_ARRAY,	/* cuArrayCreate, cuArray3DCreate, cuMipmappedArrayCreate: handle = address */
+	K_GRAPH,	/* a graph allocation committed by a launch (issue 19 §2) */
 };
 
 /* A live allocation (or registration or VMM mapping), a node of g_blocks
@@ -412,6 +413,8 @@ struct CUstream_st {
 	struct CUctx_st *ctx;
 	unsigned flags;
 	int priority;
+	struct CUgraph_st *capture;	/* the graph being captured, NULL when not capturing */
+	unsigned long long capture_id;
 	struct CUstream_st *next;	/* g_streams */
 };
 
@@ -682,7 +685,7 @@ static struct block *blk_unlink(struct block *b)
 }
 
 #define KIND(k) (1u << (k))
-#define DEVICE_KINDS (KIND(K_DEVICE) | KIND(K_MANAGED) | KIND(K_POOL))
+#define DEVICE_KINDS (KIND(K_DEVICE) | KIND(K_MANAGED) | KIND(K_POOL) | KIND(K_GRAPH))
 
 /* ---- arenas and capacity ---------------------------------------------------- */
 
@@ -867,10 +870,16 @@ static CUresult pool_alloc(struct CUmemPoolHandle_st *p, size_t size, CUdevicept
 
 /* Completes a stream-ordered free: pool memory becomes reusable by its pool,
  * other device memory goes back to the arena. */
+static void graph_release(const struct block *b);
+
 static void free_complete(const struct block *b)
 {
 	struct CUmemPoolHandle_st *p = b->pool;
 
+	if (b->kind == K_GRAPH) {
+		graph_release(b);
+		return;
+	}
 	if (b->kind != K_POOL) {
 		arena_free(&g_dev[b->dev], b->addr, b->span);
 		return;
@@ -900,6 +909,9 @@ static void free_now(const struct block *b)
 		break;
 	case K_HOST:
 		KEEP_ERRNO(munmap((void *)b->addr, b->span));
+		break;
+	case K_GRAPH:
+		graph_release(b);
 		break;
 	case K_REGISTERED:
 	case K_VMM:
@@ -1345,6 +1357,449 @@ DRIVER_FN(cuStreamQuery, (CUstream hStream),
 DRIVER_FN(cuStreamQuery_ptsz, (CUstream hStream),
 	  impl_stream_sync(hStream, 1))
 
+/* ---- CUDA graphs (issue 19 §2) ---------------------------------------------
+ *
+ * Graph memory as the device keeps it: an alloc node (cuGraphAddMemAllocNode,
+ * or cuMemAllocAsync while its stream captures) gets its address when it is
+ * made, taken from the device's arena but charged to nothing; a launch of an
+ * exec holding the node commits it (a K_GRAPH block), charging the device
+ * only for what the graph pool's reserve does not already cover; a free node,
+ * the relaunch of an auto-free-on-launch exec, cuMemFree or cuMemFreeAsync
+ * frees it back to the reserve, which stays charged until
+ * cuDeviceGraphMemTrim. The graph memory attributes report that reserve as
+ * both used and reserved (the physical memory graphs hold; nothing ever
+ * executes here, so a trim releases all of it but the live allocations). */
+
+struct gnode {
+	int is_free;
+	int dev;
+	uintptr_t addr;
+	size_t size, span;
+};
+
+/* A graph, or an exec made from one (a copy of its nodes): one list holds both. */
+struct CUgraph_st {
+	struct gnode *v;
+	size_t n, cap;
+	int is_exec;
+	unsigned long long flags;	/* an exec's instantiate flags */
+	struct CUgraph_st *next;	/* g_graphs */
+};
+
+struct CUgraphExec_st {
+	struct CUgraph_st g;
+};
+
+/* What a device's graph pool holds: live = committed allocations, reserved >= live. */
+static struct {
+	size_t live, reserved, used_high, reserved_high;
+} g_gpool[MAX_DEVICES];
+static struct CUgraph_st *g_graphs;
+static unsigned long long g_capture_seq;
+
+/* The graph (is_exec 0) or exec (1) of handle h, NULL when there is none. */
+static struct CUgraph_st *graph_find(const void *h, int is_exec)
+{
+	for (struct CUgraph_st *g = g_graphs; g; g = g->next)
+		if ((const void *)g == h && g->is_exec == is_exec)
+			return g;
+	return NULL;
+}
+
+static CUresult graph_new(int is_exec, struct CUgraph_st **out)
+{
+	struct CUgraph_st *g = KEEP_ERRNO(calloc(1, is_exec ? sizeof(struct CUgraphExec_st) : sizeof(*g)));
+
+	if (!g)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	g->is_exec = is_exec;
+	g->next = g_graphs;
+	g_graphs = g;
+	*out = g;
+	return CUDA_SUCCESS;
+}
+
+static CUresult graph_destroy(const void *h, int is_exec)
+{
+	for (struct CUgraph_st **pp = &g_graphs; *pp; pp = &(*pp)->next) {
+		if ((const void *)*pp == h && (*pp)->is_exec == is_exec) {
+			struct CUgraph_st *g = *pp;
+
+			*pp = g->next;
+			free(g->v);
+			free(g);
+			return CUDA_SUCCESS;
+		}
+	}
+	return CUDA_ERROR_INVALID_VALUE;
+}
+
+static CUresult graph_push(struct CUgraph_st *g, const struct gnode *n)
+{
+	if (g->n == g->cap) {
+		size_t cap = g->cap ? g->cap * 2 : 8;
+		struct gnode *v = KEEP_ERRNO(realloc(g->v, cap * sizeof(*v)));
+
+		if (!v)
+			return CUDA_ERROR_OUT_OF_MEMORY;
+		g->v = v;
+		g->cap = cap;
+	}
+	g->v[g->n++] = *n;
+	return CUDA_SUCCESS;
+}
+
+/* An alloc node of size bytes on dev: its address now, its memory at launch. */
+static CUresult graph_add_alloc(struct CUgraph_st *g, int dev, size_t size, CUdeviceptr *dptr)
+{
+	struct gnode n = { .dev = dev, .size = size };
+	CUresult r;
+
+	if (!size || size > g_dev[dev].capacity)
+		return !size ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_OUT_OF_MEMORY;
+	n.span = round_up(size, ALLOC_ALIGN);
+	if (!(n.addr = ext_take(&g_dev[dev].arena, n.span, ALLOC_ALIGN)))
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	if ((r = graph_push(g, &n))) {
+		ext_put(&g_dev[dev].arena, n.addr, n.span, NULL);
+		return r;
+	}
+	*dptr = n.addr;
+	return CUDA_SUCCESS;
+}
+
+static CUresult graph_add_free(struct CUgraph_st *g, CUdeviceptr dptr)
+{
+	struct gnode n = { .is_free = 1, .addr = dptr };
+
+	if (!dptr)
+		return CUDA_ERROR_INVALID_VALUE;
+	return graph_push(g, &n);
+}
+
+/* A committed graph allocation was freed: its memory stays in the reserve. */
+static void graph_release(const struct block *b)
+{
+	g_gpool[b->dev].live -= b->span;
+}
+
+/* A launch commits alloc node n: the reserve covers what it can, the device the rest. */
+static CUresult graph_commit(const struct gnode *n)
+{
+	struct device *d = &g_dev[n->dev];
+	size_t need = g_gpool[n->dev].live + n->span, extra = 0;
+
+	if (need > g_gpool[n->dev].reserved) {
+		extra = need - g_gpool[n->dev].reserved;
+		if (extra > d->capacity - d->used)
+			return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	if (pages_open(d, n->addr, n->span))
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	if (!blk_add((struct block){ .addr = n->addr, .size = n->size, .span = n->span, .kind = K_GRAPH,
+				     .dev = n->dev }))
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	d->used += extra;
+	g_gpool[n->dev].reserved += extra;
+	g_gpool[n->dev].live = need;
+	if (g_gpool[n->dev].reserved > g_gpool[n->dev].reserved_high)
+		g_gpool[n->dev].reserved_high = g_gpool[n->dev].reserved;
+	if (g_gpool[n->dev].reserved > g_gpool[n->dev].used_high)
+		g_gpool[n->dev].used_high = g_gpool[n->dev].reserved;
+	return CUDA_SUCCESS;
+}
+
+static CUresult impl_graph_create(CUgraph *ph, unsigned flags)
+{
+	struct CUgraph_st *g;
+	CUresult r;
+
+	if (!ph || flags)
+		return CUDA_ERROR_INVALID_VALUE;
+	if ((r = graph_new(0, &g)))
+		return r;
+	*ph = g;
+	return CUDA_SUCCESS;
+}
+
+static CUresult impl_begin_capture(CUstream h, CUstreamCaptureMode mode)
+{
+	struct CUstream_st *s;
+	CUgraph g;
+	int dev;
+	CUresult r;
+
+	if (mode != CU_STREAM_CAPTURE_MODE_GLOBAL && mode != CU_STREAM_CAPTURE_MODE_THREAD_LOCAL &&
+	    mode != CU_STREAM_CAPTURE_MODE_RELAXED)
+		return CUDA_ERROR_INVALID_VALUE;
+	if ((r = stream_resolve(h, &s, &dev)))
+		return r;
+	if (!s) /* the default streams: not capturable here (the legacy one never is) */
+		return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+	if (s->capture)
+		return CUDA_ERROR_ILLEGAL_STATE;
+	if ((r = impl_graph_create(&g, 0)))
+		return r;
+	s->capture = g;
+	s->capture_id = ++g_capture_seq;
+	return CUDA_SUCCESS;
+}
+
+static CUresult impl_end_capture(CUstream h, CUgraph *ph)
+{
+	struct CUstream_st *s;
+	int dev;
+	CUresult r;
+
+	if (!ph)
+		return CUDA_ERROR_INVALID_VALUE;
+	if ((r = stream_resolve(h, &s, &dev)))
+		return r;
+	if (!s || !s->capture)
+		return CUDA_ERROR_ILLEGAL_STATE;
+	*ph = s->capture;
+	s->capture = NULL;
+	return CUDA_SUCCESS;
+}
+
+static CUresult impl_capture_info(CUstream h, CUstreamCaptureStatus *st, cuuint64_t *id, CUgraph *graph,
+				  const CUgraphNode **deps, const CUgraphEdgeData **edges, size_t *ndeps)
+{
+	struct CUstream_st *s;
+	int dev;
+	CUresult r;
+
+	if (!st)
+		return CUDA_ERROR_INVALID_VALUE;
+	if ((r = stream_resolve(h, &s, &dev)))
+		return r;
+	*st = s && s->capture ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
+	if (*st != CU_STREAM_CAPTURE_STATUS_ACTIVE)
+		return CUDA_SUCCESS;
+	if (id)
+		*id = s->capture_id;
+	if (graph)
+		*graph = s->capture;
+	if (deps)
+		*deps = NULL;
+	if (edges)
+		*edges = NULL;
+	if (ndeps)
+		*ndeps = 0;
+	return CUDA_SUCCESS;
+}
+
+static CUresult impl_add_mem_alloc_node(CUgraphNode *ph, CUgraph h, CUDA_MEM_ALLOC_NODE_PARAMS *p)
+{
+	struct CUgraph_st *g = graph_find(h, 0);
+	CUdeviceptr d;
+	CUresult r;
+
+	if (!ph || !g || !p || p->poolProps.allocType != CU_MEM_ALLOCATION_TYPE_PINNED ||
+	    p->poolProps.location.type != CU_MEM_LOCATION_TYPE_DEVICE)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (check_dev(p->poolProps.location.id))
+		return CUDA_ERROR_INVALID_DEVICE;
+	if ((r = graph_add_alloc(g, p->poolProps.location.id, p->bytesize, &d)))
+		return r;
+	p->dptr = d;
+	*ph = (CUgraphNode)(uintptr_t)g->n; /* an opaque, non-NULL handle */
+	return CUDA_SUCCESS;
+}
+
+static CUresult impl_add_mem_free_node(CUgraphNode *ph, CUgraph h, CUdeviceptr dptr)
+{
+	struct CUgraph_st *g = graph_find(h, 0);
+	CUresult r;
+
+	if (!ph || !g)
+		return CUDA_ERROR_INVALID_VALUE;
+	if ((r = graph_add_free(g, dptr)))
+		return r;
+	*ph = (CUgraphNode)(uintptr_t)g->n;
+	return CUDA_SUCCESS;
+}
+
+static CUresult impl_instantiate(CUgraphExec *ph, CUgraph h, unsigned long long flags)
+{
+	struct CUgraph_st *g = graph_find(h, 0), *e;
+	CUresult r;
+
+	if (!ph || !g || (flags & ~(unsigned long long)(CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH |
+						       CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD |
+						       CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY)))
+		return CUDA_ERROR_INVALID_VALUE;
+	if ((r = graph_new(1, &e)))
+		return r;
+	for (size_t i = 0; i < g->n; i++) {
+		if ((r = graph_push(e, &g->v[i]))) {
+			graph_destroy(e, 1);
+			return r;
+		}
+	}
+	e->flags = flags;
+	*ph = (CUgraphExec)e;
+	return CUDA_SUCCESS;
+}
+
+static CUresult impl_instantiate_params(CUgraphExec *ph, CUgraph h, CUDA_GRAPH_INSTANTIATE_PARAMS *p)
+{
+	CUresult r;
+
+	if (!p)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = impl_instantiate(ph, h, p->flags);
+	p->hErrNode_out = NULL;
+	p->result_out = r ? CUDA_GRAPH_INSTANTIATE_ERROR : CUDA_GRAPH_INSTANTIATE_SUCCESS;
+	return r;
+}
+
+/* A launch runs the exec's memory nodes in order (nothing else runs here). An
+ * allocation of the exec still live from its last launch is freed first when
+ * the exec frees on launch, else the launch is refused. */
+static CUresult impl_graph_launch(CUgraphExec h, CUstream hs)
+{
+	struct CUgraph_st *e = graph_find(h, 1);
+	struct CUstream_st *s;
+	struct block *b;
+	int dev;
+	CUresult r;
+
+	if (!e)
+		return CUDA_ERROR_INVALID_VALUE;
+	if ((r = stream_resolve(hs, &s, &dev)))
+		return r;
+	for (size_t i = 0; i < e->n; i++) {
+		if (e->v[i].is_free || !(b = blk_exact(e->v[i].addr)) || b->kind != K_GRAPH)
+			continue;
+		if (!(e->flags & CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH))
+			return CUDA_ERROR_INVALID_VALUE;
+		blk_free(b);
+	}
+	for (size_t i = 0; i < e->n; i++) {
+		if (!e->v[i].is_free) {
+			if ((r = graph_commit(&e->v[i])))
+				return r;
+		} else if ((b = blk_exact(e->v[i].addr)) && b->kind == K_GRAPH) {
+			blk_free(b);
+		}
+	}
+	return CUDA_SUCCESS;
+}
+
+/* Releases the reserve that no live graph allocation holds (pending frees completed first). */
+static CUresult impl_graph_mem_trim(CUdevice dev)
+{
+	if (check_dev(dev))
+		return CUDA_ERROR_INVALID_DEVICE;
+	sync_scope(dev, NULL, S_DEVICE);
+	g_dev[dev].used -= g_gpool[dev].reserved - g_gpool[dev].live;
+	g_gpool[dev].reserved = g_gpool[dev].live;
+	return CUDA_SUCCESS;
+}
+
+/* A high-water mark attribute (pools, graph memory): read it, or reset it to now (only 0 may be set). */
+static CUresult attr_high(size_t *high, size_t now, cuuint64_t *u, int set)
+{
+	if (!set)
+		*u = *high;
+	else if (*u)
+		return CUDA_ERROR_INVALID_VALUE;
+	else
+		*high = now;
+	return CUDA_SUCCESS;
+}
+
+static CUresult impl_graph_mem_attr(CUdevice dev, CUgraphMem_attribute attr, void *value, int set)
+{
+	cuuint64_t *u = value;
+
+	if (check_dev(dev))
+		return CUDA_ERROR_INVALID_DEVICE;
+	if (!value)
+		return CUDA_ERROR_INVALID_VALUE;
+	switch (attr) {
+	case CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT:
+	case CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT:
+		if (set)
+			return CUDA_ERROR_INVALID_VALUE;
+		*u = g_gpool[dev].reserved;
+		return CUDA_SUCCESS;
+	case CU_GRAPH_MEM_ATTR_USED_MEM_HIGH:
+	case CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH:
+		return attr_high(attr == CU_GRAPH_MEM_ATTR_USED_MEM_HIGH ? &g_gpool[dev].used_high
+									  : &g_gpool[dev].reserved_high,
+				 g_gpool[dev].reserved, u, set);
+	default:
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+}
+
+/* The per-thread forms, which cuda.h declares only in per-thread builds. */
+CUresult CUDAAPI cuStreamBeginCapture_v2_ptsz(CUstream hStream, CUstreamCaptureMode mode);
+CUresult CUDAAPI cuStreamEndCapture_ptsz(CUstream hStream, CUgraph *phGraph);
+CUresult CUDAAPI cuStreamIsCapturing_ptsz(CUstream hStream, CUstreamCaptureStatus *captureStatus);
+CUresult CUDAAPI cuStreamGetCaptureInfo_v3_ptsz(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
+						cuuint64_t *id_out, CUgraph *graph_out,
+						const CUgraphNode **dependencies_out,
+						const CUgraphEdgeData **edgeData_out, size_t *numDependencies_out);
+CUresult CUDAAPI cuGraphInstantiateWithParams_ptsz(CUgraphExec *phGraphExec, CUgraph hGraph,
+						   CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams);
+CUresult CUDAAPI cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream);
+
+DRIVER_FN(cuGraphCreate, (CUgraph *phGraph, unsigned int flags),
+	  impl_graph_create(phGraph, flags))
+DRIVER_FN(cuGraphDestroy, (CUgraph hGraph),
+	  graph_destroy(hGraph, 0))
+DRIVER_FN(cuStreamBeginCapture_v2, (CUstream hStream, CUstreamCaptureMode mode),
+	  impl_begin_capture(hStream, mode))
+DRIVER_FN(cuStreamBeginCapture_v2_ptsz, (CUstream hStream, CUstreamCaptureMode mode),
+	  impl_begin_capture(hStream ? hStream : CU_STREAM_PER_THREAD, mode))
+DRIVER_FN(cuStreamEndCapture, (CUstream hStream, CUgraph *phGraph),
+	  impl_end_capture(hStream, phGraph))
+DRIVER_FN(cuStreamEndCapture_ptsz, (CUstream hStream, CUgraph *phGraph),
+	  impl_end_capture(hStream ? hStream : CU_STREAM_PER_THREAD, phGraph))
+DRIVER_FN(cuStreamIsCapturing, (CUstream hStream, CUstreamCaptureStatus *captureStatus),
+	  impl_capture_info(hStream, captureStatus, NULL, NULL, NULL, NULL, NULL))
+DRIVER_FN(cuStreamIsCapturing_ptsz, (CUstream hStream, CUstreamCaptureStatus *captureStatus),
+	  impl_capture_info(hStream ? hStream : CU_STREAM_PER_THREAD, captureStatus, NULL, NULL, NULL, NULL, NULL))
+DRIVER_FN(cuStreamGetCaptureInfo_v3, (CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
+	  cuuint64_t *id_out, CUgraph *graph_out, const CUgraphNode **dependencies_out,
+	  const CUgraphEdgeData **edgeData_out, size_t *numDependencies_out),
+	  impl_capture_info(hStream, captureStatus_out, id_out, graph_out, dependencies_out, edgeData_out,
+			    numDependencies_out))
+DRIVER_FN(cuStreamGetCaptureInfo_v3_ptsz, (CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
+	  cuuint64_t *id_out, CUgraph *graph_out, const CUgraphNode **dependencies_out,
+	  const CUgraphEdgeData **edgeData_out, size_t *numDependencies_out),
+	  impl_capture_info(hStream ? hStream : CU_STREAM_PER_THREAD, captureStatus_out, id_out, graph_out,
+			    dependencies_out, edgeData_out, numDependencies_out))
+DRIVER_FN(cuGraphAddMemAllocNode, (CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+	  size_t numDependencies, CUDA_MEM_ALLOC_NODE_PARAMS *nodeParams),
+	  ((void)dependencies, (void)numDependencies, impl_add_mem_alloc_node(phGraphNode, hGraph, nodeParams)))
+DRIVER_FN(cuGraphAddMemFreeNode, (CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+	  size_t numDependencies, CUdeviceptr dptr),
+	  ((void)dependencies, (void)numDependencies, impl_add_mem_free_node(phGraphNode, hGraph, dptr)))
+DRIVER_FN(cuGraphInstantiateWithFlags, (CUgraphExec *phGraphExec, CUgraph hGraph, unsigned long long flags),
+	  impl_instantiate(phGraphExec, hGraph, flags))
+DRIVER_FN(cuGraphInstantiateWithParams, (CUgraphExec *phGraphExec, CUgraph hGraph,
+	  CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams),
+	  impl_instantiate_params(phGraphExec, hGraph, instantiateParams))
+DRIVER_FN(cuGraphInstantiateWithParams_ptsz, (CUgraphExec *phGraphExec, CUgraph hGraph,
+	  CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams),
+	  impl_instantiate_params(phGraphExec, hGraph, instantiateParams))
+DRIVER_FN(cuGraphLaunch, (CUgraphExec hGraphExec, CUstream hStream),
+	  impl_graph_launch(hGraphExec, hStream))
+DRIVER_FN(cuGraphLaunch_ptsz, (CUgraphExec hGraphExec, CUstream hStream),
+	  impl_graph_launch(hGraphExec, hStream ? hStream : CU_STREAM_PER_THREAD))
+DRIVER_FN(cuGraphExecDestroy, (CUgraphExec hGraphExec),
+	  graph_destroy(hGraphExec, 1))
+DRIVER_FN(cuDeviceGraphMemTrim, (CUdevice device),
+	  impl_graph_mem_trim(device))
+DRIVER_FN(cuDeviceGetGraphMemAttribute, (CUdevice device, CUgraphMem_attribute attr, void *value),
+	  impl_graph_mem_attr(device, attr, value, 0))
+DRIVER_FN(cuDeviceSetGraphMemAttribute, (CUdevice device, CUgraphMem_attribute attr, void *value),
+	  impl_graph_mem_attr(device, attr, value, 1))
+
 /* ---- memory ---------------------------------------------------------------- */
 
 /* cuMemAlloc, cuMemAllocPitch, cuMemAllocManaged: a block of kind k in the
@@ -1506,6 +1961,8 @@ static CUresult impl_alloc_async(CUdeviceptr *dptr, size_t size, CUmemoryPool po
 	p = pool ? pool_find(pool) : g_dev[dev].defpool;
 	if (!p)
 		return CUDA_ERROR_INVALID_VALUE;
+	if (s && s->capture)
+		return graph_add_alloc(s->capture, dev, size, dptr);
 	return pool_alloc(p, size, dptr);
 }
 
@@ -1533,6 +1990,8 @@ static CUresult impl_free_async(CUdeviceptr dptr, CUstream h)
 
 	if ((r = stream_resolve(h, &pe.stream, &pe.dev)) || !dptr)
 		return r;
+	if (pe.stream && pe.stream->capture)
+		return graph_add_free(pe.stream->capture, dptr);
 	pe.b = blk_exact(dptr);
 	if (!pe.b || !(KIND(pe.b->kind) & DEVICE_KINDS))
 		return CUDA_ERROR_INVALID_VALUE;
@@ -1751,17 +2210,9 @@ static CUresult impl_pool_attr(CUmemoryPool pool, CUmemPool_attribute attr, void
 		*u = attr == CU_MEMPOOL_ATTR_USED_MEM_CURRENT ? p->live : pool_reserved(p);
 		return CUDA_SUCCESS;
 	case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH:
-	case CU_MEMPOOL_ATTR_USED_MEM_HIGH: {
-		size_t *high = attr == CU_MEMPOOL_ATTR_USED_MEM_HIGH ? &p->live_high : &p->reserved_high;
-
-		if (!set)
-			*u = *high;
-		else if (*u)
-			return CUDA_ERROR_INVALID_VALUE;
-		else
-			*high = attr == CU_MEMPOOL_ATTR_USED_MEM_HIGH ? p->live : pool_reserved(p);
-		return CUDA_SUCCESS;
-	}
+	case CU_MEMPOOL_ATTR_USED_MEM_HIGH:
+		return attr_high(attr == CU_MEMPOOL_ATTR_USED_MEM_HIGH ? &p->live_high : &p->reserved_high,
+				 attr == CU_MEMPOOL_ATTR_USED_MEM_HIGH ? p->live : pool_reserved(p), u, set);
 	default:
 		return CUDA_ERROR_INVALID_VALUE;
 	}
@@ -2457,6 +2908,29 @@ static const struct proc g_procs[] = {
 	PT("cuStreamQuery", 7000, cuStreamQuery_ptsz),
 	P("cuGetProcAddress", 11030, cuGetProcAddress),
 	P("cuGetProcAddress", 12000, cuGetProcAddress_v2),
+	/* ---- CUDA graphs (issue 19 §2) ---- */
+	P("cuGraphCreate", 10000, cuGraphCreate),
+	P("cuGraphDestroy", 10000, cuGraphDestroy),
+	P("cuStreamBeginCapture", 10010, cuStreamBeginCapture_v2),
+	PT("cuStreamBeginCapture", 10010, cuStreamBeginCapture_v2_ptsz),
+	P("cuStreamEndCapture", 10000, cuStreamEndCapture),
+	PT("cuStreamEndCapture", 10000, cuStreamEndCapture_ptsz),
+	P("cuStreamIsCapturing", 10000, cuStreamIsCapturing),
+	PT("cuStreamIsCapturing", 10000, cuStreamIsCapturing_ptsz),
+	P("cuStreamGetCaptureInfo", 12030, cuStreamGetCaptureInfo_v3),
+	PT("cuStreamGetCaptureInfo", 12030, cuStreamGetCaptureInfo_v3_ptsz),
+	P("cuGraphAddMemAllocNode", 11040, cuGraphAddMemAllocNode),
+	P("cuGraphAddMemFreeNode", 11040, cuGraphAddMemFreeNode),
+	P("cuGraphInstantiate", 12000, cuGraphInstantiateWithFlags),
+	P("cuGraphInstantiateWithFlags", 11040, cuGraphInstantiateWithFlags),
+	P("cuGraphInstantiateWithParams", 12000, cuGraphInstantiateWithParams),
+	PT("cuGraphInstantiateWithParams", 12000, cuGraphInstantiateWithParams_ptsz),
+	P("cuGraphLaunch", 10000, cuGraphLaunch),
+	PT("cuGraphLaunch", 10000, cuGraphLaunch_ptsz),
+	P("cuGraphExecDestroy", 10000, cuGraphExecDestroy),
+	P("cuDeviceGraphMemTrim", 11040, cuDeviceGraphMemTrim),
+	P("cuDeviceGetGraphMemAttribute", 11040, cuDeviceGetGraphMemAttribute),
+	P("cuDeviceSetGraphMemAttribute", 11040, cuDeviceSetGraphMemAttribute),
 };
 #undef P
 #undef PT

@@ -34,6 +34,12 @@ cudaError_t CUDARTAPI cudaMallocFromPoolAsync_ptsz(void **ptr, size_t size, cuda
 						   cudaStream_t stream);
 cudaError_t CUDARTAPI cudaFreeAsync_ptsz(void *devPtr, cudaStream_t hStream);
 cudaError_t CUDARTAPI cudaStreamSynchronize_ptsz(cudaStream_t stream);
+cudaError_t CUDARTAPI cudaStreamBeginCapture_ptsz(cudaStream_t stream, enum cudaStreamCaptureMode mode);
+cudaError_t CUDARTAPI cudaStreamEndCapture_ptsz(cudaStream_t stream, cudaGraph_t *pGraph);
+cudaError_t CUDARTAPI cudaStreamIsCapturing_ptsz(cudaStream_t stream, enum cudaStreamCaptureStatus *pCaptureStatus);
+cudaError_t CUDARTAPI cudaGraphInstantiateWithParams_ptsz(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
+							  cudaGraphInstantiateParams *instantiateParams);
+cudaError_t CUDARTAPI cudaGraphLaunch_ptsz(cudaGraphExec_t graphExec, cudaStream_t stream);
 cudaError_t CUDARTAPI cudaStreamQuery_ptsz(cudaStream_t stream);
 cudaError_t CUDARTAPI cudaMemcpy_ptds(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind);
 cudaError_t CUDARTAPI cudaMemset_ptds(void *devPtr, int value, size_t count);
@@ -99,7 +105,27 @@ cudaError_t CUDARTAPI cudaGetDriverEntryPointByVersion_ptsz(const char *symbol, 
 	X(memcpy, "cuMemcpy", PFN_cuMemcpy_v4000, 0) \
 	X(memcpy_pt, "cuMemcpy", PFN_cuMemcpy_v7000_ptds, 1) \
 	X(memsetD8, "cuMemsetD8", PFN_cuMemsetD8_v3020, 0) \
-	X(memsetD8_pt, "cuMemsetD8", PFN_cuMemsetD8_v7000_ptds, 1)
+	X(memsetD8_pt, "cuMemsetD8", PFN_cuMemsetD8_v7000_ptds, 1) \
+	/* ---- CUDA graphs (issue 19 §2) ---- */ \
+	X(graphCreate, "cuGraphCreate", PFN_cuGraphCreate_v10000, 0) \
+	X(graphDestroy, "cuGraphDestroy", PFN_cuGraphDestroy_v10000, 0) \
+	X(beginCapture, "cuStreamBeginCapture", PFN_cuStreamBeginCapture_v10010, 0) \
+	X(beginCapture_pt, "cuStreamBeginCapture", PFN_cuStreamBeginCapture_v10010_ptsz, 1) \
+	X(endCapture, "cuStreamEndCapture", PFN_cuStreamEndCapture_v10000, 0) \
+	X(endCapture_pt, "cuStreamEndCapture", PFN_cuStreamEndCapture_v10000_ptsz, 1) \
+	X(isCapturing, "cuStreamIsCapturing", PFN_cuStreamIsCapturing_v10000, 0) \
+	X(isCapturing_pt, "cuStreamIsCapturing", PFN_cuStreamIsCapturing_v10000_ptsz, 1) \
+	X(addMemAllocNode, "cuGraphAddMemAllocNode", PFN_cuGraphAddMemAllocNode_v11040, 0) \
+	X(addMemFreeNode, "cuGraphAddMemFreeNode", PFN_cuGraphAddMemFreeNode_v11040, 0) \
+	X(instantiate, "cuGraphInstantiateWithFlags", PFN_cuGraphInstantiateWithFlags_v11040, 0) \
+	X(instantiateParams, "cuGraphInstantiateWithParams", PFN_cuGraphInstantiateWithParams_v12000, 0) \
+	X(instantiateParams_pt, "cuGraphInstantiateWithParams", PFN_cuGraphInstantiateWithParams_v12000_ptsz, 1) \
+	X(graphLaunch, "cuGraphLaunch", PFN_cuGraphLaunch_v10000, 0) \
+	X(graphLaunch_pt, "cuGraphLaunch", PFN_cuGraphLaunch_v10000_ptsz, 1) \
+	X(execDestroy, "cuGraphExecDestroy", PFN_cuGraphExecDestroy_v10000, 0) \
+	X(graphMemTrim, "cuDeviceGraphMemTrim", PFN_cuDeviceGraphMemTrim_v11040, 0) \
+	X(getGraphMemAttr, "cuDeviceGetGraphMemAttribute", PFN_cuDeviceGetGraphMemAttribute_v11040, 0) \
+	X(setGraphMemAttr, "cuDeviceSetGraphMemAttribute", PFN_cuDeviceSetGraphMemAttribute_v11040, 0)
 
 #define X(field, name, type, pt) type field;
 static struct driver { DRIVER_FUNCS(X) } D;
@@ -899,3 +925,117 @@ STREAM_PAIR(cudaGetDriverEntryPoint, _ptsz, (const char *symbol, void **funcPtr,
 STREAM_PAIR(cudaGetDriverEntryPointByVersion, _ptsz, (const char *symbol, void **funcPtr,
 	    unsigned int cudaVersion, unsigned long long flags, enum cudaDriverEntryPointQueryResult *driverStatus),
 	    rt_entry_point, symbol, funcPtr, cudaVersion, flags, driverStatus)
+
+/* ---- CUDA graphs (issue 19 §2) ---------------------------------------------- */
+
+/* Each is one driver call; cudaStreamCaptureMode and cudaGraphMemAttributeType
+ * values are those of the driver's enums. */
+static cudaError_t rt_begin_capture(cudaStream_t s, enum cudaStreamCaptureMode mode, int pt)
+{
+	RT_ENTER();
+	return rt_drv(DRV(beginCapture, pt)(s, (CUstreamCaptureMode)mode));
+}
+
+static cudaError_t rt_end_capture(cudaStream_t s, cudaGraph_t *g, int pt)
+{
+	RT_ENTER();
+	return rt_drv(DRV(endCapture, pt)(s, g));
+}
+
+static cudaError_t rt_is_capturing(cudaStream_t s, enum cudaStreamCaptureStatus *st, int pt)
+{
+	RT_ENTER();
+	return rt_drv(DRV(isCapturing, pt)(s, (CUstreamCaptureStatus *)st));
+}
+
+static cudaError_t rt_instantiate_params(cudaGraphExec_t *pe, cudaGraph_t g, cudaGraphInstantiateParams *p, int pt)
+{
+	CUDA_GRAPH_INSTANTIATE_PARAMS d;
+	CUresult r;
+
+	RT_ENTER();
+	if (!p)
+		return rt_fail(cudaErrorInvalidValue);
+	memset(&d, 0, sizeof(d));
+	d.flags = p->flags;
+	d.hUploadStream = p->uploadStream;
+	r = DRV(instantiateParams, pt)(pe, g, &d);
+	p->errNode_out = d.hErrNode_out;
+	p->result_out = (cudaGraphInstantiateResult)d.result_out;
+	return rt_drv(r);
+}
+
+static cudaError_t rt_graph_launch(cudaGraphExec_t e, cudaStream_t s, int pt)
+{
+	RT_ENTER();
+	return rt_drv(DRV(graphLaunch, pt)(e, s));
+}
+
+STREAM_PAIR(cudaStreamBeginCapture, _ptsz, (cudaStream_t stream, enum cudaStreamCaptureMode mode),
+	    rt_begin_capture, stream, mode)
+
+STREAM_PAIR(cudaStreamEndCapture, _ptsz, (cudaStream_t stream, cudaGraph_t *pGraph),
+	    rt_end_capture, stream, pGraph)
+
+STREAM_PAIR(cudaStreamIsCapturing, _ptsz, (cudaStream_t stream, enum cudaStreamCaptureStatus *pCaptureStatus),
+	    rt_is_capturing, stream, pCaptureStatus)
+
+STREAM_PAIR(cudaGraphInstantiateWithParams, _ptsz, (cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
+	    cudaGraphInstantiateParams *instantiateParams),
+	    rt_instantiate_params, pGraphExec, graph, instantiateParams)
+
+STREAM_PAIR(cudaGraphLaunch, _ptsz, (cudaGraphExec_t graphExec, cudaStream_t stream),
+	    rt_graph_launch, graphExec, stream)
+
+RUNTIME_FN(cudaGraphCreate, (cudaGraph_t *pGraph, unsigned int flags),
+	   D.graphCreate(pGraph, flags))
+
+RUNTIME_FN(cudaGraphDestroy, (cudaGraph_t graph),
+	   D.graphDestroy(graph))
+
+cudaError_t CUDARTAPI cudaGraphAddMemAllocNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
+					       const cudaGraphNode_t *pDependencies, size_t numDependencies,
+					       struct cudaMemAllocNodeParams *nodeParams)
+{
+	CUDA_MEM_ALLOC_NODE_PARAMS d;
+	CUresult r;
+
+	RT_ENTER();
+	if (!nodeParams)
+		return rt_fail(cudaErrorInvalidValue);
+	memset(&d, 0, sizeof(d));
+	d.poolProps.allocType = (CUmemAllocationType)nodeParams->poolProps.allocType;
+	d.poolProps.handleTypes = (CUmemAllocationHandleType)nodeParams->poolProps.handleTypes;
+	d.poolProps.location.type = (CUmemLocationType)nodeParams->poolProps.location.type;
+	d.poolProps.location.id = nodeParams->poolProps.location.id;
+	d.accessDescs = (const CUmemAccessDesc *)nodeParams->accessDescs;
+	d.accessDescCount = nodeParams->accessDescCount;
+	d.bytesize = nodeParams->bytesize;
+	r = D.addMemAllocNode(pGraphNode, graph, pDependencies, numDependencies, &d);
+	if (r == CUDA_SUCCESS)
+		nodeParams->dptr = (void *)(uintptr_t)d.dptr;
+	return rt_drv(r);
+}
+
+RUNTIME_FN(cudaGraphAddMemFreeNode, (cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
+	   const cudaGraphNode_t *pDependencies, size_t numDependencies, void *dptr),
+	   D.addMemFreeNode(pGraphNode, graph, pDependencies, numDependencies, (CUdeviceptr)(uintptr_t)dptr))
+
+RUNTIME_FN(cudaGraphInstantiate, (cudaGraphExec_t *pGraphExec, cudaGraph_t graph, unsigned long long flags),
+	   D.instantiate(pGraphExec, graph, flags))
+
+RUNTIME_FN(cudaGraphInstantiateWithFlags, (cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
+	   unsigned long long flags),
+	   D.instantiate(pGraphExec, graph, flags))
+
+RUNTIME_FN(cudaGraphExecDestroy, (cudaGraphExec_t graphExec),
+	   D.execDestroy(graphExec))
+
+RUNTIME_FN(cudaDeviceGraphMemTrim, (int device),
+	   D.graphMemTrim(device))
+
+RUNTIME_FN(cudaDeviceGetGraphMemAttribute, (int device, enum cudaGraphMemAttributeType attr, void *value),
+	   D.getGraphMemAttr(device, (CUgraphMem_attribute)attr, value))
+
+RUNTIME_FN(cudaDeviceSetGraphMemAttribute, (int device, enum cudaGraphMemAttributeType attr, void *value),
+	   D.setGraphMemAttr(device, (CUgraphMem_attribute)attr, value))

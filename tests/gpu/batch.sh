@@ -31,6 +31,8 @@
 #   analyzer-bench      tests/gpu/analyzer_bench.sh: cumtrace-report leaks against heaptrack_print
 #                       on every CPU and on two (the kit packed with GPU_PACK_BENCH=1)
 #   validate-ONLY       scripts/gpu-validate.sh with GPU_SUITE=validate GPU_ONLY=ONLY
+#   graphs              tests/gpu/graph_check.sh (CUDA graph memory against the graph memory attributes,
+#                       cudaMemGetInfo and compute-sanitizer; torch with a captured CUDAGraph; issue 19 §2, §6)
 set -u
 KIT=$(cd "$1" && pwd)
 shift
@@ -104,6 +106,12 @@ for arg in "$@"; do
 	validate-*)
 		step "$name" "$secs" env GPU_SUITE=validate GPU_ONLY="${name#validate-}" OUT="$OUT/$name" \
 			bash "$ROOT/scripts/gpu-validate.sh" ;;
+	# ---- CUDA graphs (issue 19 §2, §6) ----
+	graphs)
+		step "$name" "$secs" bash "$ROOT/tests/gpu/graph_check.sh" "$KIT" /tmp/graphs
+		# compute-sanitizer's own words on the graph program, and the reports
+		cp /tmp/graphs/san.out "$OUT/graphs-sanitizer.txt" 2>/dev/null
+		tar -C /tmp -czf "$OUT/graphs.tar.gz" --exclude='*.dump' graphs 2>/dev/null ;;
 	*)
 		echo "batch: unknown step '$name'" | tee -a "$OUT/batch.txt" ;;
 	esac
