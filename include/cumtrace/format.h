@@ -233,8 +233,28 @@ enum ct_op {
 	CT_OP_MAP = 16,		  /* VMM: ptr/size mapped, aux = allocation handle */
 	CT_OP_UNMAP = 17,	  /* VMM: ptr/size unmapped */
 	CT_OP_CTX_DESTROY = 18,	  /* leak checkpoint like DEVICE_RESET */
+	/* ---- imported and shared memory, multicast (issue 19 §4) ----
+	 * Another process's memory mapped here is kind CT_KIND_IMPORTED: shown, never
+	 * this process's allocation (no leak, no peak). Its release matches its
+	 * import: cudaIpcCloseMemHandle / cuIpcCloseMemHandle (CT_OP_FREE, kind
+	 * imported, ptr = the address), cudaFree & co. of an imported pool pointer
+	 * (CT_OP_FREE of that address), cuMemRelease of an imported handle
+	 * (CT_OP_PHYS_RELEASE of the handle). A cuMemMap of an imported handle maps
+	 * imported memory (the analyzer ties the map to the handle). */
+	CT_OP_IMPORT = 25,	  /* ptr = address (IPC open, pool import pointer) or allocation handle
+				   * (cuMemImportFromShareableHandle), size = bytes (0: unknown, see the
+				   * handle's mappings), aux = the shareable handle (fd) or 0 */
+	CT_OP_EXPORT = 26,	  /* ptr = the exported allocation's address or handle, aux = the
+				   * shareable handle (fd) when it fits, flags = handle type; an attribute */
+	CT_OP_RETAIN = 27,	  /* cuMemRetainAllocationHandle: ptr = the handle, aux = the address;
+				   * a reference that one later cuMemRelease of ptr drops */
+	CT_OP_MC_ADD_DEVICE = 28, /* ptr = multicast handle, device = the device added */
+	CT_OP_MC_BIND = 29,	  /* ptr = multicast handle, aux = memory handle (BindMem) or address
+				   * (BindAddr, flags bit 31 set), size = bytes, stream = mcOffset */
+	CT_OP_MC_UNBIND = 30,	  /* ptr = multicast handle, device, size = bytes, stream = mcOffset */
 	CT_OP_COUNT
 };
+#define CT_MC_BIND_ADDR 0x80000000u /* CT_OP_MC_BIND's flags: the memory was given by address */
 
 /*
  * Ops that create memory: the shim stamps them at return and records their
@@ -244,7 +264,7 @@ enum ct_op {
 static inline int ct_op_is_allocation(unsigned op)
 {
 	return op == CT_OP_ALLOC || op == CT_OP_VA_RESERVE || op == CT_OP_PHYS_CREATE ||
-	       op == CT_OP_MAP || op == CT_OP_POOL_CREATE;
+	       op == CT_OP_MAP || op == CT_OP_POOL_CREATE || op == CT_OP_IMPORT;
 }
 
 /* The result of a failed allocation call that ran out of memory (both APIs). */
@@ -271,6 +291,14 @@ enum ct_kind {
 	 * Device memory: the device may charge more (alignment, tiling).
 	 */
 	CT_KIND_ARRAY = 8,
+	/* ---- imported and shared memory, multicast (issue 19 §4) ---- */
+	/* Another process's memory mapped here (IPC open, pool import pointer,
+	 * cuMemImportFromShareableHandle and the mappings of such a handle): listed,
+	 * never this process's allocation (not in leaks or the peak). */
+	CT_KIND_IMPORTED = 10,
+	/* A multicast object (cuMulticastCreate): ptr = its handle, size = its size;
+	 * listed, released by cuMemRelease, not memory of its own (not in leaks or the peak). */
+	CT_KIND_MULTICAST = 11,
 	CT_KIND_COUNT,
 	/* Framework kinds: only on framework events (CT_LAYER_FRAMEWORK), never
 	 * memory of the CUDA layer; CT_KIND_COUNT counts the kinds above only. */
@@ -363,7 +391,26 @@ enum ct_kind {
 	X(cuArray3DCreate_v2, DRIVER)                                          \
 	X(cuMipmappedArrayCreate, DRIVER)                                      \
 	X(cuArrayDestroy, DRIVER)                                              \
-	X(cuMipmappedArrayDestroy, DRIVER)
+	X(cuMipmappedArrayDestroy, DRIVER)                                     \
+	/* ---- imported and shared memory, multicast (issue 19 §4) ---- */ \
+	X(cudaIpcGetMemHandle, RUNTIME)                                        \
+	X(cudaIpcOpenMemHandle, RUNTIME)                                       \
+	X(cudaIpcCloseMemHandle, RUNTIME)                                      \
+	X(cudaMemPoolExportPointer, RUNTIME)                                   \
+	X(cudaMemPoolImportPointer, RUNTIME)                                   \
+	X(cuIpcGetMemHandle, DRIVER)                                           \
+	X(cuIpcOpenMemHandle_v2, DRIVER)                                       \
+	X(cuIpcCloseMemHandle, DRIVER)                                         \
+	X(cuMemExportToShareableHandle, DRIVER)                                \
+	X(cuMemImportFromShareableHandle, DRIVER)                              \
+	X(cuMemRetainAllocationHandle, DRIVER)                                 \
+	X(cuMemPoolExportPointer, DRIVER)                                      \
+	X(cuMemPoolImportPointer, DRIVER)                                      \
+	X(cuMulticastCreate, DRIVER)                                           \
+	X(cuMulticastAddDevice, DRIVER)                                        \
+	X(cuMulticastBindMem, DRIVER)                                          \
+	X(cuMulticastBindAddr, DRIVER)                                         \
+	X(cuMulticastUnbind, DRIVER)
 
 enum ct_api {
 #define CT_API_ENUM_(name, layer) CT_API_##name,
@@ -824,7 +871,12 @@ static inline const char *ct_kind_name(unsigned kind)
 		return "torch_segment";
 	if (kind == CT_KIND_CUPY_BLOCK)
 		return "cupy_block";
-	return kind < CT_KIND_COUNT ? names[kind] : "unknown";
+	/* ---- imported and shared memory, multicast (issue 19 §4) ---- */
+	if (kind == CT_KIND_IMPORTED)
+		return "imported";
+	if (kind == CT_KIND_MULTICAST)
+		return "multicast";
+	return kind < sizeof names / sizeof names[0] ? names[kind] : "unknown";
 }
 
 static inline const char *ct_op_name(unsigned op)
@@ -835,7 +887,12 @@ static inline const char *ct_op_name(unsigned op)
 		"set_device",	"pool_create",	"pool_destroy", "pool_trim",
 		"va_reserve",	"va_free",	"phys_create",	 "phys_release",
 		"map",		"unmap",	"ctx_destroy"};
-	return op < CT_OP_COUNT ? names[op] : "unknown";
+	/* ---- imported and shared memory, multicast (issue 19 §4) ---- */
+	static const char *const import_names[] = {"import", "export", "retain", "mc_add_device",
+						   "mc_bind", "mc_unbind"};
+	if (op >= CT_OP_IMPORT && op < CT_OP_COUNT)
+		return import_names[op - CT_OP_IMPORT];
+	return op < sizeof names / sizeof names[0] ? names[op] : "unknown";
 }
 
 _Static_assert(sizeof(struct ct_file_header) == 16, "file header layout");

@@ -69,6 +69,13 @@ static inline void *ct_real_fn(struct ct_real *real, const char *name, const voi
  */
 CT_HIDDEN void ct_meminfo_after_failure(const struct ct_call *c);
 
+/*
+ * Imported memory (issue 19 §4): the bytes of the allocation that starts at
+ * ptr, from the driver's cuMemGetAddressRange_v2, asked only when a context
+ * is current on this thread; 0 when unknown. Keeps errno; records nothing.
+ */
+CT_HIDDEN uint64_t ct_import_bytes(uint64_t ptr);
+
 /* Build and append one CT_REC_MARK (name cut at 1023 bytes) from the calling thread. */
 CT_HIDDEN void ct_put_mark(enum ct_mark_kind kind, const char *name, uint64_t aux);
 

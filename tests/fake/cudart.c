@@ -99,7 +99,13 @@ cudaError_t CUDARTAPI cudaGetDriverEntryPointByVersion_ptsz(const char *symbol, 
 	X(memcpy, "cuMemcpy", PFN_cuMemcpy_v4000, 0) \
 	X(memcpy_pt, "cuMemcpy", PFN_cuMemcpy_v7000_ptds, 1) \
 	X(memsetD8, "cuMemsetD8", PFN_cuMemsetD8_v3020, 0) \
-	X(memsetD8_pt, "cuMemsetD8", PFN_cuMemsetD8_v7000_ptds, 1)
+	X(memsetD8_pt, "cuMemsetD8", PFN_cuMemsetD8_v7000_ptds, 1) \
+	/* ---- imported and shared memory (issue 19 §4) ---- */ \
+	X(ipcGetMemHandle, "cuIpcGetMemHandle", PFN_cuIpcGetMemHandle_v4010, 0) \
+	X(ipcOpenMemHandle, "cuIpcOpenMemHandle", PFN_cuIpcOpenMemHandle_v11000, 0) \
+	X(ipcCloseMemHandle, "cuIpcCloseMemHandle", PFN_cuIpcCloseMemHandle_v4010, 0) \
+	X(poolExportPointer, "cuMemPoolExportPointer", PFN_cuMemPoolExportPointer_v11020, 0) \
+	X(poolImportPointer, "cuMemPoolImportPointer", PFN_cuMemPoolImportPointer_v11020, 0)
 
 #define X(field, name, type, pt) type field;
 static struct driver { DRIVER_FUNCS(X) } D;
@@ -899,3 +905,48 @@ STREAM_PAIR(cudaGetDriverEntryPoint, _ptsz, (const char *symbol, void **funcPtr,
 STREAM_PAIR(cudaGetDriverEntryPointByVersion, _ptsz, (const char *symbol, void **funcPtr,
 	    unsigned int cudaVersion, unsigned long long flags, enum cudaDriverEntryPointQueryResult *driverStatus),
 	    rt_entry_point, symbol, funcPtr, cudaVersion, flags, driverStatus)
+
+/* ---- imported and shared memory (issue 19 §4): the driver's ---- */
+
+_Static_assert(sizeof(cudaIpcMemHandle_t) == sizeof(CUipcMemHandle), "IPC handle layout");
+_Static_assert(sizeof(struct cudaMemPoolPtrExportData) == sizeof(CUmemPoolPtrExportData), "export data layout");
+
+cudaError_t CUDARTAPI cudaIpcGetMemHandle(cudaIpcMemHandle_t *handle, void *devPtr)
+{
+	RT_ENTER();
+	return rt_drv(D.ipcGetMemHandle((CUipcMemHandle *)handle, dptr(devPtr)));
+}
+
+cudaError_t CUDARTAPI cudaIpcOpenMemHandle(void **devPtr, cudaIpcMemHandle_t handle, unsigned int flags)
+{
+	CUipcMemHandle h;
+	CUdeviceptr d = 0;
+
+	RT_ENTER();
+	if (!devPtr)
+		return rt_fail(cudaErrorInvalidValue);
+	memcpy(&h, &handle, sizeof h);
+	return rt_ptr(D.ipcOpenMemHandle(&d, h, flags), &d, devPtr);
+}
+
+cudaError_t CUDARTAPI cudaIpcCloseMemHandle(void *devPtr)
+{
+	RT_ENTER();
+	return rt_drv(D.ipcCloseMemHandle(dptr(devPtr)));
+}
+
+cudaError_t CUDARTAPI cudaMemPoolExportPointer(struct cudaMemPoolPtrExportData *exportData, void *ptr)
+{
+	RT_ENTER();
+	return rt_drv(D.poolExportPointer((CUmemPoolPtrExportData *)exportData, dptr(ptr)));
+}
+
+cudaError_t CUDARTAPI cudaMemPoolImportPointer(void **ptr, cudaMemPool_t memPool, struct cudaMemPoolPtrExportData *exportData)
+{
+	CUdeviceptr d = 0;
+
+	RT_ENTER();
+	if (!ptr)
+		return rt_fail(cudaErrorInvalidValue);
+	return rt_ptr(D.poolImportPointer(&d, (CUmemoryPool)memPool, (CUmemPoolPtrExportData *)exportData), &d, ptr);
+}
