@@ -22,6 +22,7 @@
 #   behaviour           tests/gpu/behaviour.sh (the shim never changes the program)
 #   ipc                 tests/gpu/ipc_check.sh (CUDA IPC between a parent and its child)
 #   arrays              tests/gpu/array_check.sh (CUDA arrays against compute-sanitizer and cudaMemGetInfo)
+#   nccl                tests/gpu/nccl_ws1.py (torch.distributed, NCCL, world size 1: no unmatched free)
 #   validate-ONLY       scripts/gpu-validate.sh with GPU_SUITE=validate GPU_ONLY=ONLY
 set -u
 KIT=$(cd "$1" && pwd)
@@ -80,6 +81,10 @@ for arg in "$@"; do
 	validate-*)
 		step "$name" "$secs" env GPU_SUITE=validate GPU_ONLY="${name#validate-}" OUT="$OUT/$name" \
 			bash "$ROOT/scripts/gpu-validate.sh" ;;
+	# ---- imported and shared memory, NCCL (issue 19 §4, §5) ----
+	nccl)
+		step "$name" "$secs" python3 "$ROOT/tests/gpu/nccl_ws1.py" --kit "$KIT" --out /tmp/nccl
+		for f in /tmp/nccl/*.err; do [ -f "$f" ] && cp "$f" "$OUT/nccl-${f##*/}"; done ;;
 	*)
 		echo "batch: unknown step '$name'" | tee -a "$OUT/batch.txt" ;;
 	esac
