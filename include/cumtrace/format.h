@@ -638,8 +638,12 @@ struct ct_rec_end {
  * and by NVTX when
  * NVTX_INJECTION64_PATH names libcumtrace.so (InitializeInjectionNvtx2:
  * nvtxMarkA/Ex, nvtxRangePushA/Ex, nvtxRangePop, nvtxRangeStartA/Ex,
- * nvtxRangeEnd and their nvtxDomain* forms; the name is the ASCII message, empty
- * for wide or registered messages; the domain is not recorded). PUSH/POP nest
+ * nvtxRangeEnd and their nvtxDomain* forms; the name is the message: ASCII,
+ * wide (narrowed to ASCII, '?' for other characters) or registered with
+ * nvtxDomainRegisterStringA/W, after "DOMAIN/" when the call's domain (or a
+ * registered string's) was created with a name by nvtxDomainCreateA/W, e.g.
+ * "NCCL/AllReduce"; empty without a message. Dumps written before issue 19
+ * have empty names for wide and registered messages and no domain). PUSH/POP nest
  * per thread; START/STOP pair by aux, a range id unique within the process
  * (>= 1) and may cross threads.
  */
