@@ -13,6 +13,7 @@
 #include "base/util.h"
 #include "model/framework.h"
 #include "model/marks.h"
+#include "model/nccl.h"
 #include "render/render.h"
 
 static int cmp_kd(const void *a, const void *b)
@@ -118,6 +119,7 @@ static void text_summary(FILE *f, const struct ct_report_opts *o, struct ct_mode
 	else
 		fputs("  leaks: none\n", f);
 	ct_imports_put_text(f, &m->imp);
+	ct_nccl_put_text(f, m);
 	if (m->marks)
 		fprintf(f, "  marks: %" PRIu64 " (%" PRIu64 " range%s, %" PRIu64 " instant%s)\n", m->marks,
 			m->marks_list->ranges, ct_plural_s(m->marks_list->ranges), m->marks_list->instants,

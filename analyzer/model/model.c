@@ -1,6 +1,7 @@
 #include "model/framework.h"
 #include "model/marks.h"
 #include "model/model.h"
+#include "model/nccl.h"
 #include "model/pystack.h"
 
 #include <stdlib.h>
@@ -83,6 +84,7 @@ void ct_model_free(struct ct_model *m)
 	ct_imap_free(&m->maphmap);
 	free(m->hrefs);
 	ct_imap_free(&m->hrefmap);
+	ct_nccl_free(m->nccl);
 	ct_tl_free(&m->tl);
 	ct_symtab_free(m->syms);
 	memset(m, 0, sizeof *m);
@@ -620,6 +622,8 @@ static void do_alloc_ns(struct ct_model *m, const struct ct_rec_event *ev, uint8
 		}
 	}
 	ct_tl_update(&m->tl, kind, ev->device, ev->ts_ns, k->live_bytes);
+	if (m->nccl)
+		ct_nccl_alloc(m, ev, si, kind);
 	for (size_t i = 0; i < m->nobs; i++)
 		if (m->obs[i].alloc)
 			m->obs[i].alloc(m->obs[i].ctx, m, ev, &e);
@@ -1250,6 +1254,11 @@ static void apply_event(struct ct_model *m, const struct ct_rec_event *ev)
 					    : ev->ts_ns);
 	see_ts(m, ev->ts_ns);
 	ct_tl_touch(&m->tl, ev->ts_ns);
+	if (ev->op == CT_OP_NCCL) {
+		ct_nccl_event(m, ev);
+		if (ct_nccl_is_begin(ev))
+			return; /* a call's entry: its return is the call */
+	}
 	unsigned a = ev->api < CT_API_COUNT ? ev->api : CT_API_COUNT;
 	struct ct_api_stats *st = &m->api[a];
 	st->calls++;
@@ -1322,6 +1331,7 @@ void ct_model_finish(struct ct_model *m)
 		if (m->obs[i].finish)
 			m->obs[i].finish(m->obs[i].ctx, m);
 	ct_fw_finish(m);
+	ct_nccl_finish(m);
 	leak_live(m, 0); /* what the exit point counted is counted */
 	ct_tl_sort(&m->tl);
 }

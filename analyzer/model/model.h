@@ -347,6 +347,8 @@ struct ct_model {
 	} *hrefs;
 	size_t nhrefs, caphrefs;
 	struct ct_imap hrefmap;
+	/* NCCL's communicators and their memory (issue 19 §5; nccl.h): NULL without NCCL events */
+	struct ct_nccl *nccl;
 
 	struct ct_timeline tl;
 	struct ct_symtab *syms;

@@ -7,6 +7,7 @@
 #include "analyses/ranks.h"
 #include "base/util.h"
 #include "model/marks.h"
+#include "model/nccl.h"
 
 /*
  * "imported" of a dump that has imported or shared memory or multicast
@@ -108,6 +109,7 @@ static void json_dumps(struct ct_json *j, struct ct_model *const *ms, size_t nm)
 		ct_json_kv_u64(j, "embedded_symbols", ct_symtab_embedded_count(m->syms));
 		if (ct_imports_any(&m->imp))
 			json_imports(j, &m->imp);
+		ct_nccl_json(j, (struct ct_model *)m);
 		ct_json_obj_end(j);
 	}
 	ct_json_arr_end(j);

@@ -210,6 +210,8 @@ enum ct_layer {
 	CT_LAYER_CUPTI = 3,   /* seen through a CUPTI callback */
 	CT_LAYER_USER = 4,    /* cumtrace_mark and NVTX */
 	CT_LAYER_FRAMEWORK = 5, /* a framework's allocator (PyTorch): see "Framework events" */
+	/* ---- NCCL (issue 19 §5) ---- */
+	CT_LAYER_NCCL = 6,	/* nccl* (libnccl): see CT_OP_NCCL */
 };
 
 /* What an event does to memory or streams. */
@@ -252,8 +254,30 @@ enum ct_op {
 	CT_OP_MC_BIND = 29,	  /* ptr = multicast handle, aux = memory handle (BindMem) or address
 				   * (BindAddr, flags bit 31 set), size = bytes, stream = mcOffset */
 	CT_OP_MC_UNBIND = 30,	  /* ptr = multicast handle, device, size = bytes, stream = mcOffset */
+	/* ---- NCCL (issue 19 §5) ----
+	 * A call of libnccl (layer CT_LAYER_NCCL), stamped at entry with dur_ns its
+	 * time in the call: the CUDA allocations the same thread makes inside an
+	 * init call (ts_ns .. ts_ns + dur_ns) are that communicator's. Fields by api:
+	 *   ncclCommInitRank, ncclCommInitRankConfig: ptr = the new communicator,
+	 *     aux = the unique id's 64-bit FNV-1a hash, stream = rank | nranks << 32
+	 *   ncclCommInitAll: ptr = the first communicator, stream = nranks << 32
+	 *     (the others are counted with it)
+	 *   ncclCommSplit: ptr = the new communicator (0: not in it), aux = the parent
+	 *   ncclCommDestroy, ncclCommAbort: ptr = the communicator
+	 *   ncclMemAlloc: ptr, size; ncclMemFree: ptr
+	 *   ncclCommRegister: aux = comm, ptr, size = the buffer, stream = the handle;
+	 *   ncclCommDeregister: aux = comm, stream = the handle
+	 *   ncclCommWindowRegister: aux = comm, ptr, size = the buffer, stream = the
+	 *     window, flags = winFlags; ncclCommWindowDeregister: aux = comm, stream = the window
+	 * Each call is two events of its thread: one at entry with flags
+	 * CT_NCCL_F_BEGIN and no other field, then, after the CUDA calls NCCL made
+	 * inside it (recorded: they are what it allocates), one at return with the
+	 * fields above and the result. The CUDA allocations between the two of an
+	 * init or split call (same thread) are that communicator's. */
+	CT_OP_NCCL = 31,
 	CT_OP_COUNT
 };
+#define CT_NCCL_F_BEGIN 0x80000000u /* CT_OP_NCCL's flags: the event at the call's entry */
 #define CT_MC_BIND_ADDR 0x80000000u /* CT_OP_MC_BIND's flags: the memory was given by address */
 
 /*
@@ -410,7 +434,20 @@ enum ct_kind {
 	X(cuMulticastAddDevice, DRIVER)                                        \
 	X(cuMulticastBindMem, DRIVER)                                          \
 	X(cuMulticastBindAddr, DRIVER)                                         \
-	X(cuMulticastUnbind, DRIVER)
+	X(cuMulticastUnbind, DRIVER)                                           \
+	/* ---- NCCL (issue 19 §5) ---- */                                  \
+	X(ncclCommInitRank, NCCL)                                              \
+	X(ncclCommInitRankConfig, NCCL)                                        \
+	X(ncclCommInitAll, NCCL)                                               \
+	X(ncclCommSplit, NCCL)                                                 \
+	X(ncclCommDestroy, NCCL)                                               \
+	X(ncclCommAbort, NCCL)                                                 \
+	X(ncclMemAlloc, NCCL)                                                  \
+	X(ncclMemFree, NCCL)                                                   \
+	X(ncclCommRegister, NCCL)                                              \
+	X(ncclCommDeregister, NCCL)                                            \
+	X(ncclCommWindowRegister, NCCL)                                        \
+	X(ncclCommWindowDeregister, NCCL)
 
 enum ct_api {
 #define CT_API_ENUM_(name, layer) CT_API_##name,
@@ -893,7 +930,7 @@ static inline const char *ct_op_name(unsigned op)
 		"map",		"unmap",	"ctx_destroy"};
 	/* ---- imported and shared memory, multicast (issue 19 §4) ---- */
 	static const char *const import_names[] = {"import", "export", "retain", "mc_add_device",
-						   "mc_bind", "mc_unbind"};
+						   "mc_bind", "mc_unbind", "nccl"};
 	if (op >= CT_OP_IMPORT && op < CT_OP_COUNT)
 		return import_names[op - CT_OP_IMPORT];
 	return op < sizeof names / sizeof names[0] ? names[op] : "unknown";

@@ -47,6 +47,9 @@ extern const struct ct_hook ct_hooks_runtime[] CT_HIDDEN;
 extern const size_t ct_hooks_runtime_count CT_HIDDEN;
 extern const struct ct_hook ct_hooks_driver[] CT_HIDDEN;
 extern const size_t ct_hooks_driver_count CT_HIDDEN;
+/* NCCL (issue 19 §5): nccl.def's rows, hooks_nccl.c */
+extern const struct ct_hook ct_hooks_nccl[] CT_HIDDEN;
+extern const size_t ct_hooks_nccl_count CT_HIDDEN;
 
 /*
  * The real function of a hooked export for a call whose return address is

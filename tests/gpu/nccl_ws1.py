@@ -17,8 +17,9 @@ Checks (PASS/FAIL lines, then a table):
   - each run exited 0 and printed the same result as the untraced run;
   - the traced dumps: unmatched frees == 0 (issue 19 measured 194 before the retain model),
     allocations over a live block == 0;
+  - NCCL's memory per communicator: a communicator, rank 0 of 1, with bytes > 0;
   - INFO: the imported/shared figures (retains of NCCL's ncclCuMemFree and their releases),
-    the cuMem calls, the leaks, and NCCL's memory per communicator where the dump has it.
+    the cuMem calls, the leaks, every communicator's figures, NCCL's NVTX ranges ("NCCL/...").
 Exits 1 on any FAIL.
 """
 import argparse
@@ -77,6 +78,7 @@ def run(args, tag, traced, extra_env):
         env["LD_PRELOAD"] = os.path.join(args.kit, "libcumtrace.so")
         env["CUMTRACE_OUTPUT"] = os.path.join(args.out, tag + ".%p.dump")
         env["CUMTRACE_QUIET"] = "1"
+        env["NVTX_INJECTION64_PATH"] = env["LD_PRELOAD"]  # NCCL's ranges as marks (issue 19, 5)
     for old in glob.glob(os.path.join(args.out, tag + ".*.dump")):
         os.unlink(old)
     script = os.path.join(args.out, "nccl_child.py")
@@ -130,9 +132,18 @@ def check_dump(args, tag, dumps, plain):
     verdict("cuMulticastCreate" not in apis, "%s: no cuMulticastCreate" % tag, "%s" % apis.get("cuMulticastCreate"))
     lk = report(args, "leaks", d).get("leaks", {})
     verdict(None, "%s: leaks" % tag, "%s allocations, %s bytes" % (lk.get("count"), lk.get("bytes")))
-    nccl = s.get("summary", {}).get("nccl") or dj.get("nccl")
-    verdict(None, "%s: NCCL memory per communicator" % tag,
-            json.dumps(nccl, sort_keys=True)[:600] if nccl else "not in this dump's report (not implemented here)")
+    nccl = dj.get("nccl") or {}
+    comms = nccl.get("communicators", [])
+    verdict(None, "%s: NCCL memory per communicator" % tag, json.dumps(nccl, sort_keys=True)[:1500])
+    ok = any(c.get("nranks") == 1 and c.get("rank") == 0 and c.get("bytes", 0) > 0 for c in comms)
+    verdict(ok, "%s: a communicator (rank 0 of 1) with its memory" % tag,
+            "; ".join("%s %s rank %s/%s: %s bytes in %s allocations, %s live at end, ended by %s" % (
+                c.get("comm"), c.get("made_by"), c.get("rank"), c.get("nranks"), c.get("bytes"),
+                c.get("allocations"), c.get("live_bytes_at_end"), c.get("ended_by")) for c in comms)
+            + "; outside init %s" % json.dumps(nccl.get("outside_init")))
+    marks = [m["name"] for m in s.get("marks", []) if m.get("name", "").startswith("NCCL/")]
+    verdict(None, "%s: NCCL's NVTX ranges (NVTX_INJECTION64_PATH)" % tag,
+            "%d, e.g. %s" % (len(marks), sorted(set(marks))[:5]))
 
 
 def main():
