@@ -1,5 +1,5 @@
 # NCCL's memory per communicator (issue 19, 5): tests/e2e/progs/nccl_comms.c against the fake
-# libnccl.so.2 (tests/fake/nccl.c, NCCL's cuMem path through the fake driver), linked: the NCCL
+# libnccl.so.2 ($BUILD/tests/nccl, tests/fake/nccl.c, NCCL's cuMem path through the fake driver), linked: the NCCL
 # calls reach cumtrace's exports and the CUDA calls NCCL makes inside them are recorded. Four
 # communicators (two inits 4 MiB each, destroyed; a third init 4 MiB, never destroyed; a split
 # 2 MiB, aborted), each with its exact bytes; the connection buffer an all-reduce makes (stack in
@@ -43,19 +43,19 @@ echo "ok: summary text"
 # Looked up with dlsym too: libnccl dlopen'ed RTLD_LOCAL by ctypes, its functions found with dlsym
 # on its handle: one communicator, its 4 MiB, destroyed.
 cat >"$T/dl.py" <<'PY'
-import ctypes
+import ctypes, os
 class UniqueId(ctypes.Structure):
     _fields_ = [("internal", ctypes.c_char * 128)]
 rt = ctypes.CDLL("libcudart.so.13")
 assert rt.cudaSetDevice(0) == 0 and rt.cudaFree(None) == 0
-lib = ctypes.CDLL("libnccl.so.2")
+lib = ctypes.CDLL(os.environ["FAKE_NCCL"])
 uid, comm = UniqueId(), ctypes.c_void_p()
 assert lib.ncclGetUniqueId(ctypes.byref(uid)) == 0
 assert lib.ncclCommInitRank(ctypes.byref(comm), 1, uid, 0) == 0
 assert lib.ncclCommDestroy(comm) == 0
 print("dlsym: ok")
 PY
-CUMTRACE_PYTHON_BOOT=0 traced dl python3 "$T/dl.py" >"$T/dl.txt" || fail "ctypes run exited $?"
+FAKE_NCCL=$ROOT/$BUILD/tests/nccl/libnccl.so.2 CUMTRACE_PYTHON_BOOT=0 traced dl python3 "$T/dl.py" >"$T/dl.txt" || fail "ctypes run exited $?"
 report "$T/dl.json" summary "$(dump_of dl)"
 expect_eq "dlsym path: communicators" \
 	"$(jget "$T/dl.json" "[(c['made_by'], c['ended_by'], c['bytes']) for c in $n['communicators']]")" \
