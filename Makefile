@@ -357,7 +357,7 @@ $(BUILD)/tests/progs/nccl_comms: tests/e2e/progs/nccl_comms.c tests/fake/nccl.h 
 	@mkdir -p $(@D)
 	@echo "  CC      $@"
 	$(Q)$(CC) $(PROG_CFLAGS) -Itests/fake -o $@ $< -L$(FAKE_DIR) -L$(FAKE_NCCL_DIR) -l:libcudart.so.13 -l:libnccl.so.2 \
-		-Wl,-rpath,'$$ORIGIN/../nccl' -Wl,-rpath-link,$(FAKE_DIR) -ldl -lpthread $(ALL_LDFLAGS)
+		-Wl,-rpath,'$$ORIGIN/../nccl' -Xlinker -rpath-link -Xlinker $(FAKE_DIR) -ldl -lpthread $(ALL_LDFLAGS)
 tests: $(FAKE_NCCL)
 
 tests: all $(FAKE_CUDART) $(FAKE_CUDA) $(FAKE_CUPTI) $(NULLRT) $(TLIBS) $(CTTLS) $(TWIN_LIB) $(TWIN_LIB12) $(FAKE_C10) $(PROGS) $(UNITS) $(GENDUMP)

@@ -245,7 +245,9 @@ enum ct_op {
 	 * imported memory (the analyzer ties the map to the handle). */
 	CT_OP_IMPORT = 25,	  /* ptr = address (IPC open, pool import pointer) or allocation handle
 				   * (cuMemImportFromShareableHandle), size = bytes (0: unknown, see the
-				   * handle's mappings), aux = the shareable handle (fd) or 0 */
+				   * handle's mappings, read by the shim with cuMemGetAddressRange_v2 for
+				   * addresses), aux = the shareable handle (fd), the pool (pool pointer
+				   * imports) or 0, flags = the IPC flags or the handle type */
 	CT_OP_EXPORT = 26,	  /* ptr = the exported allocation's address or handle, aux = the
 				   * shareable handle (fd) when it fits, flags = handle type; an attribute */
 	CT_OP_RETAIN = 27,	  /* cuMemRetainAllocationHandle: ptr = the handle, aux = the address;
