@@ -1254,15 +1254,16 @@ static void apply_event(struct ct_model *m, const struct ct_rec_event *ev)
 					    : ev->ts_ns);
 	see_ts(m, ev->ts_ns);
 	ct_tl_touch(&m->tl, ev->ts_ns);
+	uint64_t dur = ev->dur_ns;
 	if (ev->op == CT_OP_NCCL) {
-		ct_nccl_event(m, ev);
+		dur = ct_nccl_event(m, ev);
 		if (ct_nccl_is_begin(ev))
 			return; /* a call's entry: its return is the call */
 	}
 	unsigned a = ev->api < CT_API_COUNT ? ev->api : CT_API_COUNT;
 	struct ct_api_stats *st = &m->api[a];
 	st->calls++;
-	st->time_ns = ct_sat_add(st->time_ns, ev->dur_ns);
+	st->time_ns = ct_sat_add(st->time_ns, dur);
 	if (ev->result != 0) {
 		/* a failed call never allocates or frees, whatever its op */
 		st->failures++;

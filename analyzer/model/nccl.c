@@ -16,6 +16,7 @@ struct ct_nccl_win {
 	uint32_t tid;
 	uint16_t api;
 	uint32_t owner; /* OWN_*, comm index + 1, or 0 (a call that allocates for no one) */
+	uint64_t ts;	/* the entry event's */
 };
 
 /* The memory kinds (never address space, imported memory or multicast objects). */
@@ -64,7 +65,7 @@ static void entry(struct ct_nccl *n, const struct ct_rec_event *ev)
 	if (n->nwins >= CT_NCCL_WINS_MAX)
 		return;
 	n->wins = ct_xgrow(n->wins, &n->capwins, n->nwins + 1, sizeof *n->wins);
-	n->wins[n->nwins++] = (struct ct_nccl_win){.tid = ev->tid, .api = ev->api, .owner = owner};
+	n->wins[n->nwins++] = (struct ct_nccl_win){.tid = ev->tid, .api = ev->api, .owner = owner, .ts = ev->ts_ns};
 }
 
 /* The innermost call in progress on tid of api (any api: UINT32_MAX), SIZE_MAX when none. */
@@ -84,10 +85,11 @@ static struct ct_nccl_comm *comm_of(struct ct_nccl *n, uint64_t handle)
 	return NULL;
 }
 
-static void ret(struct ct_nccl *n, const struct ct_rec_event *ev)
+static void ret(struct ct_nccl *n, const struct ct_rec_event *ev, uint64_t *dur)
 {
 	size_t w = find_win(n, ev->tid, ev->api);
 	uint32_t owner = w == SIZE_MAX ? 0 : n->wins[w].owner;
+	*dur = w != SIZE_MAX && ev->ts_ns > n->wins[w].ts ? ev->ts_ns - n->wins[w].ts : ev->dur_ns;
 	if (w != SIZE_MAX) {
 		memmove(&n->wins[w], &n->wins[w + 1], (n->nwins - w - 1) * sizeof *n->wins);
 		n->nwins--;
@@ -144,13 +146,15 @@ static void ret(struct ct_nccl *n, const struct ct_rec_event *ev)
 	}
 }
 
-void ct_nccl_event(struct ct_model *m, const struct ct_rec_event *ev)
+uint64_t ct_nccl_event(struct ct_model *m, const struct ct_rec_event *ev)
 {
 	struct ct_nccl *n = state(m);
+	uint64_t dur = 0;
 	if (ct_nccl_is_begin(ev))
 		entry(n, ev);
 	else
-		ret(n, ev);
+		ret(n, ev, &dur);
+	return dur;
 }
 
 static void own_site(struct ct_nccl *n, uint32_t si, uint32_t owner)

@@ -54,8 +54,8 @@ static inline int ct_nccl_is_begin(const struct ct_rec_event *ev)
 	return ev->op == CT_OP_NCCL && (ev->flags & CT_NCCL_F_BEGIN);
 }
 
-/* An NCCL event (entry or return), in time order. */
-void ct_nccl_event(struct ct_model *m, const struct ct_rec_event *ev);
+/* An NCCL event (entry or return), in time order; returns a return's time in the call (from its entry). */
+uint64_t ct_nccl_event(struct ct_model *m, const struct ct_rec_event *ev);
 /* A CUDA allocation of site si became live (the model counted it). */
 void ct_nccl_alloc(struct ct_model *m, const struct ct_rec_event *ev, uint32_t si, uint8_t kind);
 /* End of the dump, before leaks: stack-attributed sites, live bytes. */

@@ -60,3 +60,32 @@ report "$T/dl.json" summary "$(dump_of dl)"
 expect_eq "dlsym path: communicators" \
 	"$(jget "$T/dl.json" "[(c['made_by'], c['ended_by'], c['bytes']) for c in $n['communicators']]")" \
 	"[('ncclCommInitRank', 'ncclCommDestroy', $((4 * MiB)))]"
+# As torch calls it: a library loaded RTLD_LOCAL (Python's extension modules are) that links
+# libnccl calls ncclCommInitRank through its PLT: the call binds to cumtrace's export, which
+# forwards to the libnccl of the caller's own tree (one communicator, 4 MiB, destroyed).
+cat >"$T/front.c" <<'C'
+#include "nccl.h"
+int front(void)
+{
+	ncclUniqueId id;
+	ncclComm_t c;
+	if (ncclGetUniqueId(&id) || ncclCommInitRank(&c, 1, id, 0))
+		return 1;
+	return ncclCommDestroy(c);
+}
+C
+${CC:-cc} -shared -fPIC -I"$ROOT/tests/fake" -I"${CUDA_HOME:-/usr/local/cuda}/include" -o "$T/libfront.so" "$T/front.c" \
+	-L"$ROOT/$BUILD/tests/nccl" -l:libnccl.so.2 -Xlinker -rpath -Xlinker "$ROOT/$BUILD/tests/nccl" \
+	-Xlinker -rpath-link -Xlinker "$FAKE" || fail "building the front library"
+cat >"$T/front.py" <<'PY'
+import ctypes, sys
+rt = ctypes.CDLL("libcudart.so.13")
+assert rt.cudaSetDevice(0) == 0 and rt.cudaFree(None) == 0
+assert ctypes.CDLL(sys.argv[1]).front() == 0  # RTLD_LOCAL, ctypes' default
+print("front: ok")
+PY
+CUMTRACE_PYTHON_BOOT=0 traced front python3 "$T/front.py" "$T/libfront.so" >"$T/front.txt" || fail "front run exited $?"
+report "$T/front.json" summary "$(dump_of front)"
+expect_eq "RTLD_LOCAL caller: communicators" \
+	"$(jget "$T/front.json" "[(c['made_by'], c['ended_by'], c['bytes']) for c in $n['communicators']]")" \
+	"[('ncclCommInitRank', 'ncclCommDestroy', $((4 * MiB)))]"
