@@ -344,6 +344,22 @@ $(BUILD)/cumtrace: bin/cumtrace Makefile
 	@mkdir -p $(@D)
 	$(Q)sed 's|@LIBDIR@|$(abspath $(BUILD))|; s|@BINDIR@|$(abspath $(BUILD))|; s|@VERSION@|$(VERSION)|' $< > $@.tmp && chmod 755 $@.tmp && mv $@.tmp $@
 
+# ---- NCCL (issue 19 §5): a fake libnccl.so.2 over the fake driver (a folder of its own: the
+# stand-in of tests/e2e/libs/nccl.c has the same soname), and the program that uses it ----
+FAKE_NCCL_DIR := $(BUILD)/tests/nccl
+FAKE_NCCL := $(FAKE_NCCL_DIR)/libnccl.so.2
+$(FAKE_NCCL): $(BUILD)/obj/tests/fake/nccl.o tests/fake/nccl.map $(FAKE_CUDA)
+	@mkdir -p $(@D)
+	@echo "  LD      $@"
+	$(Q)$(CC) -shared -Wl,--version-script=tests/fake/nccl.map -Wl,-soname,libnccl.so.2 \
+		-o $@ $(BUILD)/obj/tests/fake/nccl.o -L$(FAKE_DIR) -l:libcuda.so.1 $(ALL_LDFLAGS)
+$(BUILD)/tests/progs/nccl_comms: tests/e2e/progs/nccl_comms.c tests/fake/nccl.h $(FAKE_CUDART) $(FAKE_CUDA) $(FAKE_NCCL)
+	@mkdir -p $(@D)
+	@echo "  CC      $@"
+	$(Q)$(CC) $(PROG_CFLAGS) -Itests/fake -o $@ $< -L$(FAKE_DIR) -L$(FAKE_NCCL_DIR) -l:libcudart.so.13 -l:libnccl.so.2 \
+		-Wl,-rpath,'$$ORIGIN/../nccl' -Xlinker -rpath-link -Xlinker $(FAKE_DIR) -ldl -lpthread $(ALL_LDFLAGS)
+tests: $(FAKE_NCCL)
+
 tests: all $(FAKE_CUDART) $(FAKE_CUDA) $(FAKE_CUPTI) $(NULLRT) $(TLIBS) $(CTTLS) $(TWIN_LIB) $(TWIN_LIB12) $(FAKE_C10) $(PROGS) $(UNITS) $(GENDUMP)
 
 check: tests

@@ -90,7 +90,10 @@ e2e/t_ci_formats e2e/t_gate e2e/t_suppress e2e/t_diff e2e/t_frag e2e/t_peaks e2e
 e2e/t_oom e2e/t_symbols e2e/t_symbols_cxx e2e/t_symbols_embed e2e/t_ctdump e2e/t_hostile_totals
 e2e/t_hostile_memory e2e/t_hostile_output e2e/t_python_offsets e2e/t_python_gpucheck
 e2e/t_python_versions e2e/t_growth e2e/t_streams e2e/t_bomb unit/test_symbols e2e/t_torch_layers
-e2e/t_ranks e2e/t_pytest e2e/t_pypkg e2e/t_usage e2e/t_labels e2e/t_header_only e2e/t_symbols_debuginfo"
+e2e/t_ranks e2e/t_pytest e2e/t_pypkg e2e/t_usage e2e/t_labels e2e/t_header_only e2e/t_symbols_debuginfo
+e2e/t_imports e2e/t_nccl_comms"
+# (t_imports and t_nccl_comms, issue 19: one-threaded programs, then what the reports say of
+# their imported memory and NCCL communicators.)
 # (t_pypkg calls the C API from Python's one thread: no two threads meet there; t_pyboot's
 # thread scenario, first CUDA call on another thread than the bootstrap's, runs under TSan.)
 # (t_bomb checks the reorder window's memory bound on compressed bombs: the

@@ -280,6 +280,7 @@ static void text_leaks_of(FILE *f, const struct ct_report_opts *o, struct ct_mod
 	}
 	ct_put_notes(f, m);
 	text_address_only(f, m);
+	ct_imports_put_text(f, &m->imp);
 	struct ct_tally cls[CT_CLASS_COUNT], supp = {0}, base = {0};
 	memset(cls, 0, sizeof cls);
 	size_t n = 0;

@@ -13,6 +13,7 @@
 #include "base/util.h"
 #include "model/framework.h"
 #include "model/marks.h"
+#include "model/nccl.h"
 #include "render/render.h"
 
 static int cmp_kd(const void *a, const void *b)
@@ -175,6 +176,8 @@ static void text_summary(FILE *f, const struct ct_report_opts *o, struct ct_mode
 			ct_plural_s(m->nleaks));
 	else
 		fputs("  leaks: none\n", f);
+	ct_imports_put_text(f, &m->imp);
+	ct_nccl_put_text(f, m);
 	if (m->marks)
 		fprintf(f, "  marks: %" PRIu64 " (%" PRIu64 " range%s, %" PRIu64 " instant%s)\n", m->marks,
 			m->marks_list->ranges, ct_plural_s(m->marks_list->ranges), m->marks_list->instants,
@@ -321,8 +324,9 @@ static void json_summary(struct ct_json *j, const struct ct_report_opts *o,
 		struct ct_kd_stats t = {0};
 		for (size_t d = 0; d < nm; d++)
 			ct_kd_stats_add(&t, &ms[d]->kind_total[k]);
-		if (k == CT_KIND_GRAPH && !t.allocations && !t.frees)
-			continue; /* issue 19 §2: only where graphs made memory (older outputs unchanged) */
+		/* kinds added after arrays (issue 19) are listed only where a dump has them */
+		if (k > CT_KIND_ARRAY && !t.allocations && !t.frees)
+			continue;
 		ct_json_key(j, ct_kind_name(k));
 		ct_json_obj(j);
 		json_kd(j, &t);

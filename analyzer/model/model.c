@@ -1,6 +1,7 @@
 #include "model/framework.h"
 #include "model/marks.h"
 #include "model/model.h"
+#include "model/nccl.h"
 #include "model/pystack.h"
 
 #include <stdlib.h>
@@ -24,6 +25,10 @@ unsigned ct_kind_ns(unsigned kind)
 		return CT_NS_ARRAY;
 	case CT_KIND_GRAPH:
 		return CT_NS_UVA;
+	case CT_KIND_IMPORTED: /* addresses; an imported handle lives in CT_NS_PHYSICAL */
+		return CT_NS_UVA;
+	case CT_KIND_MULTICAST:
+		return CT_NS_PHYSICAL;
 	default:
 		return CT_NS_NONE;
 	}
@@ -83,6 +88,9 @@ void ct_model_free(struct ct_model *m)
 	free(m->gpools);
 	free(m->samples);
 	ct_imap_free(&m->maphmap);
+	free(m->hrefs);
+	ct_imap_free(&m->hrefmap);
+	ct_nccl_free(m->nccl);
 	ct_tl_free(&m->tl);
 	ct_symtab_free(m->syms);
 	memset(m, 0, sizeof *m);
@@ -455,7 +463,7 @@ const char *ct_leak_reason(const struct ct_leak *l, char *buf, size_t cap)
 
 /* RM_LEAK_ADDRESS: a checkpoint's address space (a reservation, a mapping of an allocation live at
  * the checkpoint): never memory, counted apart (va_only_*) */
-enum rm_how { RM_FREE, RM_UNSEEN, RM_LEAK, RM_LEAK_ADDRESS };
+enum rm_how { RM_FREE, RM_UNSEEN, RM_LEAK, RM_LEAK_ADDRESS, RM_DROP };
 
 static void kd_add(struct ct_kd_stats *k, uint64_t bytes, int add)
 {
@@ -495,6 +503,10 @@ static void remove_live(struct ct_model *m, size_t slot, const struct ct_rec_eve
 		m->dev_live = ct_sat_sub(m->dev_live, e.size);
 		m->dpeaks[s->dp].live = ct_sat_sub(m->dpeaks[s->dp].live, e.size);
 	}
+	if (how == RM_FREE && s->kind == CT_KIND_IMPORTED)
+		m->imp.releases++;
+	else if (how == RM_FREE && s->kind == CT_KIND_MULTICAST)
+		m->imp.mc_released++;
 	if (how == RM_FREE) {
 		k->frees++;
 		m->kind_total[s->kind].frees++;
@@ -561,13 +573,12 @@ static unsigned ct_ns_kind_guess(const struct ct_rec_event *ev)
 	return ev->kind < CT_KIND_COUNT ? ev->kind : CT_KIND_NONE;
 }
 
-static void do_alloc(struct ct_model *m, const struct ct_rec_event *ev, uint8_t kind)
+static void do_alloc_ns(struct ct_model *m, const struct ct_rec_event *ev, uint8_t kind, unsigned ns)
 {
 	if (!ev->ptr) {
 		m->null_allocs++;
 		return;
 	}
-	unsigned ns = ct_kind_ns(kind);
 	size_t old = live_find(m, ns, ev->ptr);
 	if (old != SIZE_MAX) {
 		/* the previous block's free was not seen (yet: it may come late) */
@@ -621,9 +632,16 @@ static void do_alloc(struct ct_model *m, const struct ct_rec_event *ev, uint8_t 
 		}
 	}
 	ct_tl_update(&m->tl, kind, ev->device, ev->ts_ns, k->live_bytes);
+	if (m->nccl)
+		ct_nccl_alloc(m, ev, si, kind);
 	for (size_t i = 0; i < m->nobs; i++)
 		if (m->obs[i].alloc)
 			m->obs[i].alloc(m->obs[i].ctx, m, ev, &e);
+}
+
+static void do_alloc(struct ct_model *m, const struct ct_rec_event *ev, uint8_t kind)
+{
+	do_alloc_ns(m, ev, kind, ct_kind_ns(kind));
 }
 
 static void do_free(struct ct_model *m, const struct ct_rec_event *ev, unsigned ns)
@@ -904,6 +922,8 @@ static void checkpoint(struct ct_model *m, const struct ct_rec_event *ev)
 		keys[n].ts = e->ts;
 		uint8_t kind = m->sites[e->site].kind;
 		keys[n].address = kind == CT_KIND_VMM_RESERVED || (kind == CT_KIND_VMM_MAPPED && mapping_allocation(m, e));
+		if (kind == CT_KIND_IMPORTED || kind == CT_KIND_MULTICAST)
+			keys[n].address = 2; /* not this process's memory: gone, never a leak */
 		n++;
 	}
 	/* in allocation order, not the hash table's: observers see the same sequence of
@@ -912,7 +932,10 @@ static void checkpoint(struct ct_model *m, const struct ct_rec_event *ev)
 	for (size_t i = 0; i < n; i++) {
 		size_t slot = live_find(m, keys[i].ns, keys[i].ptr);
 		if (slot != SIZE_MAX)
-			remove_live(m, slot, ev, keys[i].address ? RM_LEAK_ADDRESS : RM_LEAK);
+			remove_live(m, slot, ev,
+				    keys[i].address == 2 ? RM_DROP
+				    : keys[i].address ? RM_LEAK_ADDRESS
+						      : RM_LEAK);
 	}
 	free(keys);
 }
@@ -1103,7 +1126,12 @@ static void leak_live(struct ct_model *m, int kept)
 		if (!e->ns || exit_kept(m, e) != kept)
 			continue;
 		uint8_t kind = m->sites[e->site].kind;
-		if (kind == CT_KIND_VMM_RESERVED) {
+		if (kind == CT_KIND_IMPORTED) {
+			m->imp.live_at_exit++;
+			m->imp.live_bytes_at_exit = ct_sat_add(m->imp.live_bytes_at_exit, e->size);
+		} else if (kind == CT_KIND_MULTICAST) {
+			m->imp.mc_live_at_exit++;
+		} else if (kind == CT_KIND_VMM_RESERVED) {
 			resv = ct_xgrow(resv, &capresv, nresv + 1, sizeof *resv);
 			resv[nresv++] = e;
 		} else if (kind != CT_KIND_VMM_MAPPED) {
@@ -1314,6 +1342,106 @@ void ct_model_event(struct ct_model *m, const struct ct_rec_event *ev)
 			m->obs[i].event(m->obs[i].ctx, m, ev);
 }
 
+/* ---- imported and shared memory, multicast (issue 19 §4) --------------------------- */
+
+static int href_eq(const void *ctx, uint32_t idx, const void *key)
+{
+	return ((const struct ct_model *)ctx)->hrefs[idx].handle == *(const uint64_t *)key;
+}
+
+/* One more reference on allocation handle h (a retain, or an import of a handle of our own). */
+static void href_add(struct ct_model *m, uint64_t h)
+{
+	uint64_t hh = ct_mix64(h ^ 0x5bd1e995u);
+	uint32_t i = ct_imap_get(&m->hrefmap, hh, href_eq, m, &h);
+	if (i == CT_IMAP_NONE) {
+		if (m->nhrefs >= UINT32_MAX - 1)
+			return;
+		m->hrefs = ct_xgrow(m->hrefs, &m->caphrefs, m->nhrefs + 1, sizeof *m->hrefs);
+		i = (uint32_t)m->nhrefs++;
+		m->hrefs[i].handle = h;
+		m->hrefs[i].count = 0;
+		ct_imap_put(&m->hrefmap, hh, i);
+	}
+	m->hrefs[i].count++;
+}
+
+/* A cuMemRelease of h: 1 when it dropped a reference taken by a retain (or a self-import). */
+static int href_drop(struct ct_model *m, uint64_t h)
+{
+	if (!m->nhrefs)
+		return 0;
+	uint32_t i = ct_imap_get(&m->hrefmap, ct_mix64(h ^ 0x5bd1e995u), href_eq, m, &h);
+	if (i == CT_IMAP_NONE || !m->hrefs[i].count)
+		return 0;
+	m->hrefs[i].count--;
+	m->imp.retain_releases++;
+	return 1;
+}
+
+/* Is allocation handle h a live import (cuMemImportFromShareableHandle)? */
+static int handle_is_imported(const struct ct_model *m, uint64_t h)
+{
+	if (!m->imp.imports)
+		return 0;
+	size_t at = live_find(m, CT_NS_PHYSICAL, h);
+	return at != SIZE_MAX && m->sites[m->live[at].site].kind == CT_KIND_IMPORTED;
+}
+
+/* A cuMemMap of an imported handle maps imported memory: count it, and its kind. */
+static uint8_t import_map(struct ct_model *m, const struct ct_rec_event *ev)
+{
+	m->imp.maps++;
+	m->imp.bytes = ct_sat_add(m->imp.bytes, ev->size);
+	return CT_KIND_IMPORTED;
+}
+
+/* The imports' own ops: imports, exports, retains, multicast binds. */
+static void apply_import(struct ct_model *m, const struct ct_rec_event *ev)
+{
+	struct ct_imports *im = &m->imp;
+	switch (ev->op) {
+	case CT_OP_IMPORT:
+		im->imports++;
+		if (ev->api != CT_API_cuMemImportFromShareableHandle) { /* an address */
+			im->bytes = ct_sat_add(im->bytes, ev->size);
+			do_alloc(m, ev, CT_KIND_IMPORTED);
+		} else if (ev->ptr && live_find(m, CT_NS_PHYSICAL, ev->ptr) != SIZE_MAX) {
+			im->self_imports++; /* our own handle again: one more reference to it */
+			href_add(m, ev->ptr);
+		} else {
+			do_alloc_ns(m, ev, CT_KIND_IMPORTED, CT_NS_PHYSICAL);
+		}
+		break;
+	case CT_OP_EXPORT: {
+		im->exports++;
+		size_t at = live_find(m, CT_NS_UVA, ev->ptr);
+		if (at == SIZE_MAX)
+			at = live_find(m, CT_NS_PHYSICAL, ev->ptr);
+		if (at != SIZE_MAX)
+			im->exported_bytes = ct_sat_add(im->exported_bytes, m->live[at].size);
+		break;
+	}
+	case CT_OP_RETAIN:
+		im->retains++;
+		if (ev->ptr)
+			href_add(m, ev->ptr);
+		break;
+	case CT_OP_MC_ADD_DEVICE:
+		im->mc_devices++;
+		break;
+	case CT_OP_MC_BIND:
+		im->mc_binds++;
+		im->mc_bind_bytes = ct_sat_add(im->mc_bind_bytes, ev->size);
+		break;
+	case CT_OP_MC_UNBIND:
+		im->mc_unbinds++;
+		break;
+	default:
+		break;
+	}
+}
+
 static void apply_event(struct ct_model *m, const struct ct_rec_event *ev)
 {
 	m->events++;
@@ -1324,10 +1452,16 @@ static void apply_event(struct ct_model *m, const struct ct_rec_event *ev)
 					    : ev->ts_ns);
 	see_ts(m, ev->ts_ns);
 	ct_tl_touch(&m->tl, ev->ts_ns);
+	uint64_t dur = ev->dur_ns;
+	if (ev->op == CT_OP_NCCL) {
+		dur = ct_nccl_event(m, ev);
+		if (ct_nccl_is_begin(ev))
+			return; /* a call's entry: its return is the call */
+	}
 	unsigned a = ev->api < CT_API_COUNT ? ev->api : CT_API_COUNT;
 	struct ct_api_stats *st = &m->api[a];
 	st->calls++;
-	st->time_ns = ct_sat_add(st->time_ns, ev->dur_ns);
+	st->time_ns = ct_sat_add(st->time_ns, dur);
 	if (ev->result != 0) {
 		/* a failed call never allocates or frees, whatever its op */
 		st->failures++;
@@ -1339,13 +1473,17 @@ static void apply_event(struct ct_model *m, const struct ct_rec_event *ev)
 		do_alloc(m, ev, alloc_kind(ev));
 		break;
 	case CT_OP_PHYS_CREATE:
-		do_alloc(m, ev, CT_KIND_VMM_PHYSICAL);
+		if (ev->kind == CT_KIND_MULTICAST) {
+			m->imp.mc_created++;
+			m->imp.mc_bytes = ct_sat_add(m->imp.mc_bytes, ev->size);
+		}
+		do_alloc(m, ev, ev->kind == CT_KIND_MULTICAST ? CT_KIND_MULTICAST : CT_KIND_VMM_PHYSICAL);
 		break;
 	case CT_OP_VA_RESERVE:
 		do_alloc(m, ev, CT_KIND_VMM_RESERVED);
 		break;
 	case CT_OP_MAP:
-		do_alloc(m, ev, CT_KIND_VMM_MAPPED);
+		do_alloc(m, ev, handle_is_imported(m, ev->aux) ? import_map(m, ev) : CT_KIND_VMM_MAPPED);
 		if (ev->result == 0 && ev->ptr)
 			maph_put(m, ev->ptr, ev->aux);
 		break;
@@ -1353,7 +1491,16 @@ static void apply_event(struct ct_model *m, const struct ct_rec_event *ev)
 		do_free(m, ev, free_ns(ev));
 		break;
 	case CT_OP_PHYS_RELEASE:
-		do_free(m, ev, CT_NS_PHYSICAL);
+		if (!href_drop(m, ev->ptr))
+			do_free(m, ev, CT_NS_PHYSICAL);
+		break;
+	case CT_OP_IMPORT:
+	case CT_OP_EXPORT:
+	case CT_OP_RETAIN:
+	case CT_OP_MC_ADD_DEVICE:
+	case CT_OP_MC_BIND:
+	case CT_OP_MC_UNBIND:
+		apply_import(m, ev);
 		break;
 	case CT_OP_VA_FREE:
 		do_free(m, ev, CT_NS_RESERVED);
@@ -1385,6 +1532,7 @@ void ct_model_finish(struct ct_model *m)
 		if (m->obs[i].finish)
 			m->obs[i].finish(m->obs[i].ctx, m);
 	ct_fw_finish(m);
+	ct_nccl_finish(m);
 	leak_live(m, 0); /* what the exit point counted is counted */
 	ct_tl_sort(&m->tl);
 }

@@ -106,6 +106,30 @@ struct ct_leak {
 	uint64_t va_mapped, va_mapped_bytes, va_reserved, va_reserved_bytes;
 };
 
+/*
+ * Imported and shared memory and multicast objects (issue 19 §4): another
+ * process's memory mapped here (kind imported) and multicast objects are
+ * listed, never counted as this process's allocations in leaks or the peak.
+ */
+struct ct_imports {
+	uint64_t imports;		/* IPC opens, pool pointer imports, shareable handle imports */
+	uint64_t maps, bytes;		/* mappings of imported handles; bytes mapped in (IPC, pool, maps) */
+	uint64_t releases;		/* imported memory released: closed, freed, released, unmapped */
+	uint64_t live_at_exit, live_bytes_at_exit;
+	uint64_t exports, exported_bytes; /* exports of this process's memory (an attribute) */
+	uint64_t retains, retain_releases;
+	uint64_t self_imports;		/* imports of a handle of this process's own: a reference */
+	uint64_t mc_created, mc_bytes, mc_released, mc_live_at_exit;
+	uint64_t mc_devices, mc_binds, mc_bind_bytes, mc_unbinds;
+};
+
+/* 1 when the dump had any event of imported or shared memory or multicast. */
+static inline int ct_imports_any(const struct ct_imports *i)
+{
+	return i->imports || i->exports || i->retains || i->mc_created || i->mc_binds || i->mc_devices ||
+	       i->mc_unbinds;
+}
+
 struct ct_api_stats {
 	uint64_t calls, failures, bytes, time_ns;
 };
@@ -354,6 +378,18 @@ struct ct_model {
 		int done;
 	} *samples;
 	size_t nsamples, capsamples, nsamples_done;
+	/* ---- imported and shared memory, multicast (issue 19 §4): model.c, "imports" ---- */
+	struct ct_imports imp;
+	/* extra references on allocation handles (cuMemRetainAllocationHandle, an import of a
+	 * handle of this process's own): the next cuMemRelease of the handle drops one */
+	struct ct_href {
+		uint64_t handle;
+		uint64_t count;
+	} *hrefs;
+	size_t nhrefs, caphrefs;
+	struct ct_imap hrefmap;
+	/* NCCL's communicators and their memory (issue 19 §5; nccl.h): NULL without NCCL events */
+	struct ct_nccl *nccl;
 
 	struct ct_timeline tl;
 	struct ct_symtab *syms;

@@ -7,6 +7,40 @@
 #include "analyses/ranks.h"
 #include "base/util.h"
 #include "model/marks.h"
+#include "model/nccl.h"
+
+/*
+ * "imported" of a dump that has imported or shared memory or multicast
+ * objects (issue 19 §4; model.h, struct ct_imports): never in its leaks or peak.
+ */
+static void json_imports(struct ct_json *j, const struct ct_imports *im)
+{
+	ct_json_key(j, "imported");
+	ct_json_obj(j);
+	ct_json_kv_u64(j, "imports", im->imports);
+	ct_json_kv_u64(j, "maps", im->maps);
+	ct_json_kv_u64(j, "bytes", im->bytes);
+	ct_json_kv_u64(j, "releases", im->releases);
+	ct_json_kv_u64(j, "live_at_exit", im->live_at_exit);
+	ct_json_kv_u64(j, "live_bytes_at_exit", im->live_bytes_at_exit);
+	ct_json_kv_u64(j, "exports", im->exports);
+	ct_json_kv_u64(j, "exported_bytes", im->exported_bytes);
+	ct_json_kv_u64(j, "retains", im->retains);
+	ct_json_kv_u64(j, "retain_releases", im->retain_releases);
+	ct_json_kv_u64(j, "self_imports", im->self_imports);
+	ct_json_key(j, "multicast");
+	ct_json_obj(j);
+	ct_json_kv_u64(j, "created", im->mc_created);
+	ct_json_kv_u64(j, "bytes", im->mc_bytes);
+	ct_json_kv_u64(j, "released", im->mc_released);
+	ct_json_kv_u64(j, "live_at_exit", im->mc_live_at_exit);
+	ct_json_kv_u64(j, "devices_added", im->mc_devices);
+	ct_json_kv_u64(j, "binds", im->mc_binds);
+	ct_json_kv_u64(j, "bind_bytes", im->mc_bind_bytes);
+	ct_json_kv_u64(j, "unbinds", im->mc_unbinds);
+	ct_json_obj_end(j);
+	ct_json_obj_end(j);
+}
 
 /* "dumps" (one object per dump), "marks" and the totals over the dumps. */
 static void json_dumps(struct ct_json *j, struct ct_model *const *ms, size_t nm)
@@ -73,6 +107,9 @@ static void json_dumps(struct ct_json *j, struct ct_model *const *ms, size_t nm)
 		uint64_t s = ct_model_start_ns(m);
 		ct_json_u64(j, m->peak_seen && m->peak_ts >= s ? m->peak_ts - s : 0);
 		ct_json_kv_u64(j, "embedded_symbols", ct_symtab_embedded_count(m->syms));
+		if (ct_imports_any(&m->imp))
+			json_imports(j, &m->imp);
+		ct_nccl_json(j, (struct ct_model *)m);
 		ct_json_obj_end(j);
 	}
 	ct_json_arr_end(j);

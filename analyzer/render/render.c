@@ -229,6 +229,32 @@ const char *ct_signal_drops_text(uint64_t n)
 	return ct_plural(n, "call made inside a signal handler was", "calls made inside signal handlers were");
 }
 
+void ct_imports_put_text(FILE *f, const struct ct_imports *im)
+{
+	char b1[32], b2[32], b3[32];
+	if (!ct_imports_any(im))
+		return;
+	fprintf(f,
+		"  imported (another process's memory, not this one's allocations): %" PRIu64
+		" import%s, %" PRIu64 " mapping%s, %s mapped in; %" PRIu64 " released; live at exit %" PRIu64
+		" (%s)\n",
+		im->imports, ct_plural_s(im->imports), im->maps, ct_plural_s(im->maps),
+		ct_fmt_bytes(im->bytes, b1, sizeof b1), im->releases, im->live_at_exit,
+		ct_fmt_bytes(im->live_bytes_at_exit, b2, sizeof b2));
+	fprintf(f, "  shared: %" PRIu64 " export%s (%s), %" PRIu64 " handle retain%s (%" PRIu64 " released)\n",
+		im->exports, ct_plural_s(im->exports), ct_fmt_bytes(im->exported_bytes, b3, sizeof b3),
+		im->retains, ct_plural_s(im->retains), im->retain_releases);
+	if (im->mc_created || im->mc_binds || im->mc_devices || im->mc_unbinds)
+		fprintf(f,
+			"  multicast: %" PRIu64 " object%s (%s), %" PRIu64 " released, %" PRIu64
+			" live at exit; %" PRIu64 " device%s added, %" PRIu64 " bind%s (%s), %" PRIu64
+			" unbind%s\n",
+			im->mc_created, ct_plural_s(im->mc_created), ct_fmt_bytes(im->mc_bytes, b1, sizeof b1),
+			im->mc_released, im->mc_live_at_exit, im->mc_devices, ct_plural_s(im->mc_devices),
+			im->mc_binds, ct_plural_s(im->mc_binds), ct_fmt_bytes(im->mc_bind_bytes, b2, sizeof b2),
+			im->mc_unbinds, ct_plural_s(im->mc_unbinds));
+}
+
 void ct_put_notes(FILE *f, const struct ct_model *m)
 {
 	if (m->read.status == CT_READ_TRUNCATED)

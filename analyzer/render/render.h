@@ -65,6 +65,8 @@ void ct_put_safe(FILE *f, const char *s);
 void ct_put_proc(FILE *f, const struct ct_model *m);
 /* Truncation, no clean exit, dropped events: two-space indented lines. */
 void ct_put_notes(FILE *f, const struct ct_model *m);
+/* Imported and shared memory, multicast (issue 19 §4): "  imported: ..." lines, none without any. */
+void ct_imports_put_text(FILE *f, const struct ct_imports *im);
 /* What n calls lost in signal handlers were, after the number: "call made inside a signal handler was". */
 const char *ct_signal_drops_text(uint64_t n);
 /* 1 when the model allocated on more than one device. */

@@ -212,6 +212,8 @@ enum ct_layer {
 	CT_LAYER_CUPTI = 3,   /* seen through a CUPTI callback */
 	CT_LAYER_USER = 4,    /* cumtrace_mark and NVTX */
 	CT_LAYER_FRAMEWORK = 5, /* a framework's allocator (PyTorch): see "Framework events" */
+	/* ---- NCCL (issue 19 §5) ---- */
+	CT_LAYER_NCCL = 6,	/* nccl* (libnccl): see CT_OP_NCCL */
 };
 
 /* What an event does to memory or streams. */
@@ -255,8 +257,52 @@ enum ct_op {
 	CT_OP_GRAPH_LAUNCH = 22,      /* ptr = exec, stream */
 	CT_OP_GRAPH_DESTROY = 23,     /* ptr = exec (kind graph) or graph (kind none): no memory change */
 	CT_OP_GRAPH_TRIM = 24,	      /* device = the device whose graph pool was trimmed */
+	/* ---- imported and shared memory, multicast (issue 19 §4) ----
+	 * Another process's memory mapped here is kind CT_KIND_IMPORTED: shown, never
+	 * this process's allocation (no leak, no peak). Its release matches its
+	 * import: cudaIpcCloseMemHandle / cuIpcCloseMemHandle (CT_OP_FREE, kind
+	 * imported, ptr = the address), cudaFree & co. of an imported pool pointer
+	 * (CT_OP_FREE of that address), cuMemRelease of an imported handle
+	 * (CT_OP_PHYS_RELEASE of the handle). A cuMemMap of an imported handle maps
+	 * imported memory (the analyzer ties the map to the handle). */
+	CT_OP_IMPORT = 25,	  /* ptr = address (IPC open, pool import pointer) or allocation handle
+				   * (cuMemImportFromShareableHandle), size = bytes (0: unknown, see the
+				   * handle's mappings, read by the shim with cuMemGetAddressRange_v2 for
+				   * addresses), aux = the shareable handle (fd), the pool (pool pointer
+				   * imports) or 0, flags = the IPC flags or the handle type */
+	CT_OP_EXPORT = 26,	  /* ptr = the exported allocation's address or handle, aux = the
+				   * shareable handle (fd) when it fits, flags = handle type; an attribute */
+	CT_OP_RETAIN = 27,	  /* cuMemRetainAllocationHandle: ptr = the handle, aux = the address;
+				   * a reference that one later cuMemRelease of ptr drops */
+	CT_OP_MC_ADD_DEVICE = 28, /* ptr = multicast handle, device = the device added */
+	CT_OP_MC_BIND = 29,	  /* ptr = multicast handle, aux = memory handle (BindMem) or address
+				   * (BindAddr, flags bit 31 set), size = bytes, stream = mcOffset */
+	CT_OP_MC_UNBIND = 30,	  /* ptr = multicast handle, device, size = bytes, stream = mcOffset */
+	/* ---- NCCL (issue 19 §5) ----
+	 * A call of libnccl (layer CT_LAYER_NCCL), stamped at entry with dur_ns its
+	 * time in the call: the CUDA allocations the same thread makes inside an
+	 * init call (ts_ns .. ts_ns + dur_ns) are that communicator's. Fields by api:
+	 *   ncclCommInitRank, ncclCommInitRankConfig: ptr = the new communicator,
+	 *     aux = the unique id's 64-bit FNV-1a hash, stream = rank | nranks << 32
+	 *   ncclCommInitAll: ptr = the first communicator, stream = nranks << 32
+	 *     (the others are counted with it)
+	 *   ncclCommSplit: ptr = the new communicator (0: not in it), aux = the parent
+	 *   ncclCommDestroy, ncclCommAbort: ptr = the communicator
+	 *   ncclMemAlloc: ptr, size; ncclMemFree: ptr
+	 *   ncclCommRegister: aux = comm, ptr, size = the buffer, stream = the handle;
+	 *   ncclCommDeregister: aux = comm, stream = the handle
+	 *   ncclCommWindowRegister: aux = comm, ptr, size = the buffer, stream = the
+	 *     window, flags = winFlags; ncclCommWindowDeregister: aux = comm, stream = the window
+	 * Each call is two events of its thread: one at entry with flags
+	 * CT_NCCL_F_BEGIN and no other field, then, after the CUDA calls NCCL made
+	 * inside it (recorded: they are what it allocates), one at return with the
+	 * fields above and the result. The CUDA allocations between the two of an
+	 * init or split call (same thread) are that communicator's. */
+	CT_OP_NCCL = 31,
 	CT_OP_COUNT
 };
+#define CT_NCCL_F_BEGIN 0x80000000u /* CT_OP_NCCL's flags: the event at the call's entry */
+#define CT_MC_BIND_ADDR 0x80000000u /* CT_OP_MC_BIND's flags: the memory was given by address */
 
 /*
  * Ops that create memory (a graph alloc node: the memory its launches will
@@ -267,7 +313,8 @@ enum ct_op {
 static inline int ct_op_is_allocation(unsigned op)
 {
 	return op == CT_OP_ALLOC || op == CT_OP_VA_RESERVE || op == CT_OP_PHYS_CREATE ||
-	       op == CT_OP_MAP || op == CT_OP_POOL_CREATE || op == CT_OP_GRAPH_ALLOC;
+	       op == CT_OP_MAP || op == CT_OP_POOL_CREATE || op == CT_OP_GRAPH_ALLOC ||
+	       op == CT_OP_IMPORT;
 }
 
 /* The result of a failed allocation call that ran out of memory (both APIs). */
@@ -298,6 +345,14 @@ enum ct_kind {
 	 * Memory of a CUDA graph's pool: the allocation of an alloc node, live
 	 * from the launch that commits it to its free (CT_OP_GRAPH_ALLOC). */
 	CT_KIND_GRAPH = 9,
+	/* ---- imported and shared memory, multicast (issue 19 §4) ---- */
+	/* Another process's memory mapped here (IPC open, pool import pointer,
+	 * cuMemImportFromShareableHandle and the mappings of such a handle): listed,
+	 * never this process's allocation (not in leaks or the peak). */
+	CT_KIND_IMPORTED = 10,
+	/* A multicast object (cuMulticastCreate): ptr = its handle, size = its size;
+	 * listed, released by cuMemRelease, not memory of its own (not in leaks or the peak). */
+	CT_KIND_MULTICAST = 11,
 	CT_KIND_COUNT,
 	/* Framework kinds: only on framework events (CT_LAYER_FRAMEWORK), never
 	 * memory of the CUDA layer; CT_KIND_COUNT counts the kinds above only. */
@@ -420,7 +475,39 @@ enum ct_kind {
 	X(cuGraphLaunch_ptsz, DRIVER)                                          \
 	X(cuGraphExecDestroy, DRIVER)                                          \
 	X(cuGraphDestroy, DRIVER)                                              \
-	X(cuDeviceGraphMemTrim, DRIVER)
+	X(cuDeviceGraphMemTrim, DRIVER)                                        \
+	/* ---- imported and shared memory, multicast (issue 19 §4) ---- */ \
+	X(cudaIpcGetMemHandle, RUNTIME)                                        \
+	X(cudaIpcOpenMemHandle, RUNTIME)                                       \
+	X(cudaIpcCloseMemHandle, RUNTIME)                                      \
+	X(cudaMemPoolExportPointer, RUNTIME)                                   \
+	X(cudaMemPoolImportPointer, RUNTIME)                                   \
+	X(cuIpcGetMemHandle, DRIVER)                                           \
+	X(cuIpcOpenMemHandle_v2, DRIVER)                                       \
+	X(cuIpcCloseMemHandle, DRIVER)                                         \
+	X(cuMemExportToShareableHandle, DRIVER)                                \
+	X(cuMemImportFromShareableHandle, DRIVER)                              \
+	X(cuMemRetainAllocationHandle, DRIVER)                                 \
+	X(cuMemPoolExportPointer, DRIVER)                                      \
+	X(cuMemPoolImportPointer, DRIVER)                                      \
+	X(cuMulticastCreate, DRIVER)                                           \
+	X(cuMulticastAddDevice, DRIVER)                                        \
+	X(cuMulticastBindMem, DRIVER)                                          \
+	X(cuMulticastBindAddr, DRIVER)                                         \
+	X(cuMulticastUnbind, DRIVER)                                           \
+	/* ---- NCCL (issue 19 §5) ---- */                                  \
+	X(ncclCommInitRank, NCCL)                                              \
+	X(ncclCommInitRankConfig, NCCL)                                        \
+	X(ncclCommInitAll, NCCL)                                               \
+	X(ncclCommSplit, NCCL)                                                 \
+	X(ncclCommDestroy, NCCL)                                               \
+	X(ncclCommAbort, NCCL)                                                 \
+	X(ncclMemAlloc, NCCL)                                                  \
+	X(ncclMemFree, NCCL)                                                   \
+	X(ncclCommRegister, NCCL)                                              \
+	X(ncclCommDeregister, NCCL)                                            \
+	X(ncclCommWindowRegister, NCCL)                                        \
+	X(ncclCommWindowDeregister, NCCL)
 
 enum ct_api {
 #define CT_API_ENUM_(name, layer) CT_API_##name,
@@ -648,8 +735,12 @@ struct ct_rec_end {
  * and by NVTX when
  * NVTX_INJECTION64_PATH names libcumtrace.so (InitializeInjectionNvtx2:
  * nvtxMarkA/Ex, nvtxRangePushA/Ex, nvtxRangePop, nvtxRangeStartA/Ex,
- * nvtxRangeEnd and their nvtxDomain* forms; the name is the ASCII message, empty
- * for wide or registered messages; the domain is not recorded). PUSH/POP nest
+ * nvtxRangeEnd and their nvtxDomain* forms; the name is the message: ASCII,
+ * wide (narrowed to ASCII, '?' for other characters) or registered with
+ * nvtxDomainRegisterStringA/W, after "DOMAIN/" when the call's domain (or a
+ * registered string's) was created with a name by nvtxDomainCreateA/W, e.g.
+ * "NCCL/AllReduce"; empty without a message. Dumps written before issue 19
+ * have empty names for wide and registered messages and no domain). PUSH/POP nest
  * per thread; START/STOP pair by aux, a range id unique within the process
  * (>= 1) and may cross threads.
  */
@@ -929,7 +1020,12 @@ static inline const char *ct_kind_name(unsigned kind)
 		return "torch_segment";
 	if (kind == CT_KIND_CUPY_BLOCK)
 		return "cupy_block";
-	return kind < CT_KIND_COUNT ? names[kind] : "unknown";
+	/* ---- imported and shared memory, multicast (issue 19 §4) ---- */
+	if (kind == CT_KIND_IMPORTED)
+		return "imported";
+	if (kind == CT_KIND_MULTICAST)
+		return "multicast";
+	return kind < sizeof names / sizeof names[0] ? names[kind] : "unknown";
 }
 
 static inline const char *ct_op_name(unsigned op)
@@ -942,7 +1038,12 @@ static inline const char *ct_op_name(unsigned op)
 		"map",		"unmap",	"ctx_destroy",
 		/* ---- CUDA graphs (issue 19 §2) ---- */
 		"graph_alloc", "graph_free", "graph_instantiate", "graph_launch", "graph_destroy", "graph_trim"};
-	return op < CT_OP_COUNT ? names[op] : "unknown";
+	/* ---- imported and shared memory, multicast (issue 19 §4) ---- */
+	static const char *const import_names[] = {"import", "export", "retain", "mc_add_device",
+						   "mc_bind", "mc_unbind", "nccl"};
+	if (op >= CT_OP_IMPORT && op < CT_OP_COUNT)
+		return import_names[op - CT_OP_IMPORT];
+	return op < sizeof names / sizeof names[0] ? names[op] : "unknown";
 }
 
 _Static_assert(sizeof(struct ct_file_header) == 16, "file header layout");

@@ -300,6 +300,12 @@ struct ct_table {
 	size_t count;
 };
 
+/* Could name be a hooked export (cu*, cuda*, and nccl*: issue 19 §5)? One or two compares. */
+static int ct_maybe_hooked(const char *name)
+{
+	return name && ((name[0] == 'c' && name[1] == 'u') || (name[0] == 'n' && name[1] == 'c'));
+}
+
 /* Find the row for a name as dlsym sees it (exact export name). */
 static const struct ct_hook *ct_find_export(const char *name)
 {
@@ -307,6 +313,7 @@ static const struct ct_hook *ct_find_export(const char *name)
 		{ct_hooks_runtime, ct_hooks_runtime_count},
 		{ct_hooks_driver, ct_hooks_driver_count},
 		{ct_hooks_entry, sizeof ct_hooks_entry / sizeof ct_hooks_entry[0]},
+		{ct_hooks_nccl, ct_hooks_nccl_count}, /* issue 19 §5 */
 	};
 	for (size_t t = 0; t < sizeof tables / sizeof tables[0]; t++)
 		for (size_t i = 0; i < tables[t].count; i++)
@@ -406,7 +413,7 @@ void *ct_dlsym_impl(void *handle, const char *name)
 	if (!real)
 		return NULL;
 	void *fn = real(handle, name);
-	if (!fn || !name || name[0] != 'c' || name[1] != 'u')
+	if (!fn || !ct_maybe_hooked(name))
 		return fn;
 	const struct ct_hook *h = ct_find_export(name);
 	if (!h)
@@ -461,7 +468,7 @@ CT_HIDDEN void *ct_dlsym_next_target(const char *name, const void *caller);
 void *ct_dlsym_next_target(const char *name, const void *caller)
 {
 	void *real = ct_resolve_real_dlsym();
-	if (!real || !name || name[0] != 'c' || name[1] != 'u' || !ct_find_export(name))
+	if (!real || !ct_maybe_hooked(name) || !ct_find_export(name))
 		return real;
 	int saved = errno;
 	int before = ct_before_self(caller);

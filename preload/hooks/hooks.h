@@ -47,6 +47,9 @@ extern const struct ct_hook ct_hooks_runtime[] CT_HIDDEN;
 extern const size_t ct_hooks_runtime_count CT_HIDDEN;
 extern const struct ct_hook ct_hooks_driver[] CT_HIDDEN;
 extern const size_t ct_hooks_driver_count CT_HIDDEN;
+/* NCCL (issue 19 §5): nccl.def's rows, hooks_nccl.c */
+extern const struct ct_hook ct_hooks_nccl[] CT_HIDDEN;
+extern const size_t ct_hooks_nccl_count CT_HIDDEN;
 
 /*
  * The real function of a hooked export for a call whose return address is
@@ -117,6 +120,13 @@ static inline void ct_memsample_after(unsigned op, const struct ct_call *c)
 		ct_memsample(CT_MEMSAMPLE_FIRST, c->device);
 	}
 }
+
+/*
+ * Imported memory (issue 19 §4): the bytes of the allocation that starts at
+ * ptr, from the driver's cuMemGetAddressRange_v2, asked only when a context
+ * is current on this thread; 0 when unknown. Keeps errno; records nothing.
+ */
+CT_HIDDEN uint64_t ct_import_bytes(uint64_t ptr);
 
 /* Build and append one CT_REC_MARK (name cut at 1023 bytes) from the calling thread. */
 CT_HIDDEN void ct_put_mark(enum ct_mark_kind kind, const char *name, uint64_t aux);

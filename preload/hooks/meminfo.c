@@ -278,3 +278,35 @@ void ct_memsample(unsigned why, int16_t device)
 		atomic_store_explicit(&ct_memsample_first_done, 1, memory_order_relaxed);
 	errno = saved_errno;
 }
+
+/* ---- imported and shared memory (issue 19 §4) ---- */
+
+typedef CUresult (*ct_address_range_fn)(CUdeviceptr *base, size_t *size, CUdeviceptr ptr);
+static void *_Atomic ct_mi_address_range;
+
+uint64_t ct_import_bytes(uint64_t ptr)
+{
+	if (!ptr || !ct_meminfo_resolve())
+		return 0;
+	int saved_errno = errno;
+	struct ct_thread *t = &ct_tls;
+	uint8_t hook = t->in_hook;
+	t->in_hook = hook ? hook : CT_HOOK_BUSY; /* the driver's calls in here are not traced */
+	void *fn = atomic_load_explicit(&ct_mi_address_range, memory_order_acquire);
+	if (!fn) {
+		void *lib = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE);
+		fn = ct_driver_symbol(lib, "cuMemGetAddressRange_v2");
+		atomic_store_explicit(&ct_mi_address_range, fn, memory_order_release);
+	}
+	ct_ctx_get_current_fn get_current =
+		(ct_ctx_get_current_fn)atomic_load_explicit(&ct_mi_ctx_get_current, memory_order_relaxed);
+	CUcontext ctx = NULL;
+	CUdeviceptr base = 0;
+	size_t size = 0;
+	if (!fn || get_current(&ctx) != CUDA_SUCCESS || !ctx ||
+	    ((ct_address_range_fn)fn)(&base, &size, (CUdeviceptr)ptr) != CUDA_SUCCESS || base != ptr)
+		size = 0;
+	t->in_hook = hook;
+	errno = saved_errno;
+	return size;
+}

@@ -1,5 +1,6 @@
 # NVTX v3 (header-only) ranges and marks arrive through NVTX_INJECTION64_PATH
-# as marks: names, kinds, order and threads in --format json.
+# as marks: names, kinds, order and threads in --format json. Named domains and
+# registered strings (issue 19, 5: NCCL's ranges) give "DOMAIN/NAME" marks.
 . tests/e2e/lib.sh
 NVTX_INJECTION64_PATH=$SHIM traced nv "$PROGS/nvtx_ranges" >"$T/out.txt"
 main_tid=$(awk '$1 == "main_tid" { print $2 }' "$T/out.txt")
@@ -27,3 +28,10 @@ expect_eq no_injection_marks "$(jget "$T/s0.json" 'j["dumps"][0]["marks"]')" 0
 	sh "$ROOT/bin/cumtrace" run -o "$T/w.dump" --no-summary -- "$PROGS/nvtx_ranges" >/dev/null 2>&1)
 report "$T/w.json" summary "$T/w.dump"
 expect_eq wrapper_marks "$(jget "$T/w.json" 'j["dumps"][0]["marks"]')" 10
+# Domains and registered strings (issue 19, 5): a registered message names its mark, a named
+# domain prefixes it; wide messages and names are narrowed to ASCII ('?' for the rest).
+NVTX_INJECTION64_PATH=$SHIM traced nvd "$PROGS/nvtx_ranges" domains >"$T/outd.txt"
+report "$T/d.json" summary "$(dump_of nvd)"
+expect_eq domain_marks "$(jget "$T/d.json" '[(m["kind"], m["name"]) for m in j["marks"]]')" \
+	"[('push', 'NCCL/AllReduce'), ('pop', ''), ('instant', 'NCCL/ascii-in-domain'), ('instant', 'plain-registered'), ('instant', 'wide-?'), ('start', 'WDOM/wstr'), ('end', ''), ('instant', 'NCCL/AllReduce')]"
+expect_eq domain_range_ids "$(jget "$T/d.json" '[m["range_id"] for m in j["marks"] if m["kind"] in ("start", "end")]')" "[1, 1]"

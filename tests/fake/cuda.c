@@ -27,7 +27,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* cuda.h maps cuGetProcAddress to _v2; the CUDA 11.3 name is exported too. */
@@ -373,6 +375,9 @@ enum kind {
 	K_VMM,		/* cuMemMap: a mapping inside a reservation */
 	K_ARRAY,	/* cuArrayCreate, cuArray3DCreate, cuMipmappedArrayCreate: handle = address */
 	K_GRAPH,	/* a graph allocation committed by a launch (issue 19 §2) */
+	/* ---- imported memory (issue 19 §4): a host mapping of its own, not charged ---- */
+	K_IPC,		/* cuIpcOpenMemHandle */
+	K_POOL_IMPORT,	/* cuMemPoolImportPointer: freed with cuMemFree / cuMemFreeAsync */
 };
 
 /* A live allocation (or registration or VMM mapping), a node of g_blocks
@@ -433,10 +438,16 @@ struct CUmemPoolHandle_st {
 /* A cuMemCreate handle: the handle value is the struct's address. */
 struct phys {
 	int dev;
-	int released;			/* cuMemRelease was called */
+	int released;			/* cuMemRelease dropped the last handle reference */
 	size_t size;
-	int fd;				/* memfd that every mapping shares */
-	unsigned refs;			/* 1 until released, plus one per mapping */
+	int fd;				/* memfd that every mapping shares; -1 for multicast */
+	unsigned refs;			/* handle references (hrefs) plus one per mapping */
+	/* ---- imported and shared memory, multicast (issue 19 §4) ---- */
+	unsigned hrefs;			/* 1 at create or import, plus one per cuMemRetainAllocationHandle */
+	int imported;			/* cuMemImportFromShareableHandle: not charged to a device */
+	int multicast;			/* cuMulticastCreate: no memory, never mapped here */
+	unsigned mc_ndev, mc_maxdev;	/* multicast: devices added, prop->numDevices */
+	size_t mc_bound;		/* multicast: bytes bound */
 	struct phys *next;		/* g_phys */
 };
 
@@ -908,6 +919,8 @@ static void free_now(const struct block *b)
 		arena_free(&g_dev[b->dev], b->addr, b->span);
 		break;
 	case K_HOST:
+	case K_IPC:
+	case K_POOL_IMPORT:
 		KEEP_ERRNO(munmap((void *)b->addr, b->span));
 		break;
 	case K_GRAPH:
@@ -1928,7 +1941,7 @@ static CUresult impl_free(CUdeviceptr dptr)
 	struct CUctx_st *c;
 	CUresult r = cur_ctx(&c);
 
-	return r || !dptr ? r : free_matching(dptr, DEVICE_KINDS, CUDA_ERROR_INVALID_VALUE);
+	return r || !dptr ? r : free_matching(dptr, DEVICE_KINDS | KIND(K_POOL_IMPORT), CUDA_ERROR_INVALID_VALUE);
 }
 
 static CUresult impl_mem_info(size_t *free_bytes, size_t *total)
@@ -1993,6 +2006,10 @@ static CUresult impl_free_async(CUdeviceptr dptr, CUstream h)
 	if (pe.stream && pe.stream->capture)
 		return graph_add_free(pe.stream->capture, dptr);
 	pe.b = blk_exact(dptr);
+	if (pe.b && pe.b->kind == K_POOL_IMPORT) { /* another process's pool memory: unmapped now */
+		blk_free(pe.b);
+		return CUDA_SUCCESS;
+	}
 	if (!pe.b || !(KIND(pe.b->kind) & DEVICE_KINDS))
 		return CUDA_ERROR_INVALID_VALUE;
 	blk_unlink(pe.b);
@@ -2280,8 +2297,10 @@ static void phys_unref(struct phys *ph)
 			break;
 		}
 	}
-	KEEP_ERRNO(close(ph->fd));
-	g_dev[ph->dev].used -= ph->size;
+	if (ph->fd >= 0)
+		KEEP_ERRNO(close(ph->fd));
+	if (!ph->imported && !ph->multicast)
+		g_dev[ph->dev].used -= ph->size;
 	free(ph);
 }
 
@@ -2387,6 +2406,7 @@ static CUresult impl_create(CUmemGenericAllocationHandle *handle, size_t size,
 	ph->dev = prop->location.id;
 	ph->size = size;
 	ph->refs = 1;
+	ph->hrefs = 1;
 	ph->next = g_phys;
 	g_phys = ph;
 	d->used += size;
@@ -2401,7 +2421,8 @@ static CUresult impl_release(CUmemGenericAllocationHandle handle)
 
 	if (!ph)
 		return CUDA_ERROR_INVALID_VALUE;
-	ph->released = 1;
+	if (!--ph->hrefs)
+		ph->released = 1;
 	phys_unref(ph);
 	return CUDA_SUCCESS;
 }
@@ -2414,7 +2435,7 @@ static CUresult impl_map(CUdeviceptr ptr, size_t size, size_t offset, CUmemGener
 	struct phys *ph = phys_find(handle);
 	const struct tnode *rv = t_floor(g_va.resv, ptr);
 
-	if (!ph || flags || !size || !is_gran(ptr) || !is_gran(size) || !is_gran(offset) ||
+	if (!ph || ph->multicast || flags || !size || !is_gran(ptr) || !is_gran(size) || !is_gran(offset) ||
 	    offset > ph->size || size > ph->size - offset)
 		return CUDA_ERROR_INVALID_VALUE;
 	if (!rv || ptr + size < ptr || ptr + size > rv->key + rv->len || blk_overlaps(ptr, size))
@@ -2518,6 +2539,284 @@ DRIVER_FN(cuMemUnmap, (CUdeviceptr ptr, size_t size),
 
 DRIVER_FN(cuMemSetAccess, (CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc, size_t count),
 	  impl_set_access(ptr, size, desc, count))
+
+/* ---- imported and shared memory, multicast (issue 19 §4) -------------------- */
+
+/*
+ * IPC handles and pool export data carry what the fake needs to stand for
+ * the exporter's memory: a tag, the size and the device. An opened handle
+ * (or an imported pool pointer) is a host mapping of its own of that size,
+ * not charged to any device and not the exporter's bytes: the fake cannot
+ * share another process's anonymous arena. The real driver refuses to open
+ * a handle in the process that exported it; the fake accepts it.
+ */
+#define FAKE_SHARE_TAG 0x6374666b73686172ull /* "ctfkshar" */
+struct fake_share {
+	uint64_t tag;
+	uint64_t addr, size;
+	int32_t dev, pid;
+};
+_Static_assert(sizeof(struct fake_share) <= sizeof(CUipcMemHandle), "IPC handle room");
+_Static_assert(sizeof(struct fake_share) <= sizeof(CUmemPoolPtrExportData), "export data room");
+
+static void share_fill(void *out, const struct block *b)
+{
+	struct fake_share sh = { FAKE_SHARE_TAG, b->addr, b->size, b->dev, (int32_t)getpid() };
+
+	memset(out, 0, 64);
+	memcpy(out, &sh, sizeof sh);
+}
+
+/* Maps the memory a share describes into this process as a block of kind k. */
+static CUresult share_open(CUdeviceptr *out, const void *data, enum kind k)
+{
+	struct fake_share sh;
+	struct CUctx_st *c;
+	CUresult r;
+	void *p;
+
+	if ((r = cur_ctx(&c)))
+		return r;
+	memcpy(&sh, data, sizeof sh);
+	if (sh.tag != FAKE_SHARE_TAG || !sh.size || check_dev(sh.dev))
+		return CUDA_ERROR_INVALID_VALUE;
+	p = KEEP_ERRNO(mmap(NULL, sh.size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+	if (p == MAP_FAILED)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	if (!blk_add((struct block){ .addr = (uintptr_t)p, .size = sh.size, .span = sh.size, .kind = k,
+				     .dev = sh.dev, .ctx = k == K_IPC ? c : NULL })) {
+		KEEP_ERRNO(munmap(p, sh.size));
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	*out = (uintptr_t)p;
+	return CUDA_SUCCESS;
+}
+
+/* cudaMalloc'ed memory only (not pool, managed or VMM memory), at its start. */
+static CUresult impl_ipc_get(CUipcMemHandle *h, CUdeviceptr dptr)
+{
+	struct CUctx_st *c;
+	const struct block *b;
+	CUresult r;
+
+	if ((r = cur_ctx(&c)))
+		return r;
+	b = blk_exact(dptr);
+	if (!h || !b || b->kind != K_DEVICE)
+		return CUDA_ERROR_INVALID_VALUE;
+	share_fill(h, b);
+	return CUDA_SUCCESS;
+}
+
+static CUresult impl_ipc_open(CUdeviceptr *pdptr, CUipcMemHandle h, unsigned int flags)
+{
+	if (!pdptr || (flags & ~(unsigned)CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS))
+		return CUDA_ERROR_INVALID_VALUE;
+	return share_open(pdptr, &h, K_IPC);
+}
+
+static CUresult impl_ipc_close(CUdeviceptr dptr)
+{
+	return free_matching(dptr, KIND(K_IPC), CUDA_ERROR_INVALID_VALUE);
+}
+
+/* Stream-ordered (pool) allocations only. */
+static CUresult impl_pool_export_ptr(CUmemPoolPtrExportData *out, CUdeviceptr ptr)
+{
+	const struct block *b = blk_exact(ptr);
+
+	if (!out || !b || b->kind != K_POOL)
+		return CUDA_ERROR_INVALID_VALUE;
+	share_fill(out, b);
+	return CUDA_SUCCESS;
+}
+
+static CUresult impl_pool_import_ptr(CUdeviceptr *out, CUmemoryPool pool, CUmemPoolPtrExportData *data)
+{
+	if (!out || !data || !pool_find(pool))
+		return CUDA_ERROR_INVALID_VALUE;
+	return share_open(out, data, K_POOL_IMPORT);
+}
+
+/* POSIX file descriptors only: a dup of the handle's memfd. */
+static CUresult impl_export_shareable(void *out, CUmemGenericAllocationHandle handle,
+				      CUmemAllocationHandleType type, unsigned long long flags)
+{
+	struct phys *ph = phys_find(handle);
+	int fd;
+
+	if (!out || !ph || ph->multicast || flags)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (type != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
+		return CUDA_ERROR_NOT_SUPPORTED;
+	if ((fd = KEEP_ERRNO(fcntl(ph->fd, F_DUPFD_CLOEXEC, 0))) < 0)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	*(int *)out = fd;
+	return CUDA_SUCCESS;
+}
+
+/* A new handle on the memory behind the descriptor (the exporter's, in any process). */
+static CUresult impl_import_shareable(CUmemGenericAllocationHandle *handle, void *os_handle,
+				      CUmemAllocationHandleType type)
+{
+	int fd = (int)(intptr_t)os_handle;
+	struct stat st;
+	struct phys *ph;
+
+	if (!handle)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (type != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
+		return CUDA_ERROR_NOT_SUPPORTED;
+	if (KEEP_ERRNO(fstat(fd, &st)) || st.st_size <= 0 || !is_gran((size_t)st.st_size))
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!(ph = KEEP_ERRNO(calloc(1, sizeof(*ph)))))
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	if ((ph->fd = KEEP_ERRNO(fcntl(fd, F_DUPFD_CLOEXEC, 0))) < 0) {
+		free(ph);
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	ph->size = (size_t)st.st_size;
+	ph->refs = ph->hrefs = 1;
+	ph->imported = 1;
+	ph->next = g_phys;
+	g_phys = ph;
+	*handle = (uintptr_t)ph;
+	return CUDA_SUCCESS;
+}
+
+/* The handle mapped at addr, the same value that was mapped, with one more reference. */
+static CUresult impl_retain(CUmemGenericAllocationHandle *handle, void *addr)
+{
+	const struct block *b = blk_at((uintptr_t)addr);
+
+	if (!handle || !b || b->kind != K_VMM || !b->phys->hrefs)
+		return CUDA_ERROR_INVALID_VALUE;
+	b->phys->hrefs++;
+	b->phys->refs++;
+	*handle = (uintptr_t)b->phys;
+	return CUDA_SUCCESS;
+}
+
+static struct phys *mc_find(CUmemGenericAllocationHandle h)
+{
+	struct phys *ph = phys_find(h);
+
+	return ph && ph->multicast ? ph : NULL;
+}
+
+/* No memory of its own; its size a multiple of the granularity. */
+static CUresult impl_mc_create(CUmemGenericAllocationHandle *mc, const CUmulticastObjectProp *prop)
+{
+	struct phys *ph;
+
+	if (!mc || !prop || !prop->numDevices || !prop->size || !is_gran(prop->size) || prop->flags)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!(ph = KEEP_ERRNO(calloc(1, sizeof(*ph)))))
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	ph->fd = -1;
+	ph->size = prop->size;
+	ph->refs = ph->hrefs = 1;
+	ph->multicast = 1;
+	ph->mc_maxdev = prop->numDevices;
+	ph->next = g_phys;
+	g_phys = ph;
+	*mc = (uintptr_t)ph;
+	return CUDA_SUCCESS;
+}
+
+static CUresult impl_mc_add_device(CUmemGenericAllocationHandle mc, CUdevice dev)
+{
+	struct phys *ph = mc_find(mc);
+
+	if (!ph || ph->mc_ndev >= ph->mc_maxdev)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (check_dev(dev))
+		return CUDA_ERROR_INVALID_DEVICE;
+	ph->mc_ndev++;
+	return CUDA_SUCCESS;
+}
+
+static CUresult mc_bind(struct phys *ph, size_t mc_offset, size_t size, unsigned long long flags)
+{
+	if (!ph || flags || !size || !is_gran(mc_offset) || !is_gran(size) || mc_offset > ph->size ||
+	    size > ph->size - mc_offset || size > ph->size - ph->mc_bound)
+		return CUDA_ERROR_INVALID_VALUE;
+	ph->mc_bound += size;
+	return CUDA_SUCCESS;
+}
+
+static CUresult impl_mc_bind_mem(CUmemGenericAllocationHandle mc, size_t mc_offset, CUmemGenericAllocationHandle mem,
+				 size_t mem_offset, size_t size, unsigned long long flags)
+{
+	struct phys *m = phys_find(mem);
+
+	if (!m || m->multicast || !is_gran(mem_offset) || mem_offset > m->size || size > m->size - mem_offset)
+		return CUDA_ERROR_INVALID_VALUE;
+	return mc_bind(mc_find(mc), mc_offset, size, flags);
+}
+
+static CUresult impl_mc_bind_addr(CUmemGenericAllocationHandle mc, size_t mc_offset, CUdeviceptr ptr, size_t size,
+				  unsigned long long flags)
+{
+	if (!is_gran(ptr) || !size || !vmm_cover(ptr, size, 0))
+		return CUDA_ERROR_INVALID_VALUE;
+	return mc_bind(mc_find(mc), mc_offset, size, flags);
+}
+
+static CUresult impl_mc_unbind(CUmemGenericAllocationHandle mc, CUdevice dev, size_t mc_offset, size_t size)
+{
+	struct phys *ph = mc_find(mc);
+
+	if (!ph || !size || !is_gran(mc_offset) || !is_gran(size) || size > ph->mc_bound)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (check_dev(dev))
+		return CUDA_ERROR_INVALID_DEVICE;
+	ph->mc_bound -= size;
+	return CUDA_SUCCESS;
+}
+
+DRIVER_FN(cuIpcGetMemHandle, (CUipcMemHandle *pHandle, CUdeviceptr dptr),
+	  impl_ipc_get(pHandle, dptr))
+
+DRIVER_FN(cuIpcOpenMemHandle_v2, (CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int Flags),
+	  impl_ipc_open(pdptr, handle, Flags))
+
+DRIVER_FN(cuIpcCloseMemHandle, (CUdeviceptr dptr),
+	  impl_ipc_close(dptr))
+
+DRIVER_FN(cuMemPoolExportPointer, (CUmemPoolPtrExportData *shareData_out, CUdeviceptr ptr),
+	  impl_pool_export_ptr(shareData_out, ptr))
+
+DRIVER_FN(cuMemPoolImportPointer, (CUdeviceptr *ptr_out, CUmemoryPool pool, CUmemPoolPtrExportData *shareData),
+	  impl_pool_import_ptr(ptr_out, pool, shareData))
+
+DRIVER_FN(cuMemExportToShareableHandle, (void *shareableHandle, CUmemGenericAllocationHandle handle,
+	  CUmemAllocationHandleType handleType, unsigned long long flags),
+	  impl_export_shareable(shareableHandle, handle, handleType, flags))
+
+DRIVER_FN(cuMemImportFromShareableHandle, (CUmemGenericAllocationHandle *handle, void *osHandle,
+	  CUmemAllocationHandleType shHandleType),
+	  impl_import_shareable(handle, osHandle, shHandleType))
+
+DRIVER_FN(cuMemRetainAllocationHandle, (CUmemGenericAllocationHandle *handle, void *addr),
+	  impl_retain(handle, addr))
+
+DRIVER_FN(cuMulticastCreate, (CUmemGenericAllocationHandle *mcHandle, const CUmulticastObjectProp *prop),
+	  impl_mc_create(mcHandle, prop))
+
+DRIVER_FN(cuMulticastAddDevice, (CUmemGenericAllocationHandle mcHandle, CUdevice dev),
+	  impl_mc_add_device(mcHandle, dev))
+
+DRIVER_FN(cuMulticastBindMem, (CUmemGenericAllocationHandle mcHandle, size_t mcOffset,
+	  CUmemGenericAllocationHandle memHandle, size_t memOffset, size_t size, unsigned long long flags),
+	  impl_mc_bind_mem(mcHandle, mcOffset, memHandle, memOffset, size, flags))
+
+DRIVER_FN(cuMulticastBindAddr, (CUmemGenericAllocationHandle mcHandle, size_t mcOffset, CUdeviceptr memptr,
+	  size_t size, unsigned long long flags),
+	  impl_mc_bind_addr(mcHandle, mcOffset, memptr, size, flags))
+
+DRIVER_FN(cuMulticastUnbind, (CUmemGenericAllocationHandle mcHandle, CUdevice dev, size_t mcOffset, size_t size),
+	  impl_mc_unbind(mcHandle, dev, mcOffset, size))
 
 /* ---- pointers and copies ---------------------------------------------------- */
 
@@ -2931,6 +3230,20 @@ static const struct proc g_procs[] = {
 	P("cuDeviceGraphMemTrim", 11040, cuDeviceGraphMemTrim),
 	P("cuDeviceGetGraphMemAttribute", 11040, cuDeviceGetGraphMemAttribute),
 	P("cuDeviceSetGraphMemAttribute", 11040, cuDeviceSetGraphMemAttribute),
+	/* ---- imported and shared memory, multicast (issue 19 §4) ---- */
+	P("cuIpcGetMemHandle", 4010, cuIpcGetMemHandle),
+	P("cuIpcOpenMemHandle", 11000, cuIpcOpenMemHandle_v2),
+	P("cuIpcCloseMemHandle", 4010, cuIpcCloseMemHandle),
+	P("cuMemPoolExportPointer", 11020, cuMemPoolExportPointer),
+	P("cuMemPoolImportPointer", 11020, cuMemPoolImportPointer),
+	P("cuMemExportToShareableHandle", 10020, cuMemExportToShareableHandle),
+	P("cuMemImportFromShareableHandle", 10020, cuMemImportFromShareableHandle),
+	P("cuMemRetainAllocationHandle", 11000, cuMemRetainAllocationHandle),
+	P("cuMulticastCreate", 12010, cuMulticastCreate),
+	P("cuMulticastAddDevice", 12010, cuMulticastAddDevice),
+	P("cuMulticastBindMem", 12010, cuMulticastBindMem),
+	P("cuMulticastBindAddr", 12010, cuMulticastBindAddr),
+	P("cuMulticastUnbind", 12010, cuMulticastUnbind),
 };
 #undef P
 #undef PT

@@ -125,7 +125,13 @@ cudaError_t CUDARTAPI cudaGetDriverEntryPointByVersion_ptsz(const char *symbol, 
 	X(execDestroy, "cuGraphExecDestroy", PFN_cuGraphExecDestroy_v10000, 0) \
 	X(graphMemTrim, "cuDeviceGraphMemTrim", PFN_cuDeviceGraphMemTrim_v11040, 0) \
 	X(getGraphMemAttr, "cuDeviceGetGraphMemAttribute", PFN_cuDeviceGetGraphMemAttribute_v11040, 0) \
-	X(setGraphMemAttr, "cuDeviceSetGraphMemAttribute", PFN_cuDeviceSetGraphMemAttribute_v11040, 0)
+	X(setGraphMemAttr, "cuDeviceSetGraphMemAttribute", PFN_cuDeviceSetGraphMemAttribute_v11040, 0) \
+	/* ---- imported and shared memory (issue 19 §4) ---- */ \
+	X(ipcGetMemHandle, "cuIpcGetMemHandle", PFN_cuIpcGetMemHandle_v4010, 0) \
+	X(ipcOpenMemHandle, "cuIpcOpenMemHandle", PFN_cuIpcOpenMemHandle_v11000, 0) \
+	X(ipcCloseMemHandle, "cuIpcCloseMemHandle", PFN_cuIpcCloseMemHandle_v4010, 0) \
+	X(poolExportPointer, "cuMemPoolExportPointer", PFN_cuMemPoolExportPointer_v11020, 0) \
+	X(poolImportPointer, "cuMemPoolImportPointer", PFN_cuMemPoolImportPointer_v11020, 0)
 
 #define X(field, name, type, pt) type field;
 static struct driver { DRIVER_FUNCS(X) } D;
@@ -1039,3 +1045,47 @@ RUNTIME_FN(cudaDeviceGetGraphMemAttribute, (int device, enum cudaGraphMemAttribu
 
 RUNTIME_FN(cudaDeviceSetGraphMemAttribute, (int device, enum cudaGraphMemAttributeType attr, void *value),
 	   D.setGraphMemAttr(device, (CUgraphMem_attribute)attr, value))
+/* ---- imported and shared memory (issue 19 §4): the driver's ---- */
+
+_Static_assert(sizeof(cudaIpcMemHandle_t) == sizeof(CUipcMemHandle), "IPC handle layout");
+_Static_assert(sizeof(struct cudaMemPoolPtrExportData) == sizeof(CUmemPoolPtrExportData), "export data layout");
+
+cudaError_t CUDARTAPI cudaIpcGetMemHandle(cudaIpcMemHandle_t *handle, void *devPtr)
+{
+	RT_ENTER();
+	return rt_drv(D.ipcGetMemHandle((CUipcMemHandle *)handle, dptr(devPtr)));
+}
+
+cudaError_t CUDARTAPI cudaIpcOpenMemHandle(void **devPtr, cudaIpcMemHandle_t handle, unsigned int flags)
+{
+	CUipcMemHandle h;
+	CUdeviceptr d = 0;
+
+	RT_ENTER();
+	if (!devPtr)
+		return rt_fail(cudaErrorInvalidValue);
+	memcpy(&h, &handle, sizeof h);
+	return rt_ptr(D.ipcOpenMemHandle(&d, h, flags), &d, devPtr);
+}
+
+cudaError_t CUDARTAPI cudaIpcCloseMemHandle(void *devPtr)
+{
+	RT_ENTER();
+	return rt_drv(D.ipcCloseMemHandle(dptr(devPtr)));
+}
+
+cudaError_t CUDARTAPI cudaMemPoolExportPointer(struct cudaMemPoolPtrExportData *exportData, void *ptr)
+{
+	RT_ENTER();
+	return rt_drv(D.poolExportPointer((CUmemPoolPtrExportData *)exportData, dptr(ptr)));
+}
+
+cudaError_t CUDARTAPI cudaMemPoolImportPointer(void **ptr, cudaMemPool_t memPool, struct cudaMemPoolPtrExportData *exportData)
+{
+	CUdeviceptr d = 0;
+
+	RT_ENTER();
+	if (!ptr)
+		return rt_fail(cudaErrorInvalidValue);
+	return rt_ptr(D.poolImportPointer(&d, (CUmemoryPool)memPool, (CUmemPoolPtrExportData *)exportData), &d, ptr);
+}

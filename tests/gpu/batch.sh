@@ -30,6 +30,7 @@
 #                       frames and native stacks off (bare)
 #   analyzer-bench      tests/gpu/analyzer_bench.sh: cumtrace-report leaks against heaptrack_print
 #                       on every CPU and on two (the kit packed with GPU_PACK_BENCH=1)
+#   nccl                tests/gpu/nccl_ws1.py (torch.distributed, NCCL, world size 1: no unmatched free)
 #   validate-ONLY       scripts/gpu-validate.sh with GPU_SUITE=validate GPU_ONLY=ONLY
 #   graphs              tests/gpu/graph_check.sh (CUDA graph memory against the graph memory attributes,
 #                       cudaMemGetInfo and compute-sanitizer; torch with a captured CUDAGraph; issue 19 §2, §6)
@@ -112,6 +113,10 @@ for arg in "$@"; do
 		# compute-sanitizer's own words on the graph program, and the reports
 		cp /tmp/graphs/san.out "$OUT/graphs-sanitizer.txt" 2>/dev/null
 		tar -C /tmp -czf "$OUT/graphs.tar.gz" --exclude='*.dump' graphs 2>/dev/null ;;
+	# ---- imported and shared memory, NCCL (issue 19 §4, §5) ----
+	nccl)
+		step "$name" "$secs" python3 "$ROOT/tests/gpu/nccl_ws1.py" --kit "$KIT" --out /tmp/nccl
+		for f in /tmp/nccl/*.err; do [ -f "$f" ] && cp "$f" "$OUT/nccl-${f##*/}"; done ;;
 	*)
 		echo "batch: unknown step '$name'" | tee -a "$OUT/batch.txt" ;;
 	esac

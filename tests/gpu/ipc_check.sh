@@ -3,8 +3,10 @@
 # forks before CUDA starts; the parent exports an 8 MiB buffer, the child opens, writes and
 # closes it; the parent leaves 1 MiB allocated. Checks, against the program's own lines:
 #   - the parent's leaks: 1 leak of 1,048,576 bytes (the child changes nothing there);
-#   - the child's dump: no allocation and no leak of its own; the imported memory is listed
-#     as imported (8,388,608 bytes) when the dump has it.
+#   - the parent's dump: the buffer exported once (8,388,608 bytes), nothing imported;
+#   - the child's dump: no allocation and no leak of its own, no unmatched free; the opened
+#     buffer is kind imported: 1 import of 8,388,608 bytes (cuMemGetAddressRange_v2), released
+#     by its cudaIpcCloseMemHandle, nothing imported live at exit (issue 19, 4).
 #   bash tests/gpu/ipc_check.sh KIT OUTDIR
 # CUDA_HOME (default /usr/local/cuda) gives the headers and libraries. Prints PASS/FAIL/INFO
 # lines; exits 1 on any FAIL.
@@ -45,11 +47,27 @@ print("INFO ipc: %s: leaks %d / %d bytes; summary kinds %s; apis %s" % (
 if who == "parent":
     ok = n == 1 and b == 1048576
     print("%s ipc: parent: 1 leak of 1048576 bytes: %d / %d" % ("PASS" if ok else "FAIL", n, b))
+    imp = (sj.get("dumps") or [{}])[0].get("imported") or {}
+    e = (imp.get("exports"), imp.get("exported_bytes"), imp.get("imports"))
+    ok2 = e == (1, 8388608, 0)
+    print("%s ipc: parent: exported 1 buffer of 8388608 bytes, imported nothing: %s" % ("PASS" if ok2 else "FAIL", e))
+    ok = ok and ok2
 else:
     ok = n == 0
     print("%s ipc: child: no leak of its own: %d / %d" % ("PASS" if ok else "FAIL", n, b))
-    text = json.dumps(sj).lower()
-    print("INFO ipc: child: imported memory in the summary: %s" % ("imported" in text))
+    d0 = (sj.get("dumps") or [{}])[0]
+    imp = d0.get("imported") or {}
+    got = (imp.get("imports"), imp.get("bytes"), imp.get("releases"), imp.get("live_at_exit"))
+    ok2 = got == (1, 8388608, 1, 0)
+    print("%s ipc: child: imported (imports, bytes, releases, live at exit) == (1, 8388608, 1, 0): %s"
+          % ("PASS" if ok2 else "FAIL", got))
+    k = sj["summary"].get("kinds", {})
+    dev = k.get("device", {}).get("allocations", 0)
+    imk = k.get("imported", {}).get("allocations", 0)
+    ok3 = dev == 0 and imk == 1 and d0.get("unmatched_frees") == 0
+    print("%s ipc: child: kind imported 1, device allocations 0, unmatched frees 0: %d, %d, %s"
+          % ("PASS" if ok3 else "FAIL", imk, dev, d0.get("unmatched_frees")))
+    ok = ok and ok2 and ok3
 sys.exit(0 if ok else 1)
 PY
 	[ $? -eq 0 ] || fails=$((fails + 1))

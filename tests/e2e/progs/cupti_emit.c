@@ -161,6 +161,25 @@ static const struct {
 	{DRV, DRVID(cuGraphExecDestroy)},
 	{DRV, DRVID(cuGraphDestroy)},
 	{DRV, DRVID(cuDeviceGraphMemTrim)},
+	/* ---- imported and shared memory, multicast (issue 19 §4) ---- */
+	{RT, RTID(cudaIpcGetMemHandle_v4010)},
+	{RT, RTID(cudaIpcOpenMemHandle_v4010)},
+	{RT, RTID(cudaIpcCloseMemHandle_v4010)},
+	{RT, RTID(cudaMemPoolExportPointer_v11020)},
+	{RT, RTID(cudaMemPoolImportPointer_v11020)},
+	{DRV, DRVID(cuIpcGetMemHandle)},
+	{DRV, DRVID(cuIpcOpenMemHandle_v2)},
+	{DRV, DRVID(cuIpcCloseMemHandle)},
+	{DRV, DRVID(cuMemExportToShareableHandle)},
+	{DRV, DRVID(cuMemImportFromShareableHandle)},
+	{DRV, DRVID(cuMemRetainAllocationHandle)},
+	{DRV, DRVID(cuMemPoolExportPointer)},
+	{DRV, DRVID(cuMemPoolImportPointer)},
+	{DRV, DRVID(cuMulticastCreate)},
+	{DRV, DRVID(cuMulticastAddDevice)},
+	{DRV, DRVID(cuMulticastBindMem)},
+	{DRV, DRVID(cuMulticastBindAddr)},
+	{DRV, DRVID(cuMulticastUnbind)},
 };
 #define NEXPECTED (sizeof expected / sizeof expected[0])
 
