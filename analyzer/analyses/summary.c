@@ -56,13 +56,20 @@ static void text_apis(FILE *f, const struct ct_api_stats *api)
  */
 static void text_graph_pools(FILE *f, const struct ct_model *m)
 {
-	char b1[32], b2[32], b3[32];
+	char b1[32], b2[32], b3[32], b4[32];
 	for (size_t i = 0; i < m->ngpools; i++) {
 		const struct ct_gpool *g = &m->gpools[i];
 		fprintf(f, "  graph pool of device %d: %s reserved at the end (high %s), %s of it in live graph"
 			   " allocations\n",
 			g->device, ct_fmt_bytes(g->reserved, b1, sizeof b1), ct_fmt_bytes(g->reserved_high, b2, sizeof b2),
 			ct_fmt_bytes(g->live, b3, sizeof b3));
+		const struct ct_rec_memsample *ms = ct_model_graph_sample(m, g->device);
+		if (ms)
+			fprintf(f, "    the device's own counters (last sample): %s reserved (high %s), %s used (high %s)\n",
+				ct_fmt_bytes(ms->graph_reserved, b1, sizeof b1),
+				ct_fmt_bytes(ms->graph_reserved_high, b2, sizeof b2),
+				ct_fmt_bytes(ms->graph_used, b3, sizeof b3),
+				ct_fmt_bytes(ms->graph_used_high, b4, sizeof b4));
 	}
 }
 
@@ -84,6 +91,8 @@ static void json_graph_pools(struct ct_json *j, struct ct_model *const *ms, size
 			if (seen)
 				continue;
 			struct ct_gpool t = {.device = dev};
+			uint64_t dv[4] = {0};
+			size_t nsampled = 0;
 			for (size_t e = d; e < nm; e++) {
 				const struct ct_gpool *g = ct_model_gpool(ms[e], dev);
 				if (g) {
@@ -91,12 +100,29 @@ static void json_graph_pools(struct ct_json *j, struct ct_model *const *ms, size
 					t.reserved += g->reserved;
 					t.reserved_high += g->reserved_high;
 				}
+				const struct ct_rec_memsample *s = ct_model_graph_sample(ms[e], dev);
+				if (s) {
+					dv[0] += s->graph_reserved;
+					dv[1] += s->graph_reserved_high;
+					dv[2] += s->graph_used;
+					dv[3] += s->graph_used_high;
+					nsampled++;
+				}
 			}
 			ct_json_dev_key(j, dev);
 			ct_json_obj(j);
 			ct_json_kv_u64(j, "live", t.live);
 			ct_json_kv_u64(j, "reserved", t.reserved);
 			ct_json_kv_u64(j, "reserved_high", t.reserved_high);
+			if (nsampled) { /* the device's own counters, from each dump's last sample */
+				ct_json_key(j, "device_counters");
+				ct_json_obj(j);
+				ct_json_kv_u64(j, "reserved", dv[0]);
+				ct_json_kv_u64(j, "reserved_high", dv[1]);
+				ct_json_kv_u64(j, "used", dv[2]);
+				ct_json_kv_u64(j, "used_high", dv[3]);
+				ct_json_obj_end(j);
+			}
 			ct_json_obj_end(j);
 		}
 	}

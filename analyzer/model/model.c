@@ -725,6 +725,17 @@ const struct ct_gpool *ct_model_gpool(const struct ct_model *m, int device)
 	return NULL;
 }
 
+const struct ct_rec_memsample *ct_model_graph_sample(const struct ct_model *m, int device)
+{
+	const struct ct_rec_memsample *last = NULL;
+	for (size_t i = 0; i < m->nsamples; i++) {
+		const struct ct_sample *x = &m->samples[i];
+		if (x->done && x->s.device == device && (x->s.flags & CT_MEMSAMPLE_F_GRAPH))
+			last = &x->s;
+	}
+	return last;
+}
+
 /* A graph allocation of device stopped being live: its memory stays in the pool's reserve. */
 static void graph_released(struct ct_model *m, int16_t device, uint64_t size)
 {

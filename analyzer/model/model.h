@@ -532,6 +532,13 @@ int ct_model_reconcile(const struct ct_model *m, int device, int last, struct ct
 
 /* The graph pool of device (issue 19 §2), NULL when no graph memory was committed there. */
 const struct ct_gpool *ct_model_gpool(const struct ct_model *m, int device);
+/*
+ * The last device memory sample of device that read the graph memory
+ * attributes (issue 19 §6), NULL when none: the device's own figures for the
+ * graph pool, which keeps memory in chunks larger than the allocations (on
+ * the H200, 32 MiB stayed reserved after a trim around one 16 MiB allocation).
+ */
+const struct ct_rec_memsample *ct_model_graph_sample(const struct ct_model *m, int device);
 
 /* Live-set queries (tests). */
 size_t ct_model_live_count(const struct ct_model *m);

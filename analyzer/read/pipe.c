@@ -30,6 +30,7 @@ enum msg_type {
 	M_END,
 	M_MARK,
 	M_MEMINFO,
+	M_MEMSAMPLE,
 	M_COUNTER,
 	M_UNKNOWN,
 	M_PYSTRING,
@@ -190,6 +191,7 @@ PX_FIXED(px_drops, struct ct_rec_drops, M_DROPS)
 PX_FIXED(px_batch, struct ct_rec_batch, M_BATCH)
 PX_FIXED(px_end, struct ct_rec_end, M_END)
 PX_FIXED(px_meminfo, struct ct_rec_meminfo, M_MEMINFO)
+PX_FIXED(px_memsample, struct ct_rec_memsample, M_MEMSAMPLE)
 #undef PX_FIXED
 
 /* a fixed part and a name of name_len bytes: the process's strings, marks, counters */
@@ -247,6 +249,16 @@ static void px_symbols(void *ctx, const struct ct_rec_symbols *s, const struct c
 	part(part(part(part(o, s, sizeof *s), addrs, na), frames, nf), strings, s->strings_len);
 }
 
+/*
+ * Every callback of struct ct_reader_cb must have its stand-in here: one the
+ * pipe does not forward is silently lost on machines with CT_PIPE_MIN_CPUS
+ * CPUs (a memsample callback added without one lost every device memory
+ * sample there). The count below fails to compile when a member is added:
+ * add its stand-in and message, then the count.
+ */
+_Static_assert(sizeof(struct ct_reader_cb) == 18 * sizeof(void *),
+	       "struct ct_reader_cb changed: forward the new callback in pipe.c");
+
 /* The stand-in callbacks: set where the caller's are, so the reader does the same work. */
 static void proxy_init(struct ct_pipe *p, const struct ct_reader_cb *cb)
 {
@@ -262,6 +274,7 @@ static void proxy_init(struct ct_pipe *p, const struct ct_reader_cb *cb)
 	PX_IF(end);
 	PX_IF(mark);
 	PX_IF(meminfo);
+	PX_IF(memsample);
 	PX_IF(counter);
 	PX_IF(unknown);
 	PX_IF(pystring);
@@ -342,6 +355,9 @@ static void replay_one(const struct ct_reader_cb *cb, enum msg_type type, struct
 		return;
 	case M_MEMINFO:
 		cb->meminfo(x, take(c, sizeof(struct ct_rec_meminfo)));
+		return;
+	case M_MEMSAMPLE:
+		cb->memsample(x, take(c, sizeof(struct ct_rec_memsample)));
 		return;
 	case M_MARK: {
 		const struct ct_rec_mark *mk = take(c, sizeof *mk);

@@ -1383,6 +1383,12 @@ static void tr_meminfo(void *ctx, const struct ct_rec_meminfo *mi)
 	tr_mix(ctx, 9, mi, sizeof *mi);
 }
 
+static void tr_memsample(void *ctx, const struct ct_rec_memsample *ms)
+{
+	tr_call(ctx, 16);
+	tr_mix(ctx, 16, ms, sizeof *ms);
+}
+
 static void tr_counter(void *ctx, const struct ct_rec_counter *c, const char *name, size_t len)
 {
 	tr_call(ctx, 10);
@@ -1446,6 +1452,7 @@ static struct ct_reader_cb trace_cb(struct trace *t)
 				  .end = tr_end,
 				  .mark = tr_mark,
 				  .meminfo = tr_meminfo,
+				  .memsample = tr_memsample,
 				  .counter = tr_counter,
 				  .unknown = tr_unknown,
 				  .pystring = tr_pystring,
@@ -1503,6 +1510,13 @@ static void pipe_dump(struct dg *g, size_t nevents)
 		if (i % 4001 == 0) {
 			dg_mark(g, ts, tid, "step");
 			dg_meminfo(g, ts, ts - 5, tid, 0, 1u << 20, 1u << 30);
+			struct ct_rec_memsample ms;
+			memset(&ms, 0, sizeof ms);
+			ms.rec.type = CT_REC_MEMSAMPLE;
+			ms.ts_ns = ts;
+			ms.free_bytes = i;
+			ms.total_bytes = 1u << 30;
+			dg_record(g, &ms, sizeof ms, NULL, 0, 0);
 			dg_drops(g, ts, 3, tid);
 			dg_raw(g, 250, 16, NULL, 0); /* unknown type */
 		}
