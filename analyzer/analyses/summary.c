@@ -115,12 +115,13 @@ static void json_graph_pools(struct ct_json *j, struct ct_model *const *ms, size
 			ct_json_kv_u64(j, "reserved", t.reserved);
 			ct_json_kv_u64(j, "reserved_high", t.reserved_high);
 			if (nsampled) { /* the device's own counters, from each dump's last sample */
+				const struct ct_json_u64 kv[] = {{"reserved", dv[0]},
+								 {"reserved_high", dv[1]},
+								 {"used", dv[2]},
+								 {"used_high", dv[3]}};
 				ct_json_key(j, "device_counters");
 				ct_json_obj(j);
-				ct_json_kv_u64(j, "reserved", dv[0]);
-				ct_json_kv_u64(j, "reserved_high", dv[1]);
-				ct_json_kv_u64(j, "used", dv[2]);
-				ct_json_kv_u64(j, "used_high", dv[3]);
+				ct_json_kv_u64s(j, kv, sizeof kv / sizeof kv[0]);
 				ct_json_obj_end(j);
 			}
 			ct_json_obj_end(j);

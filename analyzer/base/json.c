@@ -197,6 +197,12 @@ void ct_json_kv_u64(struct ct_json *j, const char *key, uint64_t v)
 	ct_json_u64(j, v);
 }
 
+void ct_json_kv_u64s(struct ct_json *j, const struct ct_json_u64 *kv, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		ct_json_kv_u64(j, kv[i].key, kv[i].v);
+}
+
 void ct_json_kv_i64(struct ct_json *j, const char *key, int64_t v)
 {
 	ct_json_key(j, key);

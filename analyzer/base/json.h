@@ -34,6 +34,12 @@ void ct_json_bool(struct ct_json *j, int v);
 void ct_json_null(struct ct_json *j);
 /* A key and its value in one call. */
 void ct_json_kv_u64(struct ct_json *j, const char *key, uint64_t v);
+/* A named number, for writing a run of them from one table (ct_json_kv_u64s). */
+struct ct_json_u64 {
+	const char *key;
+	uint64_t v;
+};
+void ct_json_kv_u64s(struct ct_json *j, const struct ct_json_u64 *kv, size_t n);
 void ct_json_kv_i64(struct ct_json *j, const char *key, int64_t v);
 void ct_json_kv_str(struct ct_json *j, const char *key, const char *s);
 void ct_json_kv_bool(struct ct_json *j, const char *key, int v);

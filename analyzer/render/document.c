@@ -15,29 +15,35 @@
  */
 static void json_imports(struct ct_json *j, const struct ct_imports *im)
 {
+	const struct ct_json_u64 top[] = {
+		{"imports", im->imports},
+		{"maps", im->maps},
+		{"bytes", im->bytes},
+		{"releases", im->releases},
+		{"live_at_exit", im->live_at_exit},
+		{"live_bytes_at_exit", im->live_bytes_at_exit},
+		{"exports", im->exports},
+		{"exported_bytes", im->exported_bytes},
+		{"retains", im->retains},
+		{"retain_releases", im->retain_releases},
+		{"self_imports", im->self_imports},
+	};
+	const struct ct_json_u64 mc[] = {
+		{"created", im->mc_created},
+		{"bytes", im->mc_bytes},
+		{"released", im->mc_released},
+		{"live_at_exit", im->mc_live_at_exit},
+		{"devices_added", im->mc_devices},
+		{"binds", im->mc_binds},
+		{"bind_bytes", im->mc_bind_bytes},
+		{"unbinds", im->mc_unbinds},
+	};
 	ct_json_key(j, "imported");
 	ct_json_obj(j);
-	ct_json_kv_u64(j, "imports", im->imports);
-	ct_json_kv_u64(j, "maps", im->maps);
-	ct_json_kv_u64(j, "bytes", im->bytes);
-	ct_json_kv_u64(j, "releases", im->releases);
-	ct_json_kv_u64(j, "live_at_exit", im->live_at_exit);
-	ct_json_kv_u64(j, "live_bytes_at_exit", im->live_bytes_at_exit);
-	ct_json_kv_u64(j, "exports", im->exports);
-	ct_json_kv_u64(j, "exported_bytes", im->exported_bytes);
-	ct_json_kv_u64(j, "retains", im->retains);
-	ct_json_kv_u64(j, "retain_releases", im->retain_releases);
-	ct_json_kv_u64(j, "self_imports", im->self_imports);
+	ct_json_kv_u64s(j, top, sizeof top / sizeof top[0]);
 	ct_json_key(j, "multicast");
 	ct_json_obj(j);
-	ct_json_kv_u64(j, "created", im->mc_created);
-	ct_json_kv_u64(j, "bytes", im->mc_bytes);
-	ct_json_kv_u64(j, "released", im->mc_released);
-	ct_json_kv_u64(j, "live_at_exit", im->mc_live_at_exit);
-	ct_json_kv_u64(j, "devices_added", im->mc_devices);
-	ct_json_kv_u64(j, "binds", im->mc_binds);
-	ct_json_kv_u64(j, "bind_bytes", im->mc_bind_bytes);
-	ct_json_kv_u64(j, "unbinds", im->mc_unbinds);
+	ct_json_kv_u64s(j, mc, sizeof mc / sizeof mc[0]);
 	ct_json_obj_end(j);
 	ct_json_obj_end(j);
 }

@@ -1352,49 +1352,29 @@ static void tr_module(void *ctx, const struct ct_rec_module *m, const uint8_t *b
 	tr_mix(ctx, 4, path, len);
 }
 
-static void tr_drops(void *ctx, const struct ct_rec_drops *d)
-{
-	tr_call(ctx, 5);
-	tr_mix(ctx, 5, d, sizeof *d);
-}
-
-static void tr_batch(void *ctx, const struct ct_rec_batch *b)
-{
-	tr_call(ctx, 6);
-	tr_mix(ctx, 6, b, sizeof *b);
-}
-
-static void tr_end(void *ctx, const struct ct_rec_end *e)
-{
-	tr_call(ctx, 7);
-	tr_mix(ctx, 7, e, sizeof *e);
-}
-
-static void tr_mark(void *ctx, const struct ct_rec_mark *m, const char *name, size_t len)
-{
-	tr_call(ctx, 8);
-	tr_mix(ctx, 8, m, sizeof *m);
-	tr_mix(ctx, 8, name, len);
-}
-
-static void tr_meminfo(void *ctx, const struct ct_rec_meminfo *mi)
-{
-	tr_call(ctx, 9);
-	tr_mix(ctx, 9, mi, sizeof *mi);
-}
-
-static void tr_memsample(void *ctx, const struct ct_rec_memsample *ms)
-{
-	tr_call(ctx, 16);
-	tr_mix(ctx, 16, ms, sizeof *ms);
-}
-
-static void tr_counter(void *ctx, const struct ct_rec_counter *c, const char *name, size_t len)
-{
-	tr_call(ctx, 10);
-	tr_mix(ctx, 10, c, sizeof *c);
-	tr_mix(ctx, 10, name, len);
-}
+/* callbacks of one fixed struct, and of a fixed struct and a name */
+#define TR_FIXED(fn, type, what)                                                                    \
+	static void fn(void *ctx, const type *r)                                                    \
+	{                                                                                           \
+		tr_call(ctx, what);                                                                 \
+		tr_mix(ctx, what, r, sizeof *r);                                                    \
+	}
+TR_FIXED(tr_drops, struct ct_rec_drops, 5)
+TR_FIXED(tr_batch, struct ct_rec_batch, 6)
+TR_FIXED(tr_end, struct ct_rec_end, 7)
+TR_FIXED(tr_meminfo, struct ct_rec_meminfo, 9)
+TR_FIXED(tr_memsample, struct ct_rec_memsample, 16)
+#undef TR_FIXED
+#define TR_NAMED(fn, type, what)                                                                    \
+	static void fn(void *ctx, const type *r, const char *name, size_t len)                      \
+	{                                                                                           \
+		tr_call(ctx, what);                                                                 \
+		tr_mix(ctx, what, r, sizeof *r);                                                    \
+		tr_mix(ctx, what, name, len);                                                       \
+	}
+TR_NAMED(tr_mark, struct ct_rec_mark, 8)
+TR_NAMED(tr_counter, struct ct_rec_counter, 10)
+#undef TR_NAMED
 
 static void tr_unknown(void *ctx, unsigned type, uint64_t off, uint32_t size)
 {
