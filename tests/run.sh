@@ -23,11 +23,6 @@ if [ "${1:-}" = --one ]; then
 		echo "SKIP $name: not run under ThreadSanitizer: one thread after the reading (tests/run.sh, tsan_skip)"
 		exit 0
 	fi
-	if [ "$1" = skip-tsan-defect ]; then
-		echo skip >"$res_dir/$key"
-		echo "SKIP $name: a KNOWN DEFECT under ThreadSanitizer, which runs signal handlers unwrapped: a traced call inside one may make the shim's first memory sample look up libcuda (dlopen, which allocates when the driver is not loaded); the fix waits for its GPU run (README, Limitations; tests/run.sh, tsan_defect)"
-		exit 0
-	fi
 	if [ "$1" = skip-asan ]; then
 		echo skip >"$res_dir/$key"
 		echo "SKIP $name: not run under ASan+UBSan: a report's contents; the fuzz step runs every report under ASan+UBSan (tests/run.sh, asan_skip)"
@@ -97,8 +92,6 @@ e2e/t_hostile_memory e2e/t_hostile_output e2e/t_python_offsets e2e/t_python_gpuc
 e2e/t_python_versions e2e/t_growth e2e/t_streams e2e/t_bomb unit/test_symbols e2e/t_torch_layers
 e2e/t_ranks e2e/t_pytest e2e/t_pypkg e2e/t_usage e2e/t_labels e2e/t_header_only e2e/t_symbols_debuginfo
 e2e/t_imports e2e/t_nccl_comms"
-# Known defects that only the TSan pass shows, each with its reason in --one above.
-tsan_defect="e2e/t_hostile_sig_dlopen"
 # (t_imports and t_nccl_comms, issue 19: one-threaded programs, then what the reports say of
 # their imported memory and NCCL communicators.)
 # (t_pypkg calls the C API from Python's one thread: no two threads meet there; t_pyboot's
@@ -156,18 +149,11 @@ plain_only="e2e/t_install e2e/t_man e2e/t_ci_examples"
 tsan_filter() {
 	# the lists on one line each, once
 	tsan_one=$(echo $tsan_skip)
-	tsan_defect_one=$(echo $tsan_defect)
 	asan_one=$(echo $asan_skip)
 	while read -r name cmd; do
 		case "${SANITIZE:-}: $plain_only " in
 		?*:*" $name "*)
 			echo "$name skip-plain-only"
-			continue
-			;;
-		esac
-		case "${SANITIZE:-}: $tsan_defect_one " in
-		thread:*" $name "*)
-			echo "$name skip-tsan-defect"
 			continue
 			;;
 		esac
