@@ -64,8 +64,6 @@ struct ct_pipe {
 	struct ct_read_opts opts;
 	struct ct_read_result *res;
 	struct ct_reader_cb proxy;
-	/* the calling thread's */
-	const struct ct_reader_cb *cb;
 };
 
 static size_t pad8(size_t n)
@@ -84,34 +82,41 @@ static struct block *block_new(size_t cap)
 	return b;
 }
 
-/* Queue the current block (if it holds anything) and start one of at least need bytes. */
-static void rotate(struct ct_pipe *p, size_t need)
+/* Hand the current block, if it holds anything, to the calling thread (waiting for room in the queue). */
+static void queue_cur(struct ct_pipe *p)
+{
+	if (!p->cur || !p->cur->len)
+		return;
+	pthread_mutex_lock(&p->mu);
+	while (p->queued >= QUEUE_MAX)
+		pthread_cond_wait(&p->room, &p->mu);
+	if (p->tail)
+		p->tail->next = p->cur;
+	else
+		p->head = p->cur;
+	p->tail = p->cur;
+	p->queued++;
+	pthread_cond_signal(&p->filled);
+	pthread_mutex_unlock(&p->mu);
+	p->cur = NULL;
+}
+
+/* Make the current block an empty one of at least need bytes: a spare one when it is large enough. */
+static void start_block(struct ct_pipe *p, size_t need)
 {
 	struct block *fresh = NULL;
-	pthread_mutex_lock(&p->mu);
-	if (p->cur && p->cur->len) {
-		while (p->queued >= QUEUE_MAX)
-			pthread_cond_wait(&p->room, &p->mu);
-		if (p->tail)
-			p->tail->next = p->cur;
-		else
-			p->head = p->cur;
-		p->tail = p->cur;
-		p->queued++;
-		p->cur = NULL;
-		pthread_cond_signal(&p->filled);
-	}
-	if (!p->cur && need <= BLOCK_BYTES && p->spare) {
+	if (need <= BLOCK_BYTES) {
+		pthread_mutex_lock(&p->mu);
 		fresh = p->spare;
-		p->spare = fresh->next;
+		if (fresh)
+			p->spare = fresh->next;
+		pthread_mutex_unlock(&p->mu);
 	}
-	pthread_mutex_unlock(&p->mu);
-	if (p->cur) /* empty and large enough: keep it */
-		return;
 	if (!fresh)
 		fresh = block_new(need > BLOCK_BYTES ? need : BLOCK_BYTES);
 	fresh->next = NULL;
 	fresh->len = 0;
+	free(p->cur); /* an empty one too small for need */
 	p->cur = fresh;
 }
 
@@ -119,8 +124,10 @@ static void rotate(struct ct_pipe *p, size_t need)
 static unsigned char *msg(struct ct_pipe *p, enum msg_type type, size_t len)
 {
 	size_t need = sizeof(struct msg) + len;
-	if (!p->cur || p->cur->cap - p->cur->len < need)
-		rotate(p, need);
+	if (!p->cur || p->cur->cap - p->cur->len < need) {
+		queue_cur(p);
+		start_block(p, need);
+	}
 	unsigned char *o = p->cur->data + p->cur->len;
 	struct msg h = {.type = type, .len = (uint32_t)len};
 	memcpy(o, &h, sizeof h);
@@ -292,7 +299,7 @@ static void *reading(void *arg)
 	struct ct_read_opts o = p->opts;
 	o.pipeline = -1;
 	ct_read_file(p->path, &o, &p->proxy, p->res);
-	rotate(p, 0);
+	queue_cur(p);
 	pthread_mutex_lock(&p->mu);
 	p->done = 1;
 	pthread_cond_signal(&p->filled);
@@ -430,7 +437,6 @@ int ct_pipe_read_file(const char *path, const struct ct_read_opts *opts,
 	if (opts)
 		p->opts = *opts;
 	p->res = res;
-	p->cb = cb;
 	proxy_init(p, cb);
 	pthread_t th;
 	if (pthread_create(&th, NULL, reading, p) != 0) {
