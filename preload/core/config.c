@@ -39,6 +39,8 @@ static struct ct_option_desc ct_options[CT_OPT_COUNT] = {
 	[CT_OPT_PYTHON_BOOT] = {"CUMTRACE_PYTHON_BOOT", 1, 0, 1, 0, NULL},
 	/* ---- the memory no allocation call shows (issue 19 §6) ---- */
 	[CT_OPT_MEMSAMPLE_MS] = {"CUMTRACE_MEMSAMPLE_MS", 100, 0, 3600000, 0, NULL},
+	/* ---- diagnostics ---- */
+	[CT_OPT_SELFTIME] = {"CUMTRACE_SELFTIME", 0, 0, 1, 0, NULL},
 };
 
 static _Atomic int ct_options_done;

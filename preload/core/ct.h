@@ -45,6 +45,7 @@ enum ct_option {
 	CT_OPT_PYTHON_BOOT, /* CUMTRACE_PYTHON_BOOT: 0 = no Python bootstrap (pyboot.c) */
 	/* ---- the memory no allocation call shows (issue 19 §6) ---- */
 	CT_OPT_MEMSAMPLE_MS, /* CUMTRACE_MEMSAMPLE_MS: device memory samples at most this often, 0 = none */
+	CT_OPT_SELFTIME,     /* CUMTRACE_SELFTIME: 1 = the shim's own time per traced call, at exit */
 	CT_OPT_COUNT
 };
 
@@ -474,6 +475,14 @@ CT_HIDDEN uint32_t ct_current_tid(void);
 
 /* Append a ready-made record (e.g. a mark) from the current thread. */
 CT_HIDDEN void ct_record_raw(const void *rec, uint32_t len);
+
+/*
+ * CUMTRACE_SELFTIME=1: the shim's own time in the calls that take stacks
+ * (allocations and the like), from the real call's return to the end of the
+ * recording, split into native stack, Python frames and the rest; printed on
+ * stderr at exit by ct_selftime_report. Off, it costs one predicted branch.
+ */
+CT_HIDDEN void ct_selftime_report(void);
 
 /* Events written outside any ring (after exit); ring events are counted per ring. */
 extern _Atomic uint64_t ct_events_recorded CT_HIDDEN;

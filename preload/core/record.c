@@ -23,6 +23,45 @@ __thread struct ct_thread ct_tls __attribute__((tls_model("initial-exec")));
 
 _Atomic uint64_t ct_events_recorded;
 
+/* ---- CUMTRACE_SELFTIME (ct.h) ---------------------------------------------------- */
+
+enum { CT_SELF_CALLS, CT_SELF_STACK, CT_SELF_PYTHON, CT_SELF_RECORD, CT_SELF_REAL, CT_SELF_N };
+static _Atomic uint64_t ct_self[CT_SELF_N];
+static _Atomic uint64_t ct_self_first_ticks, ct_self_first_ns;
+
+/* Add one call's phases: t0 entry, t1 the real call's return, then the ends of stack, Python, record. */
+static void ct_selftime_add(uint64_t t0, uint64_t t1, uint64_t ts, uint64_t tp, uint64_t te)
+{
+	uint64_t zero = 0;
+	if (!atomic_load_explicit(&ct_self_first_ticks, memory_order_relaxed) &&
+	    atomic_compare_exchange_strong(&ct_self_first_ticks, &zero, t0))
+		atomic_store(&ct_self_first_ns, ct_now_ns());
+	atomic_fetch_add_explicit(&ct_self[CT_SELF_CALLS], 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&ct_self[CT_SELF_REAL], t1 - t0, memory_order_relaxed);
+	atomic_fetch_add_explicit(&ct_self[CT_SELF_STACK], ts - t1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&ct_self[CT_SELF_PYTHON], tp - ts, memory_order_relaxed);
+	atomic_fetch_add_explicit(&ct_self[CT_SELF_RECORD], te - tp, memory_order_relaxed);
+}
+
+void ct_selftime_report(void)
+{
+	static _Atomic int said;
+	uint64_t calls = atomic_load(&ct_self[CT_SELF_CALLS]);
+	uint64_t t0 = atomic_load(&ct_self_first_ticks), ns0 = atomic_load(&ct_self_first_ns);
+	uint64_t t = ct_ticks(), ns = ct_now_ns();
+	if (!ct_option(CT_OPT_SELFTIME) || !calls || t <= t0 || ns <= ns0)
+		return;
+	double per = (double)(ns - ns0) / (double)(t - t0) / (double)calls; /* ns per tick per call */
+	double st = (double)atomic_load(&ct_self[CT_SELF_STACK]) * per;
+	double py = (double)atomic_load(&ct_self[CT_SELF_PYTHON]) * per;
+	double rec = (double)atomic_load(&ct_self[CT_SELF_RECORD]) * per;
+	double real = (double)atomic_load(&ct_self[CT_SELF_REAL]) * per;
+	ct_warn_once(&said,
+		     "self time: %llu calls with stacks, per call %.0f ns in the shim after the real "
+		     "call (native stack %.0f, Python frames %.0f, record %.0f), real call %.0f ns",
+		     (unsigned long long)calls, st + py + rec, st, py, rec, real);
+}
+
 static uint32_t ct_thread_tid(struct ct_thread *t)
 {
 	if (CT_UNLIKELY(t->tid == 0))
@@ -204,9 +243,12 @@ static CT_ALWAYS_INLINE inline void ct_call_end_full(struct ct_call *call, uint6
 		depth = call->layer == CT_LAYER_CUPTI
 				? ct_cupti_stack_capture(ips, (int)want)
 				: ct_stack_capture_at(ips, (int)want, call->frame, &hash);
+	int timed = CT_UNLIKELY(ct_option(CT_OPT_SELFTIME)) && stacks;
+	uint64_t t_stack = timed ? ct_ticks() : 0;
 	uint32_t py_id = 0;
 	if (stacks && call->layer != CT_LAYER_CUPTI)
 		py_id = ct_py_capture(ct_py_emit, t);
+	uint64_t t_py = timed ? ct_ticks() : 0;
 
 	if (CT_UNLIKELY(atomic_load_explicit(&ct_state, memory_order_acquire) ==
 			CT_STATE_FINISHED)) {
@@ -263,6 +305,8 @@ static CT_ALWAYS_INLINE inline void ct_call_end_full(struct ct_call *call, uint6
 	}
 	ct_ring_nudge(ring); /* under the lock: cached_tail is the producer's */
 	ct_ring_unlock(ring);
+	if (timed)
+		ct_selftime_add(call->t0, t1, t_stack, t_py, ct_ticks());
 }
 
 void ct_call_end_slow(struct ct_call *call, uint64_t t1)

@@ -367,6 +367,8 @@ static void *ct_substitute(const struct ct_hook *h, void *real)
 {
 	if (!h || !real || ct_is_own_address(real))
 		return real;
+	if (h->layer == CT_LAYER_DRIVER)
+		ct_driver_note();
 	struct ct_real *r = h->real;
 	void *cur = atomic_load_explicit(&r->fn, memory_order_acquire);
 	if (!cur && h->layer == CT_LAYER_RUNTIME) {

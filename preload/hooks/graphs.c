@@ -32,6 +32,8 @@ static ct_capture_info_fn ct_graph_resolve(ct_ctx_current_fn *cur)
 {
 	void *info = atomic_load_explicit(&ct_gr_capture_info, memory_order_acquire);
 	if (!info && !atomic_load_explicit(&ct_gr_missing, memory_order_relaxed)) {
+		if (!atomic_load_explicit(&ct_driver_seen, memory_order_relaxed))
+			return NULL; /* no driver loaded yet (hooks.h): no capture either */
 		void *lib = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE);
 		void *c = ct_driver_symbol(lib, "cuCtxGetCurrent");
 		info = ct_driver_symbol(lib, "cuStreamGetCaptureInfo_v3");

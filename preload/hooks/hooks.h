@@ -73,6 +73,20 @@ static inline void *ct_real_fn(struct ct_real *real, const char *name, const voi
 CT_HIDDEN void ct_meminfo_after_failure(const struct ct_call *c);
 
 /*
+ * 1 once a real driver function was handed out (cuGetProcAddress, dlsym) or
+ * returned success: libcuda is loaded. Until then the driver queries above
+ * (meminfo.c, graphs.c) do not look for it: dlopen of a library that is not
+ * there makes an error record (malloc), which a signal handler the shim
+ * cannot see (README, Limitations) must not do.
+ */
+extern _Atomic int ct_driver_seen CT_HIDDEN;
+static inline void ct_driver_note(void)
+{
+	if (CT_UNLIKELY(!atomic_load_explicit(&ct_driver_seen, memory_order_relaxed)))
+		atomic_store_explicit(&ct_driver_seen, 1, memory_order_relaxed);
+}
+
+/*
  * name in the driver: dlsym on lib (the loaded libcuda.so.1, opened with
  * RTLD_NOLOAD, never loaded here) when given, else the next definition after
  * libcumtrace; NULL when there is none or it is cumtrace's own (meminfo.c).
@@ -115,8 +129,11 @@ static inline void ct_memsample_after(unsigned op, const struct ct_call *c)
 	if (op == CT_OP_STREAM_SYNC || op == CT_OP_DEVICE_SYNC) {
 		if (c->result == 0)
 			ct_memsample(CT_MEMSAMPLE_SYNC, c->device);
-	} else if (ct_op_wants_stack(op) &&
+	} else if (ct_op_wants_stack(op) && c->result == 0 &&
 		   CT_UNLIKELY(!atomic_load_explicit(&ct_memsample_first_done, memory_order_relaxed))) {
+		/* after a success only: the runtime has loaded the driver by then, so looking it
+		 * up (dlopen with RTLD_NOLOAD) finds it and makes no error record (malloc), which
+		 * matters in a signal handler the shim cannot see (README, Limitations) */
 		ct_memsample(CT_MEMSAMPLE_FIRST, c->device);
 	}
 }
@@ -228,6 +245,8 @@ static inline void ct_torch_note_caller(const void *ret)
 		c.result = (int32_t)rc;                                                       \
 		if (rc == ok) {                                                               \
 			out;                                                                  \
+			if (layer_ == CT_LAYER_DRIVER)                                        \
+				ct_driver_note();                                             \
 		}                                                                             \
 		ct_call_end(&c, CT_OP_##op_);                                                 \
 		if (CT_UNLIKELY(rc != ok))                                                    \

@@ -27,6 +27,7 @@ typedef CUresult (*ct_mem_get_info_fn)(size_t *free_bytes, size_t *total);
 static void *_Atomic ct_mi_ctx_get_current;
 static void *_Atomic ct_mi_ctx_get_device;
 static void *_Atomic ct_mi_mem_get_info; /* set last: the other two are valid once it is */
+_Atomic int ct_driver_seen;
 
 void *ct_driver_symbol(void *lib, const char *name)
 {
@@ -43,6 +44,8 @@ static int ct_meminfo_resolve(void)
 {
 	if (atomic_load_explicit(&ct_mi_mem_get_info, memory_order_acquire))
 		return 1;
+	if (!atomic_load_explicit(&ct_driver_seen, memory_order_relaxed))
+		return 0; /* not loaded yet, as far as the shim saw (hooks.h) */
 	/* RTLD_NODELETE: the cached pointers stay valid for good (like ct_pin) */
 	void *lib = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE);
 	void *cur = ct_driver_symbol(lib, "cuCtxGetCurrent");
@@ -147,7 +150,8 @@ void ct_memsample_pool(uint64_t pool, int device, int live)
 
 static void ct_ms_resolve(void)
 {
-	if (atomic_load_explicit(&ct_ms_looked, memory_order_acquire))
+	if (atomic_load_explicit(&ct_ms_looked, memory_order_acquire) ||
+	    !atomic_load_explicit(&ct_driver_seen, memory_order_relaxed))
 		return;
 	void *lib = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE);
 	if (!lib)

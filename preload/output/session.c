@@ -310,6 +310,7 @@ static void ct_session_end(struct ct_session *s)
 		return;
 	}
 	int saved_errno = errno;
+	ct_selftime_report();
 	ct_writer_join();
 	pthread_mutex_lock(&ct_round_lock);
 	/* ct_round skips nothing in FINISHED state: it checks only DISABLED. */

@@ -15,15 +15,6 @@ sig_unwrapped_under_tsan() {
 	fi
 }
 
-# Under ThreadSanitizer the handlers run unwrapped (above), so a traced call in one can
-# take the shim's first device memory sample, whose lookup of the driver (which the null
-# runtime never loads) allocates inside the handler: a known defect (README, Limitations,
-# "Known defect"), with its fix waiting for a GPU run. The samples are off in that build,
-# so that these tests keep checking what they are for.
-if tsan_build; then
-	export CUMTRACE_MEMSAMPLE_MS=0
-fi
-
 # sig_run NAME LIMIT ARGS...: hostile_signal ARGS traced into $T/NAME.*.dump,
 # its output in $T/NAME.out; killed with SIGKILL after LIMIT seconds (its
 # handler blocks SIGTERM). Fails unless it exits 0.

@@ -1,6 +1,6 @@
 # Every runtime allocation path: exact counts, bytes, failures, leaks, peak.
 . tests/e2e/lib.sh
-traced basic "$PROGS/basic" >"$T/expect.txt"
+traced basic "$PROGS/basic" >"$T/expect.txt" 2>"$T/basic.err"
 dump=$(dump_of basic)
 report "$T/leaks.json" leaks "$dump"
 report "$T/peak.json" peak "$dump"
@@ -41,3 +41,10 @@ rc=0
 expect_eq "fail-on growth, no steps: exit" "$rc" 0
 expect_eq "fail-on growth, no steps: stderr" "$(cat "$T/growth.err")" \
 	"cumtrace-report: $dump: growth not judged: no step boundaries (mark steps: cumtrace.step(), NVTX ranges, --steps)"
+# CUMTRACE_SELFTIME=1: one line at exit counting every call that took stacks (those events carry one).
+traced self env CUMTRACE_SELFTIME=1 "$PROGS/basic" >/dev/null 2>"$T/self.err" || fail "selftime run exited $?"
+n=$(sed -n 's/^cumtrace: self time: \([0-9]*\) calls with stacks, per call [0-9]* ns in the shim .*/\1/p' "$T/self.err")
+expect_eq "selftime calls = events with a stack" "$n" \
+	"$(python3 "$ROOT/bin/ctdump.py" "$(dump_of self)" | grep -c ' event .* stack=[1-9]')"
+grep -q "self time" "$T/basic.err" && fail "self time printed without CUMTRACE_SELFTIME"
+echo "ok: CUMTRACE_SELFTIME"

@@ -28,6 +28,8 @@
 #                       the allocator mode MODE (default, expandable, async, nocache: fw_overhead.py's
 #                       MODES), with two more configurations: Python frames off (nopy) and Python
 #                       frames and native stacks off (bare)
+#   selftime[@MODES]    fw_selftime.py: the shim's own time per call and per step (CUMTRACE_SELFTIME=1)
+#                       in the training loop, layer on and off, per allocator mode (OVH_CPUS pins)
 #   analyzer-bench      tests/gpu/analyzer_bench.sh: cumtrace-report leaks against heaptrack_print
 #                       on every CPU and on two (the kit packed with GPU_PACK_BENCH=1)
 #   nccl                tests/gpu/nccl_ws1.py (torch.distributed, NCCL, world size 1: no unmatched free)
@@ -94,6 +96,11 @@ for arg in "$@"; do
 		step "cost_$mode" "$secs" env "${menv[@]}" python3 "$ROOT/tests/gpu/fw_cost.py" --kit "$KIT" \
 			--out "/tmp/cost-$mode" --cpus 1,2,3,4,5,6,7 --config nopy=CUMTRACE_PYTHON=0 \
 			--config bare=CUMTRACE_PYTHON=0,CUMTRACE_STACK_DEPTH=0 ;;
+	selftime*)
+		modes=default,expandable,async,nocache
+		case $name in *@*) modes=${name#*@} ;; esac
+		step "$(echo "$name" | tr "@," "__")" "$secs" python3 "$ROOT/tests/gpu/fw_selftime.py" --kit "$KIT" \
+			--out /tmp/selftime --modes "$modes" --steps "${SELF_STEPS:-300}" ;;
 	analyzer-bench)
 		step "$name" "$secs" bash "$ROOT/tests/gpu/analyzer_bench.sh" "$KIT" "${BENCH_REPS:-9}" ;;
 	behaviour)

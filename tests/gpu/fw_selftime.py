@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""Where the traced training loop's time goes in the shim, per allocator mode: the loop of
+fw_overhead.py (mlp4096) run untraced, then traced with the framework layer on and off under
+CUMTRACE_SELFTIME=1, which makes the shim add up its own time in every call that takes stacks
+(from the real call's return to the end of the recording: native stack, Python frames, the
+record) and print it at exit. Unlike steps/s ratios, these figures do not move with the GPU's
+queue or the machine's other work.
+
+usage: python3 tests/gpu/fw_selftime.py --kit gpu-kit --out DIR [--modes M,...] [--steps N]
+
+Prints per mode and configuration: calls with stacks per step, ns per call in the shim (and
+its parts), us per step, and that time as a share of the untraced step. The counts include the
+warm-up and the model's set-up (30 + N steps are run; with N = 300 the set-up's few calls do
+not move the per-step figures). Time outside those calls (frees, the writer thread) is not in
+it: the A/B steps/s runs (fw_overhead_ab.py) measure everything together.
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fw_overhead import MODEL, MODES, child_env  # noqa: E402
+
+CHILD = r'''
+import json, sys, time, torch
+steps = int(sys.argv[1])
+model_name = "mlp4096"
+''' + MODEL + r'''
+for _ in range(30):
+    step()
+torch.cuda.synchronize()
+t0 = time.perf_counter()
+for _ in range(steps):
+    step()
+torch.cuda.synchronize()
+print("RESULT " + json.dumps({"steps": steps, "secs": time.perf_counter() - t0}), flush=True)
+'''
+
+SELF = re.compile(r"self time: (\d+) calls with stacks, per call (\d+) ns in the shim after the real "
+                  r"call \(native stack (\d+), Python frames (\d+), record (\d+)\), real call (\d+) ns")
+
+
+def run(args, script, mode, traced, layer):
+    env = child_env(args, mode, traced, layer, "selftime")
+    if traced:
+        env["CUMTRACE_SELFTIME"] = "1"
+    cmd = [sys.executable, script, str(args.steps)]
+    if args.cpus:
+        cmd = ["taskset", "-c", args.cpus] + cmd
+    p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                       timeout=600)
+    res = None
+    for line in p.stdout.splitlines():
+        if line.startswith("RESULT "):
+            res = json.loads(line[len("RESULT "):])
+    m = SELF.search(p.stderr)
+    if res is None or (traced and m is None):
+        print("FAIL %s %s: rc %d %s" % (mode, "traced" if traced else "untraced", p.returncode,
+                                        p.stderr[-400:]))
+        return None
+    if m:
+        res["self"] = [int(x) for x in m.groups()]
+    return res
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--kit", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--modes", default="default,expandable,async,nocache")
+    ap.add_argument("--steps", type=int, default=300)
+    ap.add_argument("--cpus", default=os.environ.get("OVH_CPUS", ""))
+    args = ap.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    script = os.path.join(args.out, "selftime_child.py")
+    with open(script, "w") as f:
+        f.write(CHILD)
+    raw = {}
+    print("mode        config  steps/s  calls/step  ns/call in shim (stack, Python, record)  "
+          "real ns/call  shim us/step  share of untraced step")
+    for mode in args.modes.split(","):
+        base = run(args, script, mode, False, False)
+        raw[mode] = {"untraced": base}
+        if not base:
+            continue
+        step_us = base["secs"] / base["steps"] * 1e6
+        print("%-11s untraced %7.1f" % (mode, base["steps"] / base["secs"]))
+        for name, layer in (("on", True), ("off", False)):
+            r = run(args, script, mode, True, layer)
+            raw[mode][name] = r
+            if not r:
+                continue
+            calls, per, st, py, rec, real = r["self"]
+            per_step = calls / (r["steps"] + 30)
+            us = per_step * per / 1000.0
+            print("%-11s %-7s %7.1f  %10.1f  %5d (%d, %d, %d)  %27d  %12.1f  %6.2f%%"
+                  % (mode, name, r["steps"] / r["secs"], per_step, per, st, py, rec, real, us,
+                     100.0 * us / step_us))
+    print("RAW " + json.dumps(raw))
+
+
+if __name__ == "__main__":
+    main()
