@@ -332,9 +332,21 @@ CT_HIDDEN int ct_stack_capture(uint64_t *ips, int max);
  * (struct ct_call.frame, x86-64): from the thread's stack cache when the
  * cached stack is proven still current (stackcache.c), else unwound and
  * cached. frame NULL, or the cache off: ct_stack_capture. *hash is the
- * stack's ct_stack_hash when the cache knows it, else 0.
+ * stack's ct_stack_hash when the cache knows it, else 0. *id is the stack's
+ * interned id when the cache entry holds one (ct_stack_cache_note_id) from
+ * this generation of the table (ct_stack_generation), else 0; when it is set,
+ * ips is NOT filled: the stack's record was written already.
  */
-CT_HIDDEN int ct_stack_capture_at(uint64_t *ips, int max, const void *frame, uint64_t *hash);
+CT_HIDDEN int ct_stack_capture_at(uint64_t *ips, int max, const void *frame, uint64_t *hash,
+				  uint32_t *id);
+/*
+ * The stack the calling thread's last ct_stack_capture_at returned from its
+ * cache (with a nonzero *hash) was interned as id, and its record is written
+ * (or another thread was the one to write it): later hits skip the table.
+ */
+CT_HIDDEN void ct_stack_cache_note_id(uint32_t id);
+/* Moves on at every ct_stack_reset: ids of an older generation are void. */
+CT_HIDDEN uint32_t ct_stack_generation(void);
 /* Create what the stack cache needs process-wide (at load, from ct_stack_init). */
 CT_HIDDEN void ct_stack_cache_init(void);
 /* "on" when ct_stack_capture_at uses the cache (x86-64, CUMTRACE_STACK_CACHE=1), else "off". */

@@ -465,7 +465,10 @@ static int64_t ct_py_str_key(const char *o)
 			 CT_PY_AT(uint64_t, o, CT_PY_STR_LENGTH) << 48);
 }
 
-/* Fill out for code object code at byte offset addr; 0 when something looks wrong. */
+/*
+ * Fill out for code object code at byte offset addr; 0 when something looks
+ * wrong, 2 when a string's record could not be written (a later use writes it).
+ */
 static int ct_py_frame(const char *code, int addr, struct ct_pyframe *out, ct_py_emit_fn emit,
 		       void *ctx)
 {
@@ -499,7 +502,7 @@ static int ct_py_frame(const char *code, int addr, struct ct_pyframe *out, ct_py
 	if (!out->file_id || !out->func_id)
 		return 0;
 	if (lost)
-		return 1;
+		return 2; /* a string's record was dropped: nothing may remember this frame */
 	/* a racy look at the generations: at worst a live entry is replaced */
 	unsigned way = set[0].key.gen != k.gen	 ? 0
 		       : set[1].key.gen != k.gen ? 1
@@ -580,14 +583,28 @@ static int ct_py_where(const char *f, const char **code, int *addr)
 	return CT_PY_FRAME;
 }
 
+static inline uint64_t ct_py_mix(uint64_t h, uint64_t v)
+{
+	h ^= v;
+	h *= 0xff51afd7ed558ccdull;
+	return h ^ (h >> 33);
+}
+
 /*
  * The Python frames of thread state ts, innermost first, into frames (at most
- * CT_PY_DEPTH); returns how many, 0 when the chain looks wrong.
+ * CT_PY_DEPTH); returns how many, 0 when the chain looks wrong. With frames
+ * NULL it fills nothing and sets *key instead: a hash of each frame's code
+ * object, offset, first line, file and name str and line table (the site
+ * cache's key without the strings' contents: the memo below). With frames,
+ * *key (when key is not NULL) is set to 0 if a string's record was dropped.
  */
-static int ct_py_walk(const char *ts, struct ct_pyframe *frames, ct_py_emit_fn emit, void *ctx)
+static int ct_py_walk(const char *ts, struct ct_pyframe *frames, ct_py_emit_fn emit, void *ctx,
+		      uint64_t *key)
 {
+	const struct ct_py_offsets *o = py.o;
 	const char *f = ct_py_top(ts), *mark = f;
 	int depth = 0;
+	uint64_t lane[4] = {0x5079u, 0x9e3779b97f4a7c15ull, 0xc2b2ae3d27d4eb4full, 0x165667b19e3779f9ull};
 	/* Brent's cycle check: mark moves to f after 1, 2, 4, ... steps */
 	unsigned steps = 0, lap = 1, since = 0;
 	while (f && depth < CT_PY_DEPTH) {
@@ -598,8 +615,23 @@ static int ct_py_walk(const char *ts, struct ct_pyframe *frames, ct_py_emit_fn e
 		int r = ct_py_where(f, &code, &addr);
 		if (r == CT_PY_BAD)
 			return 0;
-		if (r == CT_PY_FRAME && !ct_py_frame(code, addr, &frames[depth++], emit, ctx))
-			return 0;
+		if (r == CT_PY_FRAME) {
+			if (frames) {
+				int got = ct_py_frame(code, addr, &frames[depth], emit, ctx);
+				if (!got)
+					return 0;
+				if (got == 2 && key)
+					*key = 0;
+			} else {
+				uint64_t first = (uint32_t)CT_PY_AT(int, code, o->co_firstlineno);
+				lane[0] = ct_py_mix(lane[0], (uint64_t)(uintptr_t)code);
+				lane[1] = ct_py_mix(lane[1], (uint64_t)(uint32_t)addr << 32 | first);
+				lane[2] = ct_py_mix(lane[2], CT_PY_AT(uint64_t, code, o->co_filename));
+				lane[3] = ct_py_mix(ct_py_mix(lane[3], CT_PY_AT(uint64_t, code, o->co_name)),
+						    CT_PY_AT(uint64_t, code, o->co_lines));
+			}
+			depth++;
+		}
 		f = CT_PY_AT(const char *, f, py.o->fr_back);
 		if (f == mark)
 			return 0;
@@ -609,7 +641,31 @@ static int ct_py_walk(const char *ts, struct ct_pyframe *frames, ct_py_emit_fn e
 			since = 0;
 		}
 	}
+	if (key && !frames)
+		*key = ct_py_mix(ct_py_mix(ct_py_mix(lane[0], lane[1]) ^ (uint64_t)depth, lane[2]), lane[3]);
 	return depth;
+}
+
+/*
+ * The thread's memo of whole stacks: walk key (ct_py_walk) -> CT_REC_PYSTACK
+ * id, for a stack seen before whose record is written. A hit costs the walk
+ * and the key, none of the site cache's lookups, string reads or interning.
+ * Like the site cache it holds for a code object freed and another made at
+ * its address only when its strings and line table lie where the old ones
+ * did; a generation (ct_py_reset) retires every entry. Only the owning thread
+ * touches it, in the shim's own work, which no signal handler's call enters
+ * (a traced call in a handler finds the thread busy and is not recorded).
+ */
+#define CT_PY_MEMO 64
+struct ct_py_memo {
+	uint64_t key;
+	uint32_t id, gen;
+};
+static __thread struct ct_py_memo ct_py_memo[CT_PY_MEMO] __attribute__((tls_model("initial-exec")));
+
+static struct ct_py_memo *ct_py_memo_of(uint64_t key)
+{
+	return &ct_py_memo[(key * 0x9e3779b97f4a7c15ull) >> 58];
 }
 
 void ct_py_reset(void)
@@ -617,6 +673,22 @@ void ct_py_reset(void)
 	atomic_fetch_add_explicit(&ct_py_gen, 1, memory_order_relaxed);
 	ct_intern_reset(&ct_py_strings);
 	ct_intern_reset(&ct_py_stacks);
+}
+
+/*
+ * A Python stack's interning hash: a word per frame in two lanes (the ids, the
+ * lines), whose multiply chains overlap. (Byte by byte, the stack of a deep
+ * call took about 20 multiplies in a row per frame: issue 16's cost figures.)
+ */
+static uint64_t ct_py_stack_hash(const struct ct_pyframe *f, int depth)
+{
+	uint64_t a = 0x5079u ^ (uint64_t)depth, b = 0x9e3779b97f4a7c15ull;
+	for (int i = 0; i < depth; i++) {
+		a = ct_py_mix(a, (uint64_t)f[i].file_id << 32 | f[i].func_id);
+		b = ct_py_mix(b, (uint64_t)(uint32_t)f[i].line);
+	}
+	uint64_t h = ct_py_mix(a, b);
+	return h ? h : 1;
 }
 
 uint32_t ct_py_capture(ct_py_emit_fn emit, void *ctx)
@@ -628,13 +700,24 @@ uint32_t ct_py_capture(ct_py_emit_fn emit, void *ctx)
 	const char *ts = ct_py_tstate();
 	if (!ts)
 		return 0;
+	uint64_t key = 0;
+	uint32_t gen = atomic_load_explicit(&ct_py_gen, memory_order_relaxed);
+	struct ct_py_memo *m = NULL;
+	if (ct_py_walk(ts, NULL, NULL, NULL, &key) > 0) {
+		m = ct_py_memo_of(key);
+		if (m->key == key && m->gen == gen && m->id)
+			return m->id;
+	}
 	struct ct_pyframe frames[CT_PY_DEPTH];
-	int depth = ct_py_walk(ts, frames, emit, ctx);
+	uint64_t complete = 1;
+	int depth = ct_py_walk(ts, frames, emit, ctx, &complete);
 	if (!depth)
 		return 0;
+	if (!complete)
+		m = NULL; /* a string's record is missing: the next capture must write it */
 	void *slot;
-	uint32_t id = ct_intern(&ct_py_stacks,
-				ct_py_hash(frames, (size_t)depth * sizeof frames[0], 0x5079u), &slot);
+	uint32_t id = ct_intern(&ct_py_stacks, ct_py_stack_hash(frames, depth), &slot);
+	int written = id && !slot;
 	if (slot) {
 		struct {
 			struct ct_rec_pystack h;
@@ -650,7 +733,13 @@ uint32_t ct_py_capture(ct_py_emit_fn emit, void *ctx)
 		r.h.depth = (uint16_t)depth;
 		r.h.reserved = 0;
 		memcpy(r.f, frames, (size_t)depth * sizeof frames[0]);
-		ct_intern_written(slot, emit(ctx, &r, size));
+		written = emit(ctx, &r, size);
+		ct_intern_written(slot, written);
+	}
+	if (m && written) {
+		m->key = key;
+		m->id = id;
+		m->gen = gen;
 	}
 	return id;
 }

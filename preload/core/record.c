@@ -25,12 +25,26 @@ _Atomic uint64_t ct_events_recorded;
 
 /* ---- CUMTRACE_SELFTIME (ct.h) ---------------------------------------------------- */
 
-enum { CT_SELF_CALLS, CT_SELF_STACK, CT_SELF_PYTHON, CT_SELF_RECORD, CT_SELF_REAL, CT_SELF_N };
+enum {
+	CT_SELF_CALLS,
+	CT_SELF_STACK,
+	CT_SELF_PYTHON,
+	CT_SELF_RECORD,
+	CT_SELF_REAL,
+	CT_SELF_KNOWN,  /* stack id from the thread's stack cache */
+	CT_SELF_UNWOUND, /* stack unwound, not from the cache */
+	CT_SELF_N
+};
 static _Atomic uint64_t ct_self[CT_SELF_N];
 static _Atomic uint64_t ct_self_first_ticks, ct_self_first_ns;
 
-/* Add one call's phases: t0 entry, t1 the real call's return, then the ends of stack, Python, record. */
-static void ct_selftime_add(uint64_t t0, uint64_t t1, uint64_t ts, uint64_t tp, uint64_t te)
+/*
+ * Add one call's phases: t0 entry, t1 the real call's return, then the ends of
+ * stack, Python, record; known: its stack id came from the stack cache;
+ * unwound: its stack was not from the cache.
+ */
+static void ct_selftime_add(uint64_t t0, uint64_t t1, uint64_t ts, uint64_t tp, uint64_t te,
+			    int known, int unwound)
 {
 	uint64_t zero = 0;
 	if (!atomic_load_explicit(&ct_self_first_ticks, memory_order_relaxed) &&
@@ -41,6 +55,8 @@ static void ct_selftime_add(uint64_t t0, uint64_t t1, uint64_t ts, uint64_t tp, 
 	atomic_fetch_add_explicit(&ct_self[CT_SELF_STACK], ts - t1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&ct_self[CT_SELF_PYTHON], tp - ts, memory_order_relaxed);
 	atomic_fetch_add_explicit(&ct_self[CT_SELF_RECORD], te - tp, memory_order_relaxed);
+	atomic_fetch_add_explicit(&ct_self[CT_SELF_KNOWN], (uint64_t)known, memory_order_relaxed);
+	atomic_fetch_add_explicit(&ct_self[CT_SELF_UNWOUND], (uint64_t)unwound, memory_order_relaxed);
 }
 
 void ct_selftime_report(void)
@@ -58,8 +74,11 @@ void ct_selftime_report(void)
 	double real = (double)atomic_load(&ct_self[CT_SELF_REAL]) * per;
 	ct_warn_once(&said,
 		     "self time: %llu calls with stacks, per call %.0f ns in the shim after the real "
-		     "call (native stack %.0f, Python frames %.0f, record %.0f), real call %.0f ns",
-		     (unsigned long long)calls, st + py + rec, st, py, rec, real);
+		     "call (native stack %.0f, Python frames %.0f, record %.0f), real call %.0f ns; "
+		     "stacks: %llu unwound, %llu known to the stack cache",
+		     (unsigned long long)calls, st + py + rec, st, py, rec, real,
+		     (unsigned long long)atomic_load(&ct_self[CT_SELF_UNWOUND]),
+		     (unsigned long long)atomic_load(&ct_self[CT_SELF_KNOWN]));
 }
 
 static uint32_t ct_thread_tid(struct ct_thread *t)
@@ -163,15 +182,16 @@ static void ct_event_add_py(struct ct_rec_event *ev, uint32_t py_id)
 
 /* Records made after the writer stopped go straight to the file. */
 static void ct_call_end_direct(const struct ct_call *call, uint64_t t1, uint32_t tid, int depth,
-			       const uint64_t *ips, uint32_t py_id, uint16_t rec_flags)
+			       const uint64_t *ips, uint32_t known_id, uint32_t py_id,
+			       uint16_t rec_flags)
 {
 	struct {
 		struct ct_rec_event ev;
 		struct ct_rec_event_py py;
 	} evx;
 	struct ct_rec_event *evp = &evx.ev;
-	uint32_t stack_id = 0;
-	if (depth > 0) {
+	uint32_t stack_id = known_id;
+	if (depth > 0 && !known_id) {
 		void *slot;
 		stack_id = ct_stack_intern(ips, depth, &slot);
 		if (slot) {
@@ -230,6 +250,7 @@ static CT_ALWAYS_INLINE inline void ct_call_end_full(struct ct_call *call, uint6
 	uint32_t tid = ct_thread_tid(t);
 	uint64_t ips[CT_STACK_MAX];
 	uint64_t hash = 0;
+	uint32_t known_id = 0; /* from the stack cache: then ips is not filled */
 	int depth = 0;
 	int in_signal = ct_in_handler(t);
 	long want = ct_option(CT_OPT_STACK_DEPTH);
@@ -242,7 +263,7 @@ static CT_ALWAYS_INLINE inline void ct_call_end_full(struct ct_call *call, uint6
 	if (stacks)
 		depth = call->layer == CT_LAYER_CUPTI
 				? ct_cupti_stack_capture(ips, (int)want)
-				: ct_stack_capture_at(ips, (int)want, call->frame, &hash);
+				: ct_stack_capture_at(ips, (int)want, call->frame, &hash, &known_id);
 	int timed = CT_UNLIKELY(ct_option(CT_OPT_SELFTIME)) && stacks;
 	uint64_t t_stack = timed ? ct_ticks() : 0;
 	uint32_t py_id = 0;
@@ -252,7 +273,7 @@ static CT_ALWAYS_INLINE inline void ct_call_end_full(struct ct_call *call, uint6
 
 	if (CT_UNLIKELY(atomic_load_explicit(&ct_state, memory_order_acquire) ==
 			CT_STATE_FINISHED)) {
-		ct_call_end_direct(call, t1, tid, depth, ips, py_id, rec_flags);
+		ct_call_end_direct(call, t1, tid, depth, ips, known_id, py_id, rec_flags);
 		return;
 	}
 	struct ct_ring *ring = t->ring;
@@ -268,9 +289,9 @@ static CT_ALWAYS_INLINE inline void ct_call_end_full(struct ct_call *call, uint6
 		}
 	}
 
-	uint32_t stack_id = 0;
+	uint32_t stack_id = known_id;
 	void *slot = NULL;
-	if (depth > 0)
+	if (depth > 0 && !known_id)
 		stack_id = hash ? ct_stack_intern_hash(hash, &slot)
 				: ct_stack_intern(ips, depth, &slot);
 	ct_ring_lock(ring);
@@ -288,11 +309,18 @@ static CT_ALWAYS_INLINE inline void ct_call_end_full(struct ct_call *call, uint6
 			ct_ring_commit(ring);
 		}
 		ct_stack_written(slot, st != NULL);
+		if (st && hash)
+			ct_stack_cache_note_id(stack_id);
+	} else if (hash && stack_id && !known_id) {
+		ct_stack_cache_note_id(stack_id); /* written, or being written by another thread */
 	}
 	struct ct_rec_event *ev = ct_reserve_or_wait(
 		ring, (uint32_t)(sizeof *ev + (py_id ? sizeof(struct ct_rec_event_py) : 0)),
 		in_signal);
 	if (ev) {
+		/* the lines a later event will take (ct.h): an event with a Python stack spans two */
+		ct_prefetch_for_write((char *)ev + CT_RING_PREFETCH);
+		ct_prefetch_for_write((char *)ev + CT_RING_PREFETCH + 64);
 		ct_fill_event(ev, call, t1, tid, stack_id);
 		ct_event_add_py(ev, py_id);
 		ev->rec.flags |= rec_flags;
@@ -306,7 +334,8 @@ static CT_ALWAYS_INLINE inline void ct_call_end_full(struct ct_call *call, uint6
 	ct_ring_nudge(ring); /* under the lock: cached_tail is the producer's */
 	ct_ring_unlock(ring);
 	if (timed)
-		ct_selftime_add(call->t0, t1, t_stack, t_py, ct_ticks());
+		ct_selftime_add(call->t0, t1, t_stack, t_py, ct_ticks(), known_id != 0,
+				depth > 0 && !hash);
 }
 
 void ct_call_end_slow(struct ct_call *call, uint64_t t1)

@@ -239,9 +239,17 @@ void ct_stack_written(void *slot, int ok)
 	ct_intern_written(slot, ok);
 }
 
+static _Atomic uint32_t ct_stack_gen = 1;
+
 void ct_stack_reset(void)
 {
+	atomic_fetch_add(&ct_stack_gen, 1);
 	ct_intern_reset(&ct_stacks);
+}
+
+uint32_t ct_stack_generation(void)
+{
+	return atomic_load_explicit(&ct_stack_gen, memory_order_relaxed);
 }
 
 uint64_t ct_stack_count(void)

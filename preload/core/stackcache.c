@@ -94,6 +94,7 @@ struct ct_sc_entry {
 	uint16_t nchecks;
 	uint16_t skips;	   /* nips 0: plain unwinds since the last try */
 	uint16_t reserved[2];
+	uint32_t id, gen;  /* the stack's interned id, whose record is written, and ct_stack_gen */
 	/* then cap_ips frames, then cap_checks struct ct_sc_check */
 };
 
@@ -107,6 +108,7 @@ struct ct_stack_cache {
 	uint32_t clock; /* counts lookups */
 	int32_t credit; /* see CT_SC_FILL_COST */
 	size_t entry_size;
+	struct ct_sc_entry *last; /* the entry the last capture returned, NULL: none */
 };
 
 static pthread_key_t ct_sc_key;
@@ -464,6 +466,8 @@ static int ct_sc_unwind(struct ct_stack_cache *sc, struct ct_sc_entry *e, uint64
 	memcpy(ct_sc_ips(e), ips, (size_t)n * 8);
 	e->hash = ct_stack_hash(ips, n);
 	e->nips = (uint16_t)n;
+	e->id = 0;
+	sc->last = e;
 	return n;
 }
 
@@ -473,10 +477,13 @@ static inline uint32_t ct_sc_set(const struct ct_stack_cache *sc, uint64_t ip0, 
 	return (uint32_t)(h >> 40) & (sc->sets - 1);
 }
 
-int ct_stack_capture_at(uint64_t *ips, int max, const void *frame, uint64_t *hash)
+int ct_stack_capture_at(uint64_t *ips, int max, const void *frame, uint64_t *hash, uint32_t *id)
 {
 	struct ct_stack_cache *sc = ct_tls.stacks;
 	*hash = 0;
+	*id = 0;
+	if (sc && sc->sets)
+		sc->last = NULL;
 	if (!frame || max <= 0 || !ct_option(CT_OPT_STACK_CACHE))
 		return ct_stack_capture(ips, max);
 	if (CT_UNLIKELY(!sc))
@@ -503,8 +510,13 @@ int ct_stack_capture_at(uint64_t *ips, int max, const void *frame, uint64_t *has
 				e->used = now;
 				if (sc->credit < CT_SC_CREDIT_MAX)
 					sc->credit += CT_SC_HIT_GAIN;
-				memcpy(ips, ct_sc_ips(e), (size_t)e->nips * 8);
 				*hash = e->hash;
+				sc->last = e;
+				if (e->id && e->gen == ct_stack_generation()) {
+					*id = e->id; /* interned and written: the frames are not needed */
+					return e->nips;
+				}
+				memcpy(ips, ct_sc_ips(e), (size_t)e->nips * 8);
 				return e->nips;
 			}
 		}
@@ -531,6 +543,15 @@ int ct_stack_capture_at(uint64_t *ips, int max, const void *frame, uint64_t *has
 	return n;
 }
 
+void ct_stack_cache_note_id(uint32_t id)
+{
+	struct ct_stack_cache *sc = ct_tls.stacks;
+	if (sc && sc->last) {
+		sc->last->id = id;
+		sc->last->gen = ct_stack_generation();
+	}
+}
+
 const char *ct_stack_cache_name(void)
 {
 	return ct_option(CT_OPT_STACK_CACHE) ? "on" : "off";
@@ -547,11 +568,17 @@ void ct_stack_cache_init(void)
 {
 }
 
-int ct_stack_capture_at(uint64_t *ips, int max, const void *frame, uint64_t *hash)
+int ct_stack_capture_at(uint64_t *ips, int max, const void *frame, uint64_t *hash, uint32_t *id)
 {
 	(void)frame;
 	*hash = 0;
+	*id = 0;
 	return ct_stack_capture(ips, max);
+}
+
+void ct_stack_cache_note_id(uint32_t id)
+{
+	(void)id;
 }
 
 #endif

@@ -40,7 +40,8 @@ print("RESULT " + json.dumps({"steps": steps, "secs": time.perf_counter() - t0})
 '''
 
 SELF = re.compile(r"self time: (\d+) calls with stacks, per call (\d+) ns in the shim after the real "
-                  r"call \(native stack (\d+), Python frames (\d+), record (\d+)\), real call (\d+) ns")
+                  r"call \(native stack (\d+), Python frames (\d+), record (\d+)\), real call (\d+) ns; "
+                  r"stacks: (\d+) unwound, (\d+) known to the stack cache")
 
 
 def run(args, script, mode, traced, layer):
@@ -93,12 +94,13 @@ def main():
             raw[mode][name] = r
             if not r:
                 continue
-            calls, per, st, py, rec, real = r["self"]
+            calls, per, st, py, rec, real, unwound, known = r["self"]
             per_step = calls / (r["steps"] + 30)
             us = per_step * per / 1000.0
-            print("%-11s %-7s %7.1f  %10.1f  %5d (%d, %d, %d)  %27d  %12.1f  %6.2f%%"
+            print("%-11s %-7s %7.1f  %10.1f  %5d (%d, %d, %d)  %27d  %12.1f  %6.2f%%   "
+                  "stacks unwound %.1f%%, id from the stack cache %.1f%%"
                   % (mode, name, r["steps"] / r["secs"], per_step, per, st, py, rec, real, us,
-                     100.0 * us / step_us))
+                     100.0 * us / step_us, 100.0 * unwound / calls, 100.0 * known / calls))
     print("RAW " + json.dumps(raw))
 
 
