@@ -345,6 +345,8 @@ CT_HIDDEN int ct_stack_capture_at(uint64_t *ips, int max, const void *frame, uin
  * (or another thread was the one to write it): later hits skip the table.
  */
 CT_HIDDEN void ct_stack_cache_note_id(uint32_t id);
+/* Start loading the cache lines ct_stack_capture_at will read for frame (no effect otherwise). */
+CT_HIDDEN void ct_stack_cache_prefetch(const void *frame);
 /* Moves on at every ct_stack_reset: ids of an older generation are void. */
 CT_HIDDEN uint32_t ct_stack_generation(void);
 /* Create what the stack cache needs process-wide (at load, from ct_stack_init). */
@@ -460,6 +462,15 @@ static inline int ct_call_wants_stack(const struct ct_call *call)
 	return ct_op_wants_stack(call->op) ||
 	       (call->layer == CT_LAYER_FRAMEWORK && ct_fw_wants_stack(call->api));
 }
+
+/*
+ * Called before the real call of a call that takes stacks: starts loading
+ * what ct_call_end will touch (the thread's stack cache set, the ring's next
+ * lines), so that those misses overlap the real call instead of following it.
+ * In a training loop the shim's data is out of the caches by the next call:
+ * these misses were most of its cost there (issue 16, runs 30-31).
+ */
+CT_HIDDEN void ct_call_prefetch(const struct ct_call *call);
 
 /* ct_call_begin's slow half: tracing not running yet, off, or recorded by CUPTI. */
 CT_HIDDEN int ct_call_begin_slow(struct ct_call *call);

@@ -338,6 +338,20 @@ static CT_ALWAYS_INLINE inline void ct_call_end_full(struct ct_call *call, uint6
 				depth > 0 && !hash);
 }
 
+void ct_call_prefetch(const struct ct_call *call)
+{
+	if (ct_option(CT_OPT_STACK_DEPTH) <= 0)
+		return;
+	ct_stack_cache_prefetch(call->frame);
+	struct ct_ring *ring = ct_tls.ring;
+	if (ring) {
+		uint64_t head = atomic_load_explicit(&ring->head, memory_order_relaxed);
+		const unsigned char *p = ring->data + (head & (ring->cap - 1));
+		ct_prefetch_for_write(p); /* a prefetch past the end is only a hint */
+		ct_prefetch_for_write(p + 64);
+	}
+}
+
 void ct_call_end_slow(struct ct_call *call, uint64_t t1)
 {
 	struct ct_thread *t = &ct_tls;

@@ -95,7 +95,7 @@ struct ct_sc_entry {
 	uint16_t skips;	   /* nips 0: plain unwinds since the last try */
 	uint16_t reserved[2];
 	uint32_t id, gen;  /* the stack's interned id, whose record is written, and ct_stack_gen */
-	/* then cap_ips frames, then cap_checks struct ct_sc_check */
+	/* then cap_checks struct ct_sc_check, then cap_ips frames: what a hit reads comes first */
 };
 
 struct ct_stack_cache {
@@ -179,15 +179,16 @@ static inline struct ct_sc_entry *ct_sc_entry(const struct ct_stack_cache *sc, u
 				      ((size_t)set * CT_SC_WAYS + way) * sc->entry_size);
 }
 
-static inline uint64_t *ct_sc_ips(struct ct_sc_entry *e)
-{
-	return (uint64_t *)(e + 1);
-}
-
 static inline struct ct_sc_check *ct_sc_checks(const struct ct_stack_cache *sc,
 					       struct ct_sc_entry *e)
 {
-	return (struct ct_sc_check *)(ct_sc_ips(e) + sc->cap_ips);
+	(void)sc;
+	return (struct ct_sc_check *)(e + 1);
+}
+
+static inline uint64_t *ct_sc_ips(const struct ct_stack_cache *sc, struct ct_sc_entry *e)
+{
+	return (uint64_t *)(ct_sc_checks(sc, e) + sc->cap_checks);
 }
 
 /*
@@ -463,7 +464,7 @@ static int ct_sc_unwind(struct ct_stack_cache *sc, struct ct_sc_entry *e, uint64
 		e->nchecks = 0;
 		return ct_stack_capture(ips, max);
 	}
-	memcpy(ct_sc_ips(e), ips, (size_t)n * 8);
+	memcpy(ct_sc_ips(sc, e), ips, (size_t)n * 8);
 	e->hash = ct_stack_hash(ips, n);
 	e->nips = (uint16_t)n;
 	e->id = 0;
@@ -516,7 +517,7 @@ int ct_stack_capture_at(uint64_t *ips, int max, const void *frame, uint64_t *has
 					*id = e->id; /* interned and written: the frames are not needed */
 					return e->nips;
 				}
-				memcpy(ips, ct_sc_ips(e), (size_t)e->nips * 8);
+				memcpy(ips, ct_sc_ips(sc, e), (size_t)e->nips * 8);
 				return e->nips;
 			}
 		}
@@ -541,6 +542,20 @@ int ct_stack_capture_at(uint64_t *ips, int max, const void *frame, uint64_t *has
 	if (victim->nips)
 		*hash = victim->hash;
 	return n;
+}
+
+void ct_stack_cache_prefetch(const void *frame)
+{
+	struct ct_stack_cache *sc = ct_tls.stacks;
+	if (!sc || !frame || !sc->sets || !ct_option(CT_OPT_STACK_CACHE))
+		return;
+	const uint64_t *fr = frame;
+	uint32_t set = ct_sc_set(sc, fr[1], (uintptr_t)frame + 16);
+	for (unsigned way = 0; way < CT_SC_WAYS; way++) {
+		const char *e = (const char *)ct_sc_entry(sc, set, way);
+		__builtin_prefetch(e, 0, 3);	  /* the key */
+		__builtin_prefetch(e + 64, 0, 3); /* the first checks */
+	}
 }
 
 void ct_stack_cache_note_id(uint32_t id)
@@ -579,6 +594,11 @@ int ct_stack_capture_at(uint64_t *ips, int max, const void *frame, uint64_t *has
 void ct_stack_cache_note_id(uint32_t id)
 {
 	(void)id;
+}
+
+void ct_stack_cache_prefetch(const void *frame)
+{
+	(void)frame;
 }
 
 #endif

@@ -241,6 +241,8 @@ static inline void ct_torch_note_caller(const void *ret)
 		c.layer = layer_;                                                             \
 		CT_CALL_FRAME(c, CT_OP_##op_);                                                \
 		in;                                                                           \
+		if (ct_op_wants_stack(CT_OP_##op_))                                           \
+			ct_call_prefetch(&c);                                                 \
 		ret_t rc = fn args;                                                           \
 		c.result = (int32_t)rc;                                                       \
 		if (rc == ok) {                                                               \
