@@ -168,9 +168,25 @@ long ct_read_small_file(const char *path, char *buf, size_t cap)
 	return (long)len;
 }
 
+/*
+ * CUMTRACE_QUIET, read on the first warning: a warning can come before the
+ * options are (a bad value of an option read before it).
+ */
+static int ct_quiet(void)
+{
+	static _Atomic int quiet = -1;
+	int q = atomic_load_explicit(&quiet, memory_order_relaxed);
+	if (q < 0) {
+		const char *s = getenv("CUMTRACE_QUIET");
+		q = s && s[0] == '1' && !s[1];
+		atomic_store_explicit(&quiet, q, memory_order_relaxed);
+	}
+	return q;
+}
+
 void ct_warn_once(_Atomic int *key, const char *fmt, ...)
 {
-	if (atomic_exchange(key, 1))
+	if (atomic_exchange(key, 1) || ct_quiet())
 		return;
 	int saved = errno;
 	char msg[512];

@@ -48,3 +48,11 @@ expect_eq "selftime calls = events with a stack" "$n" \
 	"$(python3 "$ROOT/bin/ctdump.py" "$(dump_of self)" | grep -c ' event .* stack=[1-9]')"
 grep -q "self time" "$T/basic.err" && fail "self time printed without CUMTRACE_SELFTIME"
 echo "ok: CUMTRACE_SELFTIME"
+# CUMTRACE_QUIET=1: no warning on stderr (a bad value, an output that cannot be made); 0: both said.
+for q in 1 0; do
+	LD_LIBRARY_PATH=$FAKE LD_PRELOAD=$PRELOAD CUMTRACE_QUIET=$q CUMTRACE_STACK_DEPTH=abc \
+		CUMTRACE_OUTPUT="$T/none/q.%p.dump" "$PROGS/basic" >/dev/null 2>"$T/quiet$q.err" ||
+		fail "quiet=$q run exited $?"
+done
+expect_eq "CUMTRACE_QUIET=1: stderr" "$(cat "$T/quiet1.err")" ""
+expect_eq "CUMTRACE_QUIET=0: warnings" "$(grep -c '^cumtrace: ' "$T/quiet0.err")" 2
