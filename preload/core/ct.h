@@ -45,7 +45,7 @@ enum ct_option {
 	CT_OPT_PYTHON_BOOT, /* CUMTRACE_PYTHON_BOOT: 0 = no Python bootstrap (pyboot.c) */
 	/* ---- the memory no allocation call shows (issue 19 §6) ---- */
 	CT_OPT_MEMSAMPLE_MS, /* CUMTRACE_MEMSAMPLE_MS: device memory samples at most this often, 0 = none */
-	CT_OPT_SELFTIME,     /* CUMTRACE_SELFTIME: 1 = the shim's own time per traced call, at exit */
+	CT_OPT_SELFTIME,     /* CUMTRACE_SELFTIME: 1 = the shim's time per traced call, at exit */
 	CT_OPT_COUNT
 };
 
@@ -361,6 +361,14 @@ CT_HIDDEN const char *ct_stack_cache_name(void);
  * the stack then writes it).
  */
 CT_HIDDEN uint32_t ct_stack_intern(const uint64_t *ips, int depth, void **must_write);
+/* One step of the shim's hashes of 64-bit words (stacks, Python stacks, stack checks). */
+static inline uint64_t ct_hash_step(uint64_t h, uint64_t v)
+{
+	h ^= v;
+	h *= 0xff51afd7ed558ccdull;
+	return h ^ (h >> 33);
+}
+
 /* The hash ct_stack_intern keys a stack of depth >= 1 by. */
 CT_HIDDEN uint64_t ct_stack_hash(const uint64_t *ips, int depth);
 /* ct_stack_intern of a stack whose ct_stack_hash is known. */

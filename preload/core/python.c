@@ -583,13 +583,6 @@ static int ct_py_where(const char *f, const char **code, int *addr)
 	return CT_PY_FRAME;
 }
 
-static inline uint64_t ct_py_mix(uint64_t h, uint64_t v)
-{
-	h ^= v;
-	h *= 0xff51afd7ed558ccdull;
-	return h ^ (h >> 33);
-}
-
 /*
  * The Python frames of thread state ts, innermost first, into frames (at most
  * CT_PY_DEPTH); returns how many, 0 when the chain looks wrong. With frames
@@ -624,10 +617,10 @@ static int ct_py_walk(const char *ts, struct ct_pyframe *frames, ct_py_emit_fn e
 					*key = 0;
 			} else {
 				uint64_t first = (uint32_t)CT_PY_AT(int, code, o->co_firstlineno);
-				lane[0] = ct_py_mix(lane[0], (uint64_t)(uintptr_t)code);
-				lane[1] = ct_py_mix(lane[1], (uint64_t)(uint32_t)addr << 32 | first);
-				lane[2] = ct_py_mix(lane[2], CT_PY_AT(uint64_t, code, o->co_filename));
-				lane[3] = ct_py_mix(ct_py_mix(lane[3], CT_PY_AT(uint64_t, code, o->co_name)),
+				lane[0] = ct_hash_step(lane[0], (uint64_t)(uintptr_t)code);
+				lane[1] = ct_hash_step(lane[1], (uint64_t)(uint32_t)addr << 32 | first);
+				lane[2] = ct_hash_step(lane[2], CT_PY_AT(uint64_t, code, o->co_filename));
+				lane[3] = ct_hash_step(ct_hash_step(lane[3], CT_PY_AT(uint64_t, code, o->co_name)),
 						    CT_PY_AT(uint64_t, code, o->co_lines));
 			}
 			depth++;
@@ -642,7 +635,9 @@ static int ct_py_walk(const char *ts, struct ct_pyframe *frames, ct_py_emit_fn e
 		}
 	}
 	if (key && !frames)
-		*key = ct_py_mix(ct_py_mix(ct_py_mix(lane[0], lane[1]) ^ (uint64_t)depth, lane[2]), lane[3]);
+		*key = ct_hash_step(
+			ct_hash_step(ct_hash_step(lane[0], lane[1]) ^ (uint64_t)depth, lane[2]),
+			lane[3]);
 	return depth;
 }
 
@@ -684,10 +679,10 @@ static uint64_t ct_py_stack_hash(const struct ct_pyframe *f, int depth)
 {
 	uint64_t a = 0x5079u ^ (uint64_t)depth, b = 0x9e3779b97f4a7c15ull;
 	for (int i = 0; i < depth; i++) {
-		a = ct_py_mix(a, (uint64_t)f[i].file_id << 32 | f[i].func_id);
-		b = ct_py_mix(b, (uint64_t)(uint32_t)f[i].line);
+		a = ct_hash_step(a, (uint64_t)f[i].file_id << 32 | f[i].func_id);
+		b = ct_hash_step(b, (uint64_t)(uint32_t)f[i].line);
 	}
-	uint64_t h = ct_py_mix(a, b);
+	uint64_t h = ct_hash_step(a, b);
 	return h ? h : 1;
 }
 

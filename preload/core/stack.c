@@ -124,13 +124,6 @@ int ct_stack_capture(uint64_t *ips, int max)
 	return out;
 }
 
-static inline uint64_t ct_hash_step(uint64_t h, uint64_t v)
-{
-	h ^= v;
-	h *= 0xff51afd7ed558ccdull;
-	return h ^ (h >> 33);
-}
-
 /*
  * Four independent lanes (frames i, i+4, ...) folded at the end: the
  * multiply chains overlap instead of running one after another, which a
