@@ -45,6 +45,8 @@ enum ct_option {
 	CT_OPT_PYTHON_BOOT, /* CUMTRACE_PYTHON_BOOT: 0 = no Python bootstrap (pyboot.c) */
 	/* ---- the memory no allocation call shows (issue 19 §6) ---- */
 	CT_OPT_MEMSAMPLE_MS, /* CUMTRACE_MEMSAMPLE_MS: device memory samples at most this often, 0 = none */
+	/* ---- packed events (issue 15) ---- */
+	CT_OPT_PACK, /* CUMTRACE_PACK: 1 = events go out as CT_REC_EVENTS (default), 0 = CT_REC_EVENT */
 	CT_OPT_COUNT
 };
 
