@@ -26,11 +26,6 @@ struct pending {
 	uint32_t pystack_id; /* from the CT_EVENT_F_PYSTACK trailer, 0 = none */
 };
 
-/* An event as a CT_REC_EVENTS run packs it: [at, end), its fields from fields on. */
-struct runpk {
-	const unsigned char *at, *fields, *end;
-};
-
 struct src {
 	int fd; /* -1: memory */
 	const unsigned char *mem;
@@ -52,6 +47,8 @@ struct rd {
 	size_t tq_map_cap;  /* a power of two, or 0 */
 	struct mkey *mheap; /* the non-empty queues, a min-heap by their first event */
 	size_t mheap_n, mheap_cap;
+	struct pblock *spare; /* emptied blocks kept for reuse (block_done) */
+	size_t nspare;
 	struct pending *heap; /* events out of their thread's order: a min-heap */
 	size_t heap_n, heap_cap;
 	size_t pending_n; /* events held in all */
@@ -359,15 +356,28 @@ static const unsigned char *unpack(const unsigned char *i, const unsigned char *
 	return i;
 }
 
-/* Where the next packed event goes: CT_PK_MAX bytes at the back block's tail. */
-static unsigned char *tq_room(struct tq *t)
+/*
+ * Room for one packed event in a queue: what ct_pk_event writes (CT_PK_MAX),
+ * or an event of a CT_REC_EVENTS run copied in as it is, which may spend up
+ * to 10 bytes on each of its 15 numbers: 15 * 10 + 4 bytes + the step.
+ */
+#define ROOM_MAX 160
+
+/* Where the next packed event goes: ROOM_MAX bytes at the back block's tail. */
+static unsigned char *tq_room(struct rd *r, struct tq *t)
 {
 	struct pblock *b = t->back;
-	if (!b || b->cap - b->tail < CT_PK_MAX) {
+	if (!b || b->cap - b->tail < ROOM_MAX) {
 		uint32_t cap = b ? b->cap * 2 : PBLOCK_MIN;
 		if (cap > PBLOCK_MAX)
 			cap = PBLOCK_MAX;
-		struct pblock *nb = ct_xmalloc(sizeof *nb + cap);
+		struct pblock *nb = r->spare;
+		if (cap == PBLOCK_MAX && nb) {
+			r->spare = nb->next;
+			r->nspare--;
+		} else {
+			nb = ct_xmalloc(sizeof *nb + cap);
+		}
 		nb->next = NULL;
 		nb->cap = cap;
 		nb->head = nb->tail = 0;
@@ -378,6 +388,23 @@ static unsigned char *tq_room(struct tq *t)
 		t->back = b = nb;
 	}
 	return b->data + b->tail;
+}
+
+/*
+ * An emptied block: kept for the next queue that needs one of PBLOCK_MAX
+ * bytes, up to SPARE_BLOCKS of them (a block given back to malloc and taken
+ * again costs its pages' faults each time), else given back.
+ */
+#define SPARE_BLOCKS 4
+static void block_done(struct rd *r, struct pblock *b)
+{
+	if (b->cap == PBLOCK_MAX && r->nspare < SPARE_BLOCKS) {
+		b->next = r->spare;
+		r->spare = b;
+		r->nspare++;
+	} else {
+		free(b);
+	}
 }
 
 /* Give back a queue's blocks. */
@@ -472,10 +499,9 @@ lookup_only:;
 /*
  * Push p into the window: into its thread's queue, packed after the event
  * pushed there before it, when it does not go before that one; else into
- * the heap. src: p as a CT_REC_EVENTS run packs it, after that same event
- * (take_event), copied in as it is. Returns 1 when p went into its queue.
+ * the heap. Returns 1 when p went into its queue.
  */
-static int pending_push(struct rd *r, const struct pending *p, const struct runpk *src)
+static int pending_push(struct rd *r, const struct pending *p)
 {
 	struct tq *t = tq_of(r, p->ev.tid);
 	int queued = 1;
@@ -486,19 +512,11 @@ static int pending_push(struct rd *r, const struct pending *p, const struct runp
 		mkey_set(&r->mheap[r->mheap_n], p, (uint32_t)(t - r->tq));
 		mheap_up(r, r->mheap_n++);
 	} else if (t && !pend_less(p, &t->enc_prev)) {
-		unsigned char *at = tq_room(t), *o;
-		uint64_t seq_step = p->seq - t->enc_prev.seq;
-		if (src && (size_t)(src->end - src->at) + 10 <= CT_PK_MAX) {
-			size_t steps = (size_t)(src->fields - src->at);
-			memcpy(at, src->at, steps); /* the mask and the time step */
-			o = ct_pk_put(at + steps, seq_step);
-			memcpy(o, src->fields, (size_t)(src->end - src->fields));
-			o += src->end - src->fields;
-		} else {
-			o = ct_pk_event(at, &t->enc_prev.ev, t->enc_prev.pystack_id, &p->ev,
-					p->pystack_id, 1, seq_step);
-		}
-		t->back->tail += (uint32_t)(o - at);
+		unsigned char *at = tq_room(r, t);
+		t->back->tail += (uint32_t)(ct_pk_event(at, &t->enc_prev.ev, t->enc_prev.pystack_id,
+							&p->ev, p->pystack_id, 1,
+							p->seq - t->enc_prev.seq) -
+					    at);
 		t->enc_prev = *p;
 		t->n++;
 	} else {
@@ -549,7 +567,7 @@ static void pending_take(struct rd *r, struct pending *out)
 		if (b->head == b->tail) {
 			if (b->next) {
 				t->front = b->next;
-				free(b);
+				block_done(r, b);
 			} else {
 				b->head = b->tail = 0;
 			}
@@ -598,6 +616,12 @@ static void pending_free(struct rd *r)
 {
 	for (size_t i = 0; i < r->ntq; i++)
 		tq_free_blocks(&r->tq[i]);
+	for (struct pblock *b = r->spare, *next; b; b = next) {
+		next = b->next;
+		free(b);
+	}
+	r->spare = NULL;
+	r->nspare = 0;
 	free(r->tq);
 	free(r->tq_map);
 	free(r->mheap);
@@ -707,17 +731,16 @@ static int tail_fits(struct rd *r, uint64_t off, uint32_t size, size_t fixed, ui
 /*
  * Take event pe (its seq not yet set) as the next record of the file: into
  * the reorder window, or straight out when the window is full and pe is the
- * oldest. src: pe's bytes in a CT_REC_EVENTS run whose previous event was
- * the last one pushed into pe's queue (pending_push). Returns 1 when pe went
- * into its thread's queue.
+ * oldest. Returns 1 when pe went into its thread's queue.
  */
-static int take_event(struct rd *r, struct pending *pe, const struct runpk *src)
+static int take_event(struct rd *r, const struct pending *pe_in)
 {
-	pe->seq = r->seq++;
+	struct pending pe = *pe_in; /* deliver() may change it */
+	pe.seq = r->seq++;
 	r->res->events++;
 	if (!r->cb->event && !r->cb->pycombine)
 		return 0; /* nobody wants them in order: hold nothing */
-	if (r->released_any && pe->ev.ts_ns < r->last_released_ts)
+	if (r->released_any && pe.ev.ts_ns < r->last_released_ts)
 		r->res->late_events++;
 	if (r->pending_n >= r->max_pending) {
 		/*
@@ -727,13 +750,13 @@ static int take_event(struct rd *r, struct pending *pe, const struct runpk *src)
 		 */
 		int from_queue;
 		r->res->forced_releases++;
-		if (pend_less(pe, pending_min(r, &from_queue))) {
-			deliver(r, pe);
+		if (pend_less(&pe, pending_min(r, &from_queue))) {
+			deliver(r, &pe);
 			return 0;
 		}
 		release_one(r);
 	}
-	return pending_push(r, pe, src);
+	return pending_push(r, &pe);
 }
 
 /*
@@ -741,6 +764,10 @@ static int take_event(struct rd *r, struct pending *pe, const struct runpk *src)
  * A CT_REC_EVENTS at off: each event unpacked, checked to be one the shim
  * packs (an event record of 80 bytes, or 88 with CT_EVENT_F_PYSTACK; a
  * Python stack id only then), and taken as that CT_REC_EVENT standing here.
+ * While the run's events follow one another into their queue (in order, the
+ * window not full), each is copied in as the run packs it, its file-order
+ * step (1) put in: the queue's last event is the run's previous one, the
+ * event the run packs it after.
  */
 static int read_events(struct rd *r, const unsigned char *p, uint32_t size, uint64_t off)
 {
@@ -754,26 +781,50 @@ static int read_events(struct rd *r, const unsigned char *p, uint32_t size, uint
 	const unsigned char *i = p + sizeof h, *end = i + h.bytes;
 	struct pending cur = {.pystack_id = 0};
 	ct_pk_base(&cur.ev, h.tid);
-	int chained = 0; /* the previous event is its queue's last pushed */
+	struct tq *t = NULL; /* the queue whose last event is cur, if any */
 	for (uint32_t k = 0; k < h.count; k++) {
-		struct runpk src = {.at = i};
-		src.end = unpack(i, end, &cur, 0, &src.fields);
+		const unsigned char *at = i, *fields;
+		uint64_t step;
+		int copy = t && r->pending_n < r->max_pending && i < end &&
+			   get_u(i + 1, end, &step) && cur.ev.ts_ns + step >= cur.ev.ts_ns;
+		if (t && !copy)
+			t->enc_prev = cur; /* the slow path packs after it */
+		i = unpack(i, end, &cur, 0, &fields);
 		const struct ct_rec_event *e = &cur.ev;
 		int py = (e->rec.flags & CT_EVENT_F_PYSTACK) != 0;
-		const char *bad = !src.end ? "runs past the end of the run"
+		const char *bad = !i ? "runs past the end of the run"
 				  : e->rec.type != CT_REC_EVENT || e->rec.size != (py ? 88u : 80u)
 				      ? "is not an event record of 80 bytes, or 88 with a Python stack"
 				  : !py && cur.pystack_id ? "has a Python stack id without the flag"
 							  : NULL;
 		if (bad) {
 			corrupt(r, off, "packed event %u of %u (run byte %zu of %u) %s", k + 1, h.count,
-				(size_t)(i - (p + sizeof h)), h.bytes, bad);
+				(size_t)(at - (p + sizeof h)), h.bytes, bad);
 			return -1;
 		}
-		i = src.end;
-		struct pending pe = cur;
-		chained = take_event(r, &pe, chained ? &src : NULL);
+		if (!copy) {
+			cur.seq = r->seq; /* take_event's, for t->enc_prev */
+			t = take_event(r, &cur) ? tq_of(r, h.tid) : NULL;
+			continue;
+		}
+		/* take_event's work for an event that goes into its queue */
+		cur.seq = r->seq++;
+		r->res->events++;
+		if (r->released_any && e->ts_ns < r->last_released_ts)
+			r->res->late_events++;
+		unsigned char *o = tq_room(r, t);
+		for (const unsigned char *c = at; c < fields; c++) /* the mask and the time step */
+			*o++ = *c;
+		*o++ = 1; /* the file-order step */
+		for (const unsigned char *c = fields; c < i; c++)
+			*o++ = *c;
+		t->back->tail = (uint32_t)(o - t->back->data);
+		t->n++;
+		if (++r->pending_n > r->res->max_pending_seen)
+			r->res->max_pending_seen = r->pending_n;
 	}
+	if (t)
+		t->enc_prev = cur;
 	if (i != end) {
 		corrupt(r, off, "packed events: %zu bytes left after the run's %u events",
 			(size_t)(end - i), h.count);
@@ -810,7 +861,7 @@ static int dispatch(struct rd *r, const unsigned char *p, unsigned type, uint32_
 			memcpy(&x, p + sizeof pe.ev, sizeof x);
 			pe.pystack_id = x.pystack_id;
 		}
-		take_event(r, &pe, NULL);
+		take_event(r, &pe);
 		return 0;
 	}
 	case CT_REC_EVENTS: /* issue 15 */
