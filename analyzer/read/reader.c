@@ -273,11 +273,21 @@ static void heap_pop(struct rd *r, struct pending *out)
  * into its queue as it is, the step put in (see pending_push).
  */
 
-/* A LEB128 number within [i, end); NULL when it runs past end. */
-static const unsigned char *get_u(const unsigned char *i, const unsigned char *end, uint64_t *v)
+/*
+ * Inlined where called: with end NULL (the window's own bytes, packed by
+ * this reader) the compiler drops the bounds checks.
+ */
+#define PK_INLINE static inline __attribute__((always_inline))
+
+/* A LEB128 number within [i, end) (end NULL: unchecked); NULL when it runs past end. */
+PK_INLINE const unsigned char *get_u(const unsigned char *i, const unsigned char *end, uint64_t *v)
 {
+	if ((!end || i < end) && *i < 0x80) { /* most numbers: one byte */
+		*v = *i;
+		return i + 1;
+	}
 	uint64_t x = 0;
-	for (unsigned shift = 0; i < end; shift += 7) {
+	for (unsigned shift = 0; !end || i < end; shift += 7) {
 		unsigned char b = *i++;
 		x |= (uint64_t)(b & 0x7f) << shift;
 		if (!(b & 0x80) || shift >= 63) {
@@ -299,12 +309,12 @@ static int64_t unzigzag(uint64_t v)
  * past end (*p is then partly changed); *fields: where its fields start,
  * after the steps.
  */
-static const unsigned char *unpack(const unsigned char *i, const unsigned char *end,
+PK_INLINE const unsigned char *unpack(const unsigned char *i, const unsigned char *end,
 				   struct pending *p, int with_seq, const unsigned char **fields)
 {
 	struct ct_rec_event *e = &p->ev;
 	uint64_t v = 0;
-	if (i >= end)
+	if (end && i >= end)
 		return NULL;
 	unsigned mask = *i++;
 #define GET_(dst)                                  \
@@ -315,7 +325,7 @@ static const unsigned char *unpack(const unsigned char *i, const unsigned char *
 	} while (0)
 #define BYTE_(dst)                                 \
 	do {                                       \
-		if (i >= end)                      \
+		if (end && i >= end)               \
 			return NULL;               \
 		dst = *i++;                        \
 	} while (0)
@@ -538,18 +548,37 @@ static const struct pending *pending_min(const struct rd *r, int *from_queue)
 	return *from_queue ? a : b;
 }
 
-/* Take the smallest held event out of the window into *out. */
-static void pending_take(struct rd *r, struct pending *out)
+/* How far behind the newest writer round the reorder window reaches. */
+#define CT_REORDER_SLACK_NS (100u * 1000u * 1000u)
+
+/* Hand event p, the oldest not yet handed out, to the callbacks. */
+static void deliver(struct rd *r, struct pending *p)
+{
+	r->last_released_ts = p->ev.ts_ns;
+	r->released_any = 1;
+	if (p->pystack_id && r->cb->pycombine)
+		p->ev.stack_id = r->cb->pycombine(r->cb->ctx, p->ev.stack_id, p->pystack_id);
+	if (r->cb->event)
+		r->cb->event(r->cb->ctx, &p->ev);
+}
+
+/* Hand the smallest held event to the callbacks and take it out of the window. */
+static void release_one(struct rd *r)
 {
 	int from_queue;
 	pending_min(r, &from_queue);
 	r->pending_n--;
 	if (!from_queue) {
-		heap_pop(r, out);
+		struct pending p;
+		heap_pop(r, &p);
+		deliver(r, &p);
 		return;
 	}
 	struct tq *t = &r->tq[r->mheap[0].q];
-	*out = t->first;
+	/* handed out where it is (no copy): the next one unpacks after it as it was pushed */
+	uint32_t stack_id = t->first.ev.stack_id;
+	deliver(r, &t->first);
+	t->first.ev.stack_id = stack_id;
 	if (--t->n == 0) {
 		/* every packed byte is taken: one block left, empty */
 		if (r->ntq > KEEP_QUEUE)
@@ -560,7 +589,7 @@ static void pending_take(struct rd *r, struct pending *out)
 	} else {
 		struct pblock *b = t->front;
 		const unsigned char *fields;
-		b->head += (uint32_t)(unpack(b->data + b->head, b->data + b->tail, &t->first, 1, &fields) -
+		b->head += (uint32_t)(unpack(b->data + b->head, NULL, &t->first, 1, &fields) -
 				      (b->data + b->head));
 		/* an emptied block: the next one is the front, or the last one starts over
 		 * (a packed event is always in the front block) */
@@ -576,27 +605,6 @@ static void pending_take(struct rd *r, struct pending *out)
 	}
 	if (r->mheap_n > 1)
 		mheap_down(r, 0);
-}
-
-/* How far behind the newest writer round the reorder window reaches. */
-#define CT_REORDER_SLACK_NS (100u * 1000u * 1000u)
-
-/* Hand event p, the oldest not yet handed out, to the callbacks. */
-static void deliver(struct rd *r, struct pending *p)
-{
-	r->last_released_ts = p->ev.ts_ns;
-	r->released_any = 1;
-	if (p->pystack_id && r->cb->pycombine)
-		p->ev.stack_id = r->cb->pycombine(r->cb->ctx, p->ev.stack_id, p->pystack_id);
-	if (r->cb->event)
-		r->cb->event(r->cb->ctx, &p->ev);
-}
-
-static void release_one(struct rd *r)
-{
-	struct pending p;
-	pending_take(r, &p);
-	deliver(r, &p);
 }
 
 static void release_upto(struct rd *r, uint64_t ts)
