@@ -303,20 +303,6 @@ static int64_t unzigzag(uint64_t v)
 	return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
 }
 
-/*
- * Unpack the event packed at i (within [i, end)) after *p, in place of *p;
- * with_seq: the window's form. Returns the end, NULL when the event runs
- * past end (*p is then partly changed); *fields: where its fields start,
- * after the steps.
- */
-PK_INLINE const unsigned char *unpack(const unsigned char *i, const unsigned char *end,
-				   struct pending *p, int with_seq, const unsigned char **fields)
-{
-	struct ct_rec_event *e = &p->ev;
-	uint64_t v = 0;
-	if (end && i >= end)
-		return NULL;
-	unsigned mask = *i++;
 #define GET_(dst)                                  \
 	do {                                       \
 		if (!(i = get_u(i, end, &v)))      \
@@ -329,10 +315,13 @@ PK_INLINE const unsigned char *unpack(const unsigned char *i, const unsigned cha
 			return NULL;               \
 		dst = *i++;                        \
 	} while (0)
-	GET_(e->ts_ns += v);
-	if (with_seq)
-		GET_(p->seq += v);
-	*fields = i;
+
+/* The fields of a packed event whose mask is mask, at i (see unpack). */
+PK_INLINE const unsigned char *unpack_fields(const unsigned char *i, const unsigned char *end,
+					  struct pending *p, unsigned mask)
+{
+	struct ct_rec_event *e = &p->ev;
+	uint64_t v = 0;
 	if (mask & CT_PK_DUR)
 		GET_(e->dur_ns = v);
 	if (mask & CT_PK_PTR)
@@ -361,10 +350,30 @@ PK_INLINE const unsigned char *unpack(const unsigned char *i, const unsigned cha
 		BYTE_(e->reserved);
 		GET_(p->pystack_id = (uint32_t)v);
 	}
-#undef GET_
-#undef BYTE_
 	return i;
 }
+
+/*
+ * Unpack the event packed at i (within [i, end)) after *p, in place of *p;
+ * with_seq: the window's form. Returns the end, NULL when the event runs
+ * past end (*p is then partly changed); *fields: where its fields start,
+ * after the steps.
+ */
+PK_INLINE const unsigned char *unpack(const unsigned char *i, const unsigned char *end,
+				   struct pending *p, int with_seq, const unsigned char **fields)
+{
+	uint64_t v = 0;
+	if (end && i >= end)
+		return NULL;
+	unsigned mask = *i++;
+	GET_(p->ev.ts_ns += v);
+	if (with_seq)
+		GET_(p->seq += v);
+	*fields = i;
+	return unpack_fields(i, end, p, mask);
+}
+#undef GET_
+#undef BYTE_
 
 /*
  * Room for one packed event in a queue: what ct_pk_event writes (CT_PK_MAX),
@@ -373,11 +382,11 @@ PK_INLINE const unsigned char *unpack(const unsigned char *i, const unsigned cha
  */
 #define ROOM_MAX 160
 
-/* Where the next packed event goes: ROOM_MAX bytes at the back block's tail. */
-static unsigned char *tq_room(struct rd *r, struct tq *t)
+/* A new back block for t (tq_room's slow path). */
+static __attribute__((noinline)) struct pblock *tq_grow(struct rd *r, struct tq *t)
 {
 	struct pblock *b = t->back;
-	if (!b || b->cap - b->tail < ROOM_MAX) {
+	{
 		uint32_t cap = b ? b->cap * 2 : PBLOCK_MIN;
 		if (cap > PBLOCK_MAX)
 			cap = PBLOCK_MAX;
@@ -397,6 +406,15 @@ static unsigned char *tq_room(struct rd *r, struct tq *t)
 			t->front = nb;
 		t->back = b = nb;
 	}
+	return b;
+}
+
+/* Where the next packed event goes: ROOM_MAX bytes at the back block's tail. */
+static inline unsigned char *tq_room(struct rd *r, struct tq *t)
+{
+	struct pblock *b = t->back;
+	if (!b || b->cap - b->tail < ROOM_MAX)
+		b = tq_grow(r, t);
 	return b->data + b->tail;
 }
 
@@ -791,13 +809,19 @@ static int read_events(struct rd *r, const unsigned char *p, uint32_t size, uint
 	ct_pk_base(&cur.ev, h.tid);
 	struct tq *t = NULL; /* the queue whose last event is cur, if any */
 	for (uint32_t k = 0; k < h.count; k++) {
-		const unsigned char *at = i, *fields;
+		const unsigned char *at = i, *fields = NULL;
 		uint64_t step;
+		/* in order after cur, the queue's last event, and room for it: copied in */
 		int copy = t && r->pending_n < r->max_pending && i < end &&
-			   get_u(i + 1, end, &step) && cur.ev.ts_ns + step >= cur.ev.ts_ns;
-		if (t && !copy)
-			t->enc_prev = cur; /* the slow path packs after it */
-		i = unpack(i, end, &cur, 0, &fields);
+			   (fields = get_u(i + 1, end, &step)) && cur.ev.ts_ns + step >= cur.ev.ts_ns;
+		if (copy) {
+			cur.ev.ts_ns += step;
+			i = unpack_fields(fields, end, &cur, *at);
+		} else {
+			if (t)
+				t->enc_prev = cur; /* the slow path packs after it */
+			i = unpack(i, end, &cur, 0, &fields);
+		}
 		const struct ct_rec_event *e = &cur.ev;
 		int py = (e->rec.flags & CT_EVENT_F_PYSTACK) != 0;
 		const char *bad = !i ? "runs past the end of the run"
