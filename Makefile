@@ -255,12 +255,14 @@ $(FAKE_C10): tests/fake/c10_cuda.cc preload/hooks/torchoffsets.h $(FAKE_CUDART) 
 		-Wl,-soname,libc10_cuda.so -o $@ $< -L$(FAKE_DIR) -l:libcudart.so.13 $(ALL_LDFLAGS)
 
 # ---- the synthetic dump generator (scripts/gendump.c, the analyzer benchmark)
-# It packs records with the shim's own compressor, preload/output/compress.c.
+# It packs records with the shim's own compressor, preload/output/compress.c,
+# and its events with the writer's packing, preload/output/packrun.c.
 GENDUMP := $(BUILD)/gendump
 
 # Linked from objects, each with its own dependency file: a source that moves
 # leaves only the stale file of an object nothing asks for.
-$(GENDUMP): $(BUILD)/obj/scripts/gendump.o $(BUILD)/obj/preload/output/compress.o
+$(GENDUMP): $(BUILD)/obj/scripts/gendump.o $(BUILD)/obj/preload/output/compress.o \
+	    $(BUILD)/obj/preload/output/packrun.o
 	@echo "  LD      $@"
 	$(Q)$(CC) -o $@ $^ $(ALL_LDFLAGS) -ldl
 

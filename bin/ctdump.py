@@ -10,6 +10,10 @@ decompressed with libzstd.so.1 through ctypes or, failing that, the `zstd`
 command; with neither, a compressed record is printed as such with a note, and
 `records()` raises ZstdUnavailable.
 
+Packed events (CT_REC_EVENTS, include/cumtrace/packed.h) are expanded too:
+each event takes the run's place as the CT_REC_EVENT record it stands for,
+its offset given as the run's and "#K", K its index in the run.
+
 Framework events (layer 5: PyTorch's caching allocator, format.h "Framework
 events") are printed with their action and pool id; framework_events() returns
 them decoded, Python stacks resolved, for scripts and tests.
@@ -58,6 +62,8 @@ LAYER_FRAMEWORK = 5
 FW_F_POOL = 0x1
 EVENT_F_PYSTACK = 0x1
 REC_ZSTD = REC_NUM["zstd"]
+REC_EVENTS = REC_NUM.get("events", -1)
+U64 = (1 << 64) - 1
 ZSTD_RAW_MAX = 4 << 20
 
 
@@ -127,24 +133,108 @@ def _walk(data, start, end):
         off += size
 
 
+def _uleb(data, i, end):
+    """A LEB128 number at data[i] within end (packed.h: at most 10 bytes); (value, next)."""
+    x = shift = 0
+    while True:
+        if i >= end:
+            raise BadRecord("packed event runs past the end of the run")
+        b = data[i]
+        i += 1
+        x |= (b & 0x7F) << shift
+        if not b & 0x80 or shift >= 63:
+            return x & U64, i
+        shift += 7
+
+
+def packed_events(body, off):
+    """The (flags, body) of the CT_REC_EVENT records a CT_REC_EVENTS body (after its
+    8-byte header) stands for, in order (include/cumtrace/packed.h)."""
+    tid, count, nbytes, _r = struct.unpack_from("<4I", body)
+    if nbytes > len(body) - 16 or count == 0:
+        raise BadRecord("corrupt record at offset %s: packed events: %d events in %d bytes do "
+                        "not fit a record of %d bytes" % (off, count, nbytes, len(body) + 8))
+    i, end = 16, 16 + nbytes
+    # the fields of the event before, starting from the run's base (ct_pk_base)
+    e = dict(type=2, rflags=0, rsize=80, ts=0, dur=0, ptr=0, size=0, stream=0, aux=0,
+             stack=0, result=0, flags=0, api=0, op=0, kind=0, dev=0, layer=0, reserved=0, py=0)
+    out = []
+    for _k in range(count):
+        if i >= end:
+            raise BadRecord("packed event runs past the end of the run")
+        mask = body[i]
+        i += 1
+        v, i = _uleb(body, i, end)
+        e["ts"] = (e["ts"] + v) & U64
+        for bit, name in ((1, "dur"), (2, "ptr"), (4, "size"), (8, "stream"), (16, "aux"),
+                          (32, "stack")):
+            if mask & bit:
+                v, i = _uleb(body, i, end)
+                if name == "ptr":  # the zigzag of the step
+                    e["ptr"] = (e["ptr"] + ((v >> 1) ^ -(v & 1))) & U64
+                else:
+                    e[name] = v & (0xFFFFFFFF if name == "stack" else U64)
+        if mask & 64:
+            v, i = _uleb(body, i, end)
+            if i + 3 > end:
+                raise BadRecord("packed event runs past the end of the run")
+            e["api"] = v & 0xFFFF
+            e["op"], e["kind"], e["layer"] = body[i], body[i + 1], body[i + 2]
+            i += 3
+        if mask & 128:
+            for name, width in (("type", 0xFFFF), ("rflags", 0xFFFF), ("rsize", 0xFFFFFFFF),
+                                ("flags", 0xFFFFFFFF), ("result", 0xFFFFFFFF), ("dev", 0xFFFF)):
+                v, i = _uleb(body, i, end)
+                e[name] = v & width
+            if i >= end:
+                raise BadRecord("packed event runs past the end of the run")
+            e["reserved"] = body[i]
+            i += 1
+            v, i = _uleb(body, i, end)
+            e["py"] = v & 0xFFFFFFFF
+        ev = EVENT.pack(e["ts"], e["dur"], e["ptr"], e["size"], e["stream"], e["aux"], tid,
+                        e["stack"], e["result"] - ((e["result"] & 0x80000000) << 1), e["flags"],
+                        e["api"], e["op"], e["kind"], e["dev"] - ((e["dev"] & 0x8000) << 1),
+                        e["layer"], e["reserved"])
+        if e["rsize"] == 88:
+            ev += struct.pack("<II", e["py"], 0)
+        out.append((e["rflags"], ev))
+    if i != end:
+        raise BadRecord("corrupt record at offset %s: packed events: %d bytes left after the "
+                        "run's %d events" % (off, end - i, count))
+    return out
+
+
+def _expand_events(off, rtype, flags, body):
+    if rtype != REC_EVENTS:
+        yield off, rtype, flags, body
+        return
+    for k, (eflags, ebody) in enumerate(packed_events(body, off)):
+        yield "%s#%d" % (off, k), 2, eflags, ebody
+
+
 def records(data, expand=True):
     """Yield (offset, type, flags, body) for every record of a dump in file
     order; with expand, the records inside each CT_REC_ZSTD take its place,
-    their offset given as "OUTER+INNER" (a str). A bad or truncated record
-    ends the walk with BadRecord."""
+    their offset given as "OUTER+INNER" (a str), and the events of each
+    CT_REC_EVENTS take its place as CT_REC_EVENT records ("OFFSET#K"). A bad
+    or truncated record ends the walk with BadRecord."""
     if data[:8] != b"CUMTRACE":
         raise BadRecord("not a cumtrace dump (bad magic)")
     start = struct.unpack_from("<H", data, 10)[0]
     for off, rtype, flags, body in _walk(data, start, len(data)):
-        if rtype != REC_ZSTD or not expand:
+        if not expand:
             yield off, rtype, flags, body
+            continue
+        if rtype != REC_ZSTD:
+            yield from _expand_events(off, rtype, flags, body)
             continue
         raw_size, frame_size = struct.unpack_from("<II", body)
         if raw_size > ZSTD_RAW_MAX or 8 + frame_size > len(body):
             raise BadRecord("bad zstd record at offset %d" % off)
         raw = zstd_decompress(body[8:8 + frame_size], raw_size)
         for ioff, itype, iflags, ibody in _walk(raw, 0, len(raw)):
-            yield "%d+%d" % (off, ioff), itype, iflags, ibody
+            yield from _expand_events("%d+%d" % (off, ioff), itype, iflags, ibody)
 
 
 _api_names = None

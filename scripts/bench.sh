@@ -19,7 +19,8 @@
 #            BENCH_BIG=0), against `cat DUMP >/dev/null` of the same file,
 #            page-cached; peak RSS; dump bytes per event. Then
 #            `cumtrace-report leaks` against heaptrack_print on HT_PAIRS
-#            pairs 3 frames deep traced by each tool (time, peak RSS).
+#            pairs 3 frames deep traced by each tool (time, peak RSS), and
+#            on the same loop's dump written with CUMTRACE_PACK=0.
 # Each capture figure is the median of REPS runs.
 set -eu
 BUILD=${BUILD:-build}
@@ -295,8 +296,13 @@ if [ -x "$heaptrack" ] && [ -x "$htprint" ] && [ -x /usr/bin/time ]; then
 		CUMTRACE_OUTPUT="$tmp/hc.%p.dump" "$prog" "$htpairs" 3 1 cuda >/dev/null 2>&1) || :
 	(cd "$tmp" && env LD_LIBRARY_PATH="$fake" "$heaptrack" -o "$tmp/hh" "$prog" "$htpairs" 3 1 malloc \
 		>/dev/null 2>&1) || :
+	# the same loop with events as 80-byte records (CUMTRACE_PACK=0, the layout before issue 15)
+	(cd "$tmp" && env LD_LIBRARY_PATH="$fake" LD_PRELOAD="$shim" CUMTRACE_QUIET=1 CUMTRACE_PACK=0 \
+		CUMTRACE_OUTPUT="$tmp/hu.%p.dump" "$prog" "$htpairs" 3 1 cuda >/dev/null 2>&1) || :
 	set -- "$tmp"/hc.*.dump
 	ctdump=$1
+	set -- "$tmp"/hu.*.dump
+	ctdump_unpacked=$1
 	set -- "$tmp"/hh.*
 	htfile=$1
 	if [ -f "$ctdump" ] && [ -f "$htfile" ]; then
@@ -306,6 +312,12 @@ if [ -x "$heaptrack" ] && [ -x "$htprint" ] && [ -x /usr/bin/time ]; then
 		c2=$(run_stats env CUMTRACE_REPORT_PIPELINE=1 "$report" leaks "$ctdump")
 		lbl="leaks vs heaptrack_print, $htpairs pairs d3"
 		row "$lbl: cumtrace-report leaks wall / CPU s" "$(wall "$c") / $(cpu "$c")"
+		if [ -f "$ctdump_unpacked" ]; then
+			c0=$(run_stats "$report" leaks "$ctdump_unpacked")
+			row "$lbl: ... dump written with CUMTRACE_PACK=0, wall / CPU s" "$(wall "$c0") / $(cpu "$c0")"
+			row "$lbl: dump bytes/event, packed / CUMTRACE_PACK=0" \
+				"$(calc2 "$(wc -c <"$ctdump") / ($htpairs * 2)") / $(calc2 "$(wc -c <"$ctdump_unpacked") / ($htpairs * 2)")"
+		fi
 		row "$lbl: ... CUMTRACE_REPORT_PIPELINE=1 wall / CPU s" "$(wall "$c2") / $(cpu "$c2")"
 		row "$lbl: heaptrack_print wall / CPU s" "$(wall "$h") / $(cpu "$h")"
 		row "$lbl: peak RSS MiB, cumtrace / heaptrack" "$(calc "$(thr "$c") / 1024") / $(calc "$(thr "$h") / 1024")"
@@ -318,7 +330,7 @@ if [ -x "$heaptrack" ] && [ -x "$htprint" ] && [ -x /usr/bin/time ]; then
 	else
 		row "leaks vs heaptrack_print" "no dump" "" ""
 	fi
-	rm -f "$tmp"/hc.*.dump "$tmp"/hh.*
+	rm -f "$tmp"/hc.*.dump "$tmp"/hu.*.dump "$tmp"/hh.*
 else
 	row "leaks vs heaptrack_print" "not installed" "" ""
 fi

@@ -4,6 +4,9 @@
  * records, then writer rounds (a BATCH, then each thread's records in turn)
  * packed into CT_REC_ZSTD records by the shim's own compressor
  * (preload/output/compress.c) exactly as the writer packs its buffer, then END.
+ * Events go out as the writer writes them: packed into CT_REC_EVENTS runs
+ * (preload/output/packrun.c), or with -P 0 as CT_REC_EVENT records (the
+ * writer's CUMTRACE_PACK=0); the same seed makes the same events either way.
  * For the analyzer benchmark (scripts/bench.sh) and for tests.
  *
  * The workload: THREADS threads each keep LIVE/THREADS device blocks live.
@@ -23,7 +26,7 @@
  *               int16_t, 32768 and above wrap to negative numbers); default 2, by thread
  *
  * usage: gendump [-n EVENTS] [-t THREADS] [-l LIVE] [-s STACKS] [-d DEPTH]
- *                [-z 0|1] [-r SEED] [-b BYTES] [-u] [-A] [-D DEVICES] OUT
+ *                [-z 0|1] [-P 0|1] [-r SEED] [-b BYTES] [-u] [-A] [-D DEVICES] OUT
  * Prints "events N bytes B" on success.
  */
 #define _GNU_SOURCE
@@ -34,6 +37,7 @@
 #include <unistd.h>
 
 #include "../preload/output/compress.h"
+#include "../preload/output/packrun.h"
 
 #define ROUND_NS 50000000ull	    /* simulated writer interval */
 #define MOD_BASE 0x555500000000ull /* the fake program's text */
@@ -52,6 +56,8 @@ static int out_fd;
 static unsigned char *buf, *zbuf;
 static size_t buf_len;
 static int compress_on = 1;
+static int pack_on = 1;	     /* -P */
+static struct ct_packrun run; /* the events' run being filled */
 static uint64_t bytes_out, next_addr = 0x7e0000000000ull;
 static unsigned char *stack_written;
 static unsigned nstacks = 1000, depth = 22;
@@ -81,6 +87,7 @@ static void put_file(const void *p, size_t n)
 /* The writer's buffer: whole records, one CT_REC_ZSTD per full buffer. */
 static void flush(void)
 {
+	ct_packrun_close(&run, buf, &buf_len);
 	size_t z = compress_on ? ct_zstd_pack(buf, buf_len, zbuf, CT_REC_MAX) : 0;
 	if (z)
 		put_file(zbuf, z);
@@ -89,9 +96,16 @@ static void flush(void)
 	buf_len = 0;
 }
 
+/* Packed, a buffer holds what the writer's does (CT_REC_MAX): its frame fits a record. */
+static size_t buf_cap(void)
+{
+	return pack_on ? CT_REC_MAX : CT_ZSTD_RAW_MAX;
+}
+
 static void put(const void *rec, size_t n)
 {
-	if (buf_len + n > CT_ZSTD_RAW_MAX)
+	ct_packrun_close(&run, buf, &buf_len);
+	if (buf_len + n > buf_cap())
 		flush();
 	memcpy(buf + buf_len, rec, n);
 	buf_len += n;
@@ -135,7 +149,13 @@ static void put_event(struct thread *t, uint8_t op, uint64_t ptr, uint64_t size,
 	ev.kind = CT_KIND_DEVICE;
 	ev.device = (int16_t)(uint16_t)(ndevices ? rnd(&t->rng) % ndevices : t->tid % 2);
 	ev.layer = CT_LAYER_RUNTIME;
-	put(&ev, sizeof ev);
+	if (!pack_on) {
+		put(&ev, sizeof ev);
+		return;
+	}
+	if (buf_len + CT_PACKRUN_ROOM > buf_cap())
+		flush();
+	ct_packrun_put(&run, buf, &buf_len, &ev, 0);
 }
 
 static void alloc_one(struct thread *t, size_t slot, uint64_t reuse)
@@ -176,11 +196,17 @@ static void put_process(int argc, char **argv)
 			       "setting.stack_depth=22", "setting.buffer_mb=64",
 			       "setting.drop=0", "setting.flush_ms=50",
 			       compress_on ? "setting.compress=zstd" : "setting.compress=off",
-			       "setting.clock=tsc"};
+			       pack_on ? "setting.pack=on" : "setting.pack=off", "setting.clock=tsc"};
 	for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
 		len += (size_t)snprintf(b + len, sizeof b - len - 1, "%s", fixed[i]) + 1;
-	for (int i = 0; i < argc && len + 300 < sizeof b; i++)
+	/* without -P: both layouts of one seed, written under one name, give the same reports */
+	for (int i = 0; i < argc && len + 300 < sizeof b; i++) {
+		if (!strncmp(argv[i], "-P", 2)) {
+			i += argv[i][2] == 0;
+			continue;
+		}
 		len += (size_t)snprintf(b + len, 256, "argv=%s", argv[i]) + 1;
+	}
 	p->rec.size = CT_REC_ALIGN((uint32_t)len);
 	struct ct_file_header h = {.version = CT_FORMAT_VERSION, .header_size = sizeof h};
 	memcpy(h.magic, CT_MAGIC, CT_MAGIC_LEN);
@@ -211,7 +237,7 @@ int main(int argc, char **argv)
 	uint64_t events = 1000000, live = 10000, seed = 1;
 	unsigned nthreads = 4;
 	int c;
-	while ((c = getopt(argc, argv, "n:t:l:s:d:z:r:b:uAD:")) != -1) {
+	while ((c = getopt(argc, argv, "n:t:l:s:d:z:P:r:b:uAD:")) != -1) {
 		switch (c) {
 		case 'n': events = strtoull(optarg, NULL, 10); break;
 		case 't': nthreads = (unsigned)atoi(optarg); break;
@@ -219,6 +245,7 @@ int main(int argc, char **argv)
 		case 's': nstacks = (unsigned)atoi(optarg); break;
 		case 'd': depth = (unsigned)atoi(optarg); break;
 		case 'z': compress_on = atoi(optarg); break;
+		case 'P': pack_on = atoi(optarg); break;
 		case 'r': seed = strtoull(optarg, NULL, 10); break;
 		case 'b': fixed_size = strtoull(optarg, NULL, 0); break;
 		case 'u': unique_stacks = 1; break;
@@ -296,6 +323,6 @@ int main(int argc, char **argv)
 	return 0;
 usage:
 	fprintf(stderr, "usage: gendump [-n EVENTS] [-t THREADS] [-l LIVE] [-s STACKS] "
-			"[-d DEPTH] [-z 0|1] [-r SEED] [-b BYTES] [-u] [-A] [-D DEVICES] OUT\n");
+			"[-d DEPTH] [-z 0|1] [-P 0|1] [-r SEED] [-b BYTES] [-u] [-A] [-D DEVICES] OUT\n");
 	return 2;
 }

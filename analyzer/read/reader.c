@@ -12,6 +12,7 @@
 #include <zstd.h>
 
 #include "base/util.h"
+#include "cumtrace/packed.h"
 #include "read/pipe.h"
 #include "read/zprefetch.h"
 
@@ -46,6 +47,8 @@ struct rd {
 	size_t tq_map_cap;  /* a power of two, or 0 */
 	struct mkey *mheap; /* the non-empty queues, a min-heap by their first event */
 	size_t mheap_n, mheap_cap;
+	struct pblock *spare; /* emptied blocks kept for reuse (block_done) */
+	size_t nspare;
 	struct pending *heap; /* events out of their thread's order: a min-heap */
 	size_t heap_n, heap_cap;
 	size_t pending_n; /* events held in all */
@@ -262,54 +265,37 @@ static void heap_pop(struct rd *r, struct pending *out)
 /*
  * ---- packed events -------------------------------------------------------------
  *
- * An event packed after prev (same thread, not before it in the release
- * order, so ts and seq do not go back): a mask byte, then LEB128 numbers:
- * always the time and file-order steps, then each field group the mask names,
- * in mask bit order. Unchanged fields take no byte. PACK_MAX bounds a packed
- * event: the mask, seven 64-bit numbers (10 bytes each at most: the two steps,
- * dur, ptr, size, stream, aux), stack_id (5), the call (api 3, three bytes),
- * the rest (3 + 3 + 5 + 5 + 5 + 3 + 1 + 5): 1 + 70 + 5 + 6 + 30 = 112.
+ * A queue packs each event after the one pushed before it, in the form of
+ * include/cumtrace/packed.h with the file-order step (the event is not
+ * before prev in the release order, so neither step goes back). A
+ * CT_REC_EVENTS run of the dump holds the same form without that step: an
+ * event of a run pushed right after the run's event before it is copied
+ * into its queue as it is, the step put in (see pending_push).
  */
-#define PACK_MAX 128
-enum {
-	PK_DUR = 1 << 0,    /* dur_ns */
-	PK_PTR = 1 << 1,    /* ptr, as the zigzag of its step from prev's */
-	PK_SIZE = 1 << 2,   /* size */
-	PK_STREAM = 1 << 3, /* stream */
-	PK_AUX = 1 << 4,    /* aux */
-	PK_STACK = 1 << 5,  /* stack_id */
-	PK_CALL = 1 << 6,   /* api, op, kind, layer */
-	PK_REST = 1 << 7,   /* record header, flags, result, device, reserved, pystack_id */
-};
 
-static unsigned char *put_u(unsigned char *o, uint64_t v)
+/*
+ * Inlined where called: with end NULL (the window's own bytes, packed by
+ * this reader) the compiler drops the bounds checks.
+ */
+#define PK_INLINE static inline __attribute__((always_inline))
+
+/* A LEB128 number within [i, end) (end NULL: unchecked); NULL when it runs past end. */
+PK_INLINE const unsigned char *get_u(const unsigned char *i, const unsigned char *end, uint64_t *v)
 {
-	while (v >= 0x80) {
-		*o++ = (unsigned char)(v | 0x80);
-		v >>= 7;
+	if ((!end || i < end) && *i < 0x80) { /* most numbers: one byte */
+		*v = *i;
+		return i + 1;
 	}
-	*o++ = (unsigned char)v;
-	return o;
-}
-
-static const unsigned char *get_u(const unsigned char *i, uint64_t *v)
-{
 	uint64_t x = 0;
-	unsigned shift = 0;
-	for (;;) {
+	for (unsigned shift = 0; !end || i < end; shift += 7) {
 		unsigned char b = *i++;
 		x |= (uint64_t)(b & 0x7f) << shift;
-		if (!(b & 0x80) || shift >= 63)
-			break;
-		shift += 7;
+		if (!(b & 0x80) || shift >= 63) {
+			*v = x;
+			return i;
+		}
 	}
-	*v = x;
-	return i;
-}
-
-static uint64_t zigzag(int64_t v)
-{
-	return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+	return NULL;
 }
 
 static int64_t unzigzag(uint64_t v)
@@ -317,125 +303,100 @@ static int64_t unzigzag(uint64_t v)
 	return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
 }
 
-/* Pack p after prev into o (PACK_MAX bytes); returns the end. */
-static unsigned char *pack(unsigned char *o, const struct pending *prev, const struct pending *p)
-{
-	const struct ct_rec_event *a = &prev->ev, *e = &p->ev;
-	unsigned mask = 0;
-	if (e->dur_ns != a->dur_ns)
-		mask |= PK_DUR;
-	if (e->ptr != a->ptr)
-		mask |= PK_PTR;
-	if (e->size != a->size)
-		mask |= PK_SIZE;
-	if (e->stream != a->stream)
-		mask |= PK_STREAM;
-	if (e->aux != a->aux)
-		mask |= PK_AUX;
-	if (e->stack_id != a->stack_id)
-		mask |= PK_STACK;
-	if (e->api != a->api || e->op != a->op || e->kind != a->kind || e->layer != a->layer)
-		mask |= PK_CALL;
-	if (e->rec.type != a->rec.type || e->rec.flags != a->rec.flags || e->rec.size != a->rec.size ||
-	    e->flags != a->flags || e->result != a->result || e->device != a->device ||
-	    e->reserved != a->reserved || p->pystack_id != prev->pystack_id)
-		mask |= PK_REST;
-	*o++ = (unsigned char)mask;
-	o = put_u(o, e->ts_ns - a->ts_ns);
-	o = put_u(o, p->seq - prev->seq);
-	if (mask & PK_DUR)
-		o = put_u(o, e->dur_ns);
-	if (mask & PK_PTR)
-		o = put_u(o, zigzag((int64_t)(e->ptr - a->ptr)));
-	if (mask & PK_SIZE)
-		o = put_u(o, e->size);
-	if (mask & PK_STREAM)
-		o = put_u(o, e->stream);
-	if (mask & PK_AUX)
-		o = put_u(o, e->aux);
-	if (mask & PK_STACK)
-		o = put_u(o, e->stack_id);
-	if (mask & PK_CALL) {
-		o = put_u(o, e->api);
-		*o++ = e->op;
-		*o++ = e->kind;
-		*o++ = e->layer;
-	}
-	if (mask & PK_REST) {
-		o = put_u(o, e->rec.type);
-		o = put_u(o, e->rec.flags);
-		o = put_u(o, e->rec.size);
-		o = put_u(o, e->flags);
-		o = put_u(o, (uint32_t)e->result);
-		o = put_u(o, (uint16_t)e->device);
-		*o++ = e->reserved;
-		o = put_u(o, p->pystack_id);
-	}
-	return o;
-}
+#define GET_(dst)                                  \
+	do {                                       \
+		if (!(i = get_u(i, end, &v)))      \
+			return NULL;               \
+		dst;                               \
+	} while (0)
+#define BYTE_(dst)                                 \
+	do {                                       \
+		if (end && i >= end)               \
+			return NULL;               \
+		dst = *i++;                        \
+	} while (0)
 
-/* Unpack the event packed at i after *p, in place of *p; returns the end. */
-static const unsigned char *unpack(const unsigned char *i, struct pending *p)
+/* The fields of a packed event whose mask is mask, at i (see unpack). */
+PK_INLINE const unsigned char *unpack_fields(const unsigned char *i, const unsigned char *end,
+					  struct pending *p, unsigned mask)
 {
 	struct ct_rec_event *e = &p->ev;
-	uint64_t v;
-	unsigned mask = *i++;
-	i = get_u(i, &v);
-	e->ts_ns += v;
-	i = get_u(i, &v);
-	p->seq += v;
-	if (mask & PK_DUR)
-		i = get_u(i, &e->dur_ns);
-	if (mask & PK_PTR) {
-		i = get_u(i, &v);
-		e->ptr += (uint64_t)unzigzag(v);
+	uint64_t v = 0;
+	if (mask & CT_PK_DUR)
+		GET_(e->dur_ns = v);
+	if (mask & CT_PK_PTR)
+		GET_(e->ptr += (uint64_t)unzigzag(v));
+	if (mask & CT_PK_SIZE)
+		GET_(e->size = v);
+	if (mask & CT_PK_STREAM)
+		GET_(e->stream = v);
+	if (mask & CT_PK_AUX)
+		GET_(e->aux = v);
+	if (mask & CT_PK_STACK)
+		GET_(e->stack_id = (uint32_t)v);
+	if (mask & CT_PK_CALL) {
+		GET_(e->api = (uint16_t)v);
+		BYTE_(e->op);
+		BYTE_(e->kind);
+		BYTE_(e->layer);
 	}
-	if (mask & PK_SIZE)
-		i = get_u(i, &e->size);
-	if (mask & PK_STREAM)
-		i = get_u(i, &e->stream);
-	if (mask & PK_AUX)
-		i = get_u(i, &e->aux);
-	if (mask & PK_STACK) {
-		i = get_u(i, &v);
-		e->stack_id = (uint32_t)v;
-	}
-	if (mask & PK_CALL) {
-		i = get_u(i, &v);
-		e->api = (uint16_t)v;
-		e->op = *i++;
-		e->kind = *i++;
-		e->layer = *i++;
-	}
-	if (mask & PK_REST) {
-		i = get_u(i, &v);
-		e->rec.type = (uint16_t)v;
-		i = get_u(i, &v);
-		e->rec.flags = (uint16_t)v;
-		i = get_u(i, &v);
-		e->rec.size = (uint32_t)v;
-		i = get_u(i, &v);
-		e->flags = (uint32_t)v;
-		i = get_u(i, &v);
-		e->result = (int32_t)(uint32_t)v;
-		i = get_u(i, &v);
-		e->device = (int16_t)(uint16_t)v;
-		e->reserved = *i++;
-		i = get_u(i, &v);
-		p->pystack_id = (uint32_t)v;
+	if (mask & CT_PK_REST) {
+		GET_(e->rec.type = (uint16_t)v);
+		GET_(e->rec.flags = (uint16_t)v);
+		GET_(e->rec.size = (uint32_t)v);
+		GET_(e->flags = (uint32_t)v);
+		GET_(e->result = (int32_t)(uint32_t)v);
+		GET_(e->device = (int16_t)(uint16_t)v);
+		BYTE_(e->reserved);
+		GET_(p->pystack_id = (uint32_t)v);
 	}
 	return i;
 }
 
-/* Where the next packed event goes: PACK_MAX bytes at the back block's tail. */
-static unsigned char *tq_room(struct tq *t)
+/*
+ * Unpack the event packed at i (within [i, end)) after *p, in place of *p;
+ * with_seq: the window's form. Returns the end, NULL when the event runs
+ * past end (*p is then partly changed); *fields: where its fields start,
+ * after the steps.
+ */
+PK_INLINE const unsigned char *unpack(const unsigned char *i, const unsigned char *end,
+				   struct pending *p, int with_seq, const unsigned char **fields)
+{
+	uint64_t v = 0;
+	if (end && i >= end)
+		return NULL;
+	unsigned mask = *i++;
+	GET_(p->ev.ts_ns += v);
+	if (with_seq)
+		GET_(p->seq += v);
+	*fields = i;
+	return unpack_fields(i, end, p, mask);
+}
+#undef GET_
+#undef BYTE_
+
+/*
+ * Room for one packed event in a queue: what ct_pk_event writes (CT_PK_MAX),
+ * or an event of a CT_REC_EVENTS run copied in as it is, which may spend up
+ * to 10 bytes on each of its 15 numbers: 15 * 10 + 4 bytes + the step.
+ */
+#define ROOM_MAX 160
+
+/* A new back block for t (tq_room's slow path). */
+static __attribute__((noinline)) struct pblock *tq_grow(struct rd *r, struct tq *t)
 {
 	struct pblock *b = t->back;
-	if (!b || b->cap - b->tail < PACK_MAX) {
+	{
 		uint32_t cap = b ? b->cap * 2 : PBLOCK_MIN;
 		if (cap > PBLOCK_MAX)
 			cap = PBLOCK_MAX;
-		struct pblock *nb = ct_xmalloc(sizeof *nb + cap);
+		struct pblock *nb = r->spare;
+		if (cap == PBLOCK_MAX && nb) {
+			r->spare = nb->next;
+			r->nspare--;
+		} else {
+			nb = ct_xmalloc(sizeof *nb + cap);
+		}
 		nb->next = NULL;
 		nb->cap = cap;
 		nb->head = nb->tail = 0;
@@ -445,7 +406,33 @@ static unsigned char *tq_room(struct tq *t)
 			t->front = nb;
 		t->back = b = nb;
 	}
+	return b;
+}
+
+/* Where the next packed event goes: ROOM_MAX bytes at the back block's tail. */
+static inline unsigned char *tq_room(struct rd *r, struct tq *t)
+{
+	struct pblock *b = t->back;
+	if (!b || b->cap - b->tail < ROOM_MAX)
+		b = tq_grow(r, t);
 	return b->data + b->tail;
+}
+
+/*
+ * An emptied block: kept for the next queue that needs one of PBLOCK_MAX
+ * bytes, up to SPARE_BLOCKS of them (a block given back to malloc and taken
+ * again costs its pages' faults each time), else given back.
+ */
+#define SPARE_BLOCKS 4
+static void block_done(struct rd *r, struct pblock *b)
+{
+	if (b->cap == PBLOCK_MAX && r->nspare < SPARE_BLOCKS) {
+		b->next = r->spare;
+		r->spare = b;
+		r->nspare++;
+	} else {
+		free(b);
+	}
 }
 
 /* Give back a queue's blocks. */
@@ -537,9 +524,15 @@ lookup_only:;
 	return t;
 }
 
-static void pending_push(struct rd *r, const struct pending *p)
+/*
+ * Push p into the window: into its thread's queue, packed after the event
+ * pushed there before it, when it does not go before that one; else into
+ * the heap. Returns 1 when p went into its queue.
+ */
+static int pending_push(struct rd *r, const struct pending *p)
 {
 	struct tq *t = tq_of(r, p->ev.tid);
+	int queued = 1;
 	if (t && t->n == 0) {
 		t->first = *p;
 		t->enc_prev = *p;
@@ -547,16 +540,21 @@ static void pending_push(struct rd *r, const struct pending *p)
 		mkey_set(&r->mheap[r->mheap_n], p, (uint32_t)(t - r->tq));
 		mheap_up(r, r->mheap_n++);
 	} else if (t && !pend_less(p, &t->enc_prev)) {
-		unsigned char *at = tq_room(t);
-		t->back->tail += (uint32_t)(pack(at, &t->enc_prev, p) - at);
+		unsigned char *at = tq_room(r, t);
+		t->back->tail += (uint32_t)(ct_pk_event(at, &t->enc_prev.ev, t->enc_prev.pystack_id,
+							&p->ev, p->pystack_id, 1,
+							p->seq - t->enc_prev.seq) -
+					    at);
 		t->enc_prev = *p;
 		t->n++;
 	} else {
 		heap_push(r, p);
+		queued = 0;
 	}
 	r->pending_n++;
 	if (r->pending_n > r->res->max_pending_seen)
 		r->res->max_pending_seen = r->pending_n;
+	return queued;
 }
 
 /* The smallest held event: from a queue (*from_queue = 1) or the heap. */
@@ -566,44 +564,6 @@ static const struct pending *pending_min(const struct rd *r, int *from_queue)
 	const struct pending *b = r->heap_n ? &r->heap[0] : NULL;
 	*from_queue = a && (!b || pend_less(a, b));
 	return *from_queue ? a : b;
-}
-
-/* Take the smallest held event out of the window into *out. */
-static void pending_take(struct rd *r, struct pending *out)
-{
-	int from_queue;
-	pending_min(r, &from_queue);
-	r->pending_n--;
-	if (!from_queue) {
-		heap_pop(r, out);
-		return;
-	}
-	struct tq *t = &r->tq[r->mheap[0].q];
-	*out = t->first;
-	if (--t->n == 0) {
-		/* every packed byte is taken: one block left, empty */
-		if (r->ntq > KEEP_QUEUE)
-			tq_free_blocks(t);
-		else if (t->front)
-			t->front->head = t->front->tail = 0;
-		r->mheap[0] = r->mheap[--r->mheap_n];
-	} else {
-		struct pblock *b = t->front;
-		b->head += (uint32_t)(unpack(b->data + b->head, &t->first) - (b->data + b->head));
-		/* an emptied block: the next one is the front, or the last one starts over
-		 * (a packed event is always in the front block) */
-		if (b->head == b->tail) {
-			if (b->next) {
-				t->front = b->next;
-				free(b);
-			} else {
-				b->head = b->tail = 0;
-			}
-		}
-		mkey_set(&r->mheap[0], &t->first, r->mheap[0].q);
-	}
-	if (r->mheap_n > 1)
-		mheap_down(r, 0);
 }
 
 /* How far behind the newest writer round the reorder window reaches. */
@@ -620,11 +580,49 @@ static void deliver(struct rd *r, struct pending *p)
 		r->cb->event(r->cb->ctx, &p->ev);
 }
 
+/* Hand the smallest held event to the callbacks and take it out of the window. */
 static void release_one(struct rd *r)
 {
-	struct pending p;
-	pending_take(r, &p);
-	deliver(r, &p);
+	int from_queue;
+	pending_min(r, &from_queue);
+	r->pending_n--;
+	if (!from_queue) {
+		struct pending p;
+		heap_pop(r, &p);
+		deliver(r, &p);
+		return;
+	}
+	struct tq *t = &r->tq[r->mheap[0].q];
+	/* handed out where it is (no copy): the next one unpacks after it as it was pushed */
+	uint32_t stack_id = t->first.ev.stack_id;
+	deliver(r, &t->first);
+	t->first.ev.stack_id = stack_id;
+	if (--t->n == 0) {
+		/* every packed byte is taken: one block left, empty */
+		if (r->ntq > KEEP_QUEUE)
+			tq_free_blocks(t);
+		else if (t->front)
+			t->front->head = t->front->tail = 0;
+		r->mheap[0] = r->mheap[--r->mheap_n];
+	} else {
+		struct pblock *b = t->front;
+		const unsigned char *fields;
+		b->head += (uint32_t)(unpack(b->data + b->head, NULL, &t->first, 1, &fields) -
+				      (b->data + b->head));
+		/* an emptied block: the next one is the front, or the last one starts over
+		 * (a packed event is always in the front block) */
+		if (b->head == b->tail) {
+			if (b->next) {
+				t->front = b->next;
+				block_done(r, b);
+			} else {
+				b->head = b->tail = 0;
+			}
+		}
+		mkey_set(&r->mheap[0], &t->first, r->mheap[0].q);
+	}
+	if (r->mheap_n > 1)
+		mheap_down(r, 0);
 }
 
 static void release_upto(struct rd *r, uint64_t ts)
@@ -644,6 +642,12 @@ static void pending_free(struct rd *r)
 {
 	for (size_t i = 0; i < r->ntq; i++)
 		tq_free_blocks(&r->tq[i]);
+	for (struct pblock *b = r->spare, *next; b; b = next) {
+		next = b->next;
+		free(b);
+	}
+	r->spare = NULL;
+	r->nspare = 0;
 	free(r->tq);
 	free(r->tq_map);
 	free(r->mheap);
@@ -750,6 +754,119 @@ static int tail_fits(struct rd *r, uint64_t off, uint32_t size, size_t fixed, ui
 	return 0;
 }
 
+/*
+ * Take event pe (its seq not yet set) as the next record of the file: into
+ * the reorder window, or straight out when the window is full and pe is the
+ * oldest. Returns 1 when pe went into its thread's queue.
+ */
+static int take_event(struct rd *r, const struct pending *pe_in)
+{
+	struct pending pe = *pe_in; /* deliver() may change it */
+	pe.seq = r->seq++;
+	r->res->events++;
+	if (!r->cb->event && !r->cb->pycombine)
+		return 0; /* nobody wants them in order: hold nothing */
+	if (r->released_any && pe.ev.ts_ns < r->last_released_ts)
+		r->res->late_events++;
+	if (r->pending_n >= r->max_pending) {
+		/*
+		 * Full: hand out the oldest of the window and this event
+		 * before pushing, so that the window (and each queue's
+		 * ring) never holds more than max_pending events.
+		 */
+		int from_queue;
+		r->res->forced_releases++;
+		if (pend_less(&pe, pending_min(r, &from_queue))) {
+			deliver(r, &pe);
+			return 0;
+		}
+		release_one(r);
+	}
+	return pending_push(r, &pe);
+}
+
+/*
+ * ---- packed events (issue 15) ----
+ * A CT_REC_EVENTS at off: each event unpacked, checked to be one the shim
+ * packs (an event record of 80 bytes, or 88 with CT_EVENT_F_PYSTACK; a
+ * Python stack id only then), and taken as that CT_REC_EVENT standing here.
+ * While the run's events follow one another into their queue (in order, the
+ * window not full), each is copied in as the run packs it, its file-order
+ * step (1) put in: the queue's last event is the run's previous one, the
+ * event the run packs it after.
+ */
+static int read_events(struct rd *r, const unsigned char *p, uint32_t size, uint64_t off)
+{
+	struct ct_rec_events h;
+	memcpy(&h, p, sizeof h);
+	if (h.bytes > size - sizeof h || h.count == 0) {
+		corrupt(r, off, "packed events: %u events in %u bytes do not fit a record of %u bytes",
+			h.count, h.bytes, size);
+		return -1;
+	}
+	const unsigned char *i = p + sizeof h, *end = i + h.bytes;
+	struct pending cur = {.pystack_id = 0};
+	ct_pk_base(&cur.ev, h.tid);
+	struct tq *t = NULL; /* the queue whose last event is cur, if any */
+	for (uint32_t k = 0; k < h.count; k++) {
+		const unsigned char *at = i, *fields = NULL;
+		uint64_t step;
+		/* in order after cur, the queue's last event, and room for it: copied in */
+		int copy = t && r->pending_n < r->max_pending && i < end &&
+			   (fields = get_u(i + 1, end, &step)) && cur.ev.ts_ns + step >= cur.ev.ts_ns;
+		if (copy) {
+			cur.ev.ts_ns += step;
+			i = unpack_fields(fields, end, &cur, *at);
+		} else {
+			if (t)
+				t->enc_prev = cur; /* the slow path packs after it */
+			i = unpack(i, end, &cur, 0, &fields);
+		}
+		const struct ct_rec_event *e = &cur.ev;
+		int py = (e->rec.flags & CT_EVENT_F_PYSTACK) != 0;
+		const char *bad = !i ? "runs past the end of the run"
+				  : e->rec.type != CT_REC_EVENT || e->rec.size != (py ? 88u : 80u)
+				      ? "is not an event record of 80 bytes, or 88 with a Python stack"
+				  : !py && cur.pystack_id ? "has a Python stack id without the flag"
+							  : NULL;
+		if (bad) {
+			corrupt(r, off, "packed event %u of %u (run byte %zu of %u) %s", k + 1, h.count,
+				(size_t)(at - (p + sizeof h)), h.bytes, bad);
+			return -1;
+		}
+		if (!copy) {
+			cur.seq = r->seq; /* take_event's, for t->enc_prev */
+			t = take_event(r, &cur) ? tq_of(r, h.tid) : NULL;
+			continue;
+		}
+		/* take_event's work for an event that goes into its queue */
+		cur.seq = r->seq++;
+		r->res->events++;
+		if (r->released_any && e->ts_ns < r->last_released_ts)
+			r->res->late_events++;
+		unsigned char *o = tq_room(r, t);
+		for (const unsigned char *c = at; c < fields; c++) /* the mask and the time step */
+			*o++ = *c;
+		*o++ = 1; /* the file-order step */
+		for (const unsigned char *c = fields; c < i; c++)
+			*o++ = *c;
+		t->back->tail = (uint32_t)(o - t->back->data);
+		t->n++;
+		if (++r->pending_n > r->res->max_pending_seen)
+			r->res->max_pending_seen = r->pending_n;
+	}
+	if (t)
+		t->enc_prev = cur;
+	if (i != end) {
+		corrupt(r, off, "packed events: %zu bytes left after the run's %u events",
+			(size_t)(end - i), h.count);
+		return -1;
+	}
+	r->res->records += h.count - 1; /* one each, as CT_REC_EVENT records count */
+	r->record_bytes += (uint64_t)h.count * sizeof(struct ct_rec_event);
+	return 0;
+}
+
 static int dispatch(struct rd *r, const unsigned char *p, unsigned type, uint32_t size,
 		    uint64_t off)
 {
@@ -776,29 +893,11 @@ static int dispatch(struct rd *r, const unsigned char *p, unsigned type, uint32_
 			memcpy(&x, p + sizeof pe.ev, sizeof x);
 			pe.pystack_id = x.pystack_id;
 		}
-		pe.seq = r->seq++;
-		r->res->events++;
-		if (!cb->event && !cb->pycombine)
-			return 0; /* nobody wants them in order: hold nothing */
-		if (r->released_any && pe.ev.ts_ns < r->last_released_ts)
-			r->res->late_events++;
-		if (r->pending_n >= r->max_pending) {
-			/*
-			 * Full: hand out the oldest of the window and this event
-			 * before pushing, so that the window (and each queue's
-			 * ring) never holds more than max_pending events.
-			 */
-			int from_queue;
-			r->res->forced_releases++;
-			if (pend_less(&pe, pending_min(r, &from_queue))) {
-				deliver(r, &pe);
-				return 0;
-			}
-			release_one(r);
-		}
-		pending_push(r, &pe);
+		take_event(r, &pe);
 		return 0;
 	}
+	case CT_REC_EVENTS: /* issue 15 */
+		return read_events(r, p, size, off);
 	case CT_REC_STACK: {
 		struct ct_rec_stack st;
 		uint64_t ips[CT_STACK_MAX];

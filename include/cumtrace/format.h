@@ -114,7 +114,9 @@ struct ct_rec {
 	X(MEMINFO, 13, meminfo, ct_rec_meminfo, 48, 1) /* free/total after an out-of-memory */ \
 	X(COUNTER, 14, counter, ct_rec_counter, 32, 1) /* a named value sampled (JAX memory_stats) */ \
 	/* ---- the memory no allocation call shows (issue 19 §6) ---- */                            \
-	X(MEMSAMPLE, 15, memsample, ct_rec_memsample, 112, 1) /* device memory, pools, graph pool */
+	X(MEMSAMPLE, 15, memsample, ct_rec_memsample, 112, 1) /* device memory, pools, graph pool */ \
+	/* ---- packed events (issue 15) ---- */                                                      \
+	X(EVENTS, 16, events, ct_rec_events, 24, 0) /* one thread's events, packed */
 
 enum ct_rec_type {
 #define CT_REC_ENUM_(NAME, number, name, type, min_size, ticks) CT_REC_##NAME = number,
@@ -947,6 +949,35 @@ struct ct_rec_zstd {
 	uint32_t raw_size;   /* bytes of records the frame holds */
 	uint32_t frame_size; /* bytes of the zstd frame after this header */
 	/* uint8_t frame[frame_size]; zero padding to rec.size */
+};
+
+/*
+ * ---- packed events (issue 15) ----
+ * CT_REC_EVENTS: count consecutive events of thread tid, each packed after
+ * the one before it (include/cumtrace/packed.h: a mask byte, the time step,
+ * the fields that changed as LEB128 numbers), the first after ct_pk_base
+ * (tid, rec {CT_REC_EVENT, 0, 80}, every other field 0). The fixed part is
+ * followed by bytes bytes of packed events, then zero padding to the record
+ * size. Each event decodes to exactly the CT_REC_EVENT record it stands for
+ * (80 bytes, or 88 with its CT_EVENT_F_PYSTACK trailer when rec.flags has
+ * the flag: the packed Python stack id, reserved 0): a reader treats it as
+ * that record standing here, in order, file order included. An event that
+ * does not fit its bytes, bytes that end inside an event or hold more than
+ * count events, is corruption. The shim writes one per stretch of a
+ * thread's ring that holds only such events (CUMTRACE_PACK, on by default;
+ * CUMTRACE_PACK=0 writes CT_REC_EVENT records), and other records where
+ * they stand between them; then, like any record, inside CT_REC_ZSTD. The
+ * events' timestamps are nanoseconds already (ticks 0: the writer packs
+ * what it converted). A reader that does not know the type skips the
+ * events: a dump meant for older analyzers is written with CUMTRACE_PACK=0.
+ */
+struct ct_rec_events {
+	struct ct_rec rec;
+	uint32_t tid;
+	uint32_t count;	   /* events packed, >= 1 */
+	uint32_t bytes;	   /* bytes of packed events after this header */
+	uint32_t reserved; /* 0 */
+	/* uint8_t packed[bytes]; zero padding to rec.size */
 };
 
 /* Round a record's payload size up to the 8-byte record granularity. */

@@ -41,6 +41,8 @@ static struct ct_option_desc ct_options[CT_OPT_COUNT] = {
 	[CT_OPT_MEMSAMPLE_MS] = {"CUMTRACE_MEMSAMPLE_MS", 100, 0, 3600000, 0, NULL},
 	/* ---- diagnostics ---- */
 	[CT_OPT_SELFTIME] = {"CUMTRACE_SELFTIME", 0, 0, 1, 0, NULL},
+	/* ---- packed events (issue 15) ---- */
+	[CT_OPT_PACK] = {"CUMTRACE_PACK", 1, 0, 1, 0, NULL},
 };
 
 static _Atomic int ct_options_done;

@@ -46,6 +46,8 @@ enum ct_option {
 	/* ---- the memory no allocation call shows (issue 19 §6) ---- */
 	CT_OPT_MEMSAMPLE_MS, /* CUMTRACE_MEMSAMPLE_MS: device memory samples at most this often, 0 = none */
 	CT_OPT_SELFTIME,     /* CUMTRACE_SELFTIME: 1 = the shim's time per traced call, at exit */
+	/* ---- packed events (issue 15) ---- */
+	CT_OPT_PACK, /* CUMTRACE_PACK: 1 = events go out as CT_REC_EVENTS (default), 0 = CT_REC_EVENT */
 	CT_OPT_COUNT
 };
 

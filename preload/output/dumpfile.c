@@ -201,6 +201,7 @@ int ct_dump_put_process(void)
 	}
 	ct_kv(buf, cap, &len, "setting.backend", ct_backend_name());
 	ct_kv(buf, cap, &len, "setting.compress", ct_session.compress ? "zstd" : "off");
+	ct_kv(buf, cap, &len, "setting.pack", ct_session.pack ? "on" : "off");
 	ct_kv(buf, cap, &len, "setting.clock", ct_clock_name());
 	ct_kv(buf, cap, &len, "setting.stack_cache", ct_stack_cache_name());
 	p->rec.size = CT_REC_ALIGN((uint32_t)len);

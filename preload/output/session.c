@@ -231,6 +231,7 @@ static int ct_session_start(struct ct_session *s, struct ct_thread *t)
 		goto done;
 	ct_clock_init();
 	s->compress = ct_option(CT_OPT_COMPRESS) && ct_zstd_init(CT_ZSTD_LEVEL) == 0;
+	s->pack = ct_option(CT_OPT_PACK) != 0;
 	if (ct_dump_open())
 		goto done;
 	ct_cupti_start(); /* CUMTRACE_BACKEND=cupti: before the PROCESS record names the backend */

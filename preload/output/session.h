@@ -61,6 +61,7 @@ struct ct_session {
 	uint64_t batch_seq;
 	size_t wbuf_len;
 	int compress;  /* this dump's rounds are compressed */
+	int pack;      /* this dump's events go out as CT_REC_EVENTS (CUMTRACE_PACK) */
 	int in_signal; /* the round in progress runs in a fatal signal's handler */
 	size_t module_count;
 	unsigned long long seen_adds, seen_subs;

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "session.h"
+#include "packrun.h"
 
 pthread_mutex_t ct_round_lock = PTHREAD_MUTEX_INITIALIZER;
 pthread_mutex_t ct_direct_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -43,9 +44,13 @@ static _Atomic int ct_writer_sleeping;
 static unsigned char *ct_wbuf;
 static unsigned char *ct_zbuf; /* CT_REC_MAX bytes: one CT_REC_ZSTD record */
 
+/* The CT_REC_EVENTS being filled (CUMTRACE_PACK); closed before anything else goes in. */
+static struct ct_packrun ct_run;
+
 /* Compressed unless in a fatal signal's handler, where libzstd (malloc) must not run. */
 static void ct_wbuf_flush(void)
 {
+	ct_packrun_close(&ct_run, ct_wbuf, &ct_session.wbuf_len);
 	if (ct_session.wbuf_len && atomic_load(&ct_session.fd) >= 0 &&
 	    atomic_load(&ct_state) != CT_STATE_DISABLED) {
 		size_t z = ct_session.compress && !ct_session.in_signal
@@ -62,6 +67,7 @@ static void ct_wbuf_flush(void)
 /* Append one whole record the writer made (its timestamps are ns already). */
 static void ct_wbuf_put(const void *p, size_t n)
 {
+	ct_packrun_close(&ct_run, ct_wbuf, &ct_session.wbuf_len);
 	if (ct_session.wbuf_len + n > CT_WBUF_SIZE)
 		ct_wbuf_flush();
 	memcpy(ct_wbuf + ct_session.wbuf_len, p, n);
@@ -100,6 +106,43 @@ static void ct_wbuf_put_ring(const unsigned char *p, size_t n)
 		else
 			ct_wbuf_flush();
 	}
+}
+
+/*
+ * CUMTRACE_PACK: a span of a ring with its events packed into CT_REC_EVENTS
+ * (the ones that decode to exactly the record: 80 bytes, or 88 with a
+ * Python stack trailer whose reserved word is 0) and its other records
+ * copied as ct_wbuf_put_ring copies them, each where it stands.
+ */
+static void ct_wbuf_put_ring_packed(const unsigned char *p, size_t n)
+{
+	size_t off = 0, other = 0; /* records [off, off + other) wait to be copied */
+	while (off + other < n) {
+		const struct ct_rec *r = (const struct ct_rec *)(p + off + other);
+		uint32_t py;
+		if (r->size < sizeof *r)
+			break; /* cannot happen: the shim wrote it */
+		if (!ct_packrun_fits(r, &py)) {
+			other += r->size;
+			continue;
+		}
+		if (other) {
+			ct_packrun_close(&ct_run, ct_wbuf, &ct_session.wbuf_len);
+			ct_wbuf_put_ring(p + off, other);
+			off += other;
+			other = 0;
+		}
+		struct ct_rec_event ev;
+		memcpy(&ev, r, sizeof ev);
+		ct_rec_finish(&ev.rec);
+		if (ct_session.wbuf_len + CT_PACKRUN_ROOM > CT_WBUF_SIZE)
+			ct_wbuf_flush();
+		ct_packrun_put(&ct_run, ct_wbuf, &ct_session.wbuf_len, &ev, py);
+		off += r->size;
+	}
+	ct_packrun_close(&ct_run, ct_wbuf, &ct_session.wbuf_len);
+	if (other)
+		ct_wbuf_put_ring(p + off, other);
 }
 
 /* ---- modules ----------------------------------------------------------------- */
@@ -269,10 +312,12 @@ void ct_round_ex(int in_signal)
 		size_t n0 = 0, n1 = 0;
 		uint64_t end;
 		int spans = ct_ring_peek(r, &p0, &n0, &p1, &n1, &end);
+		void (*put)(const unsigned char *, size_t) =
+			ct_session.pack ? ct_wbuf_put_ring_packed : ct_wbuf_put_ring;
 		if (live && spans >= 1)
-			ct_wbuf_put_ring(p0, n0);
+			put(p0, n0);
 		if (live && spans == 2)
-			ct_wbuf_put_ring(p1, n1);
+			put(p1, n1);
 		if (spans)
 			ct_ring_release(r, end);
 		uint64_t dropped = atomic_load(&r->dropped);
