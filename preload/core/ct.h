@@ -477,8 +477,9 @@ static inline int ct_call_wants_stack(const struct ct_call *call)
  * Called before the real call of a call that takes stacks: starts loading
  * what ct_call_end will touch (the thread's stack cache set, the ring's next
  * lines), so that those misses overlap the real call instead of following it.
- * In a training loop the shim's data is out of the caches by the next call:
- * these misses were most of its cost there (issue 16, runs 30-31).
+ * In a training loop the shim's data is out of the caches by the next call
+ * (issue 16, runs 30-31); on the H200 this prefetch did not move the cost
+ * beyond the run-to-run spread (run 32), so its worth there is not shown.
  */
 CT_HIDDEN void ct_call_prefetch(const struct ct_call *call);
 

@@ -179,16 +179,14 @@ static inline struct ct_sc_entry *ct_sc_entry(const struct ct_stack_cache *sc, u
 				      ((size_t)set * CT_SC_WAYS + way) * sc->entry_size);
 }
 
-static inline struct ct_sc_check *ct_sc_checks(const struct ct_stack_cache *sc,
-					       struct ct_sc_entry *e)
+static inline struct ct_sc_check *ct_sc_checks(struct ct_sc_entry *e)
 {
-	(void)sc;
 	return (struct ct_sc_check *)(e + 1);
 }
 
 static inline uint64_t *ct_sc_ips(const struct ct_stack_cache *sc, struct ct_sc_entry *e)
 {
-	return (uint64_t *)(ct_sc_checks(sc, e) + sc->cap_checks);
+	return (uint64_t *)(ct_sc_checks(e) + sc->cap_checks);
 }
 
 /*
@@ -345,7 +343,7 @@ static int ct_sc_add(const struct ct_stack_cache *sc, struct ct_sc_entry *e, uin
 	if (!ct_sc_readable(sc, sp0, addr) || e->nchecks >= sc->cap_checks ||
 	    ct_sc_word(addr) != val)
 		return 0;
-	struct ct_sc_check *k = ct_sc_checks(sc, e);
+	struct ct_sc_check *k = ct_sc_checks(e);
 	for (int i = 0; i < e->nchecks; i++)
 		if (k[i].addr == addr)
 			return 1;
@@ -507,7 +505,7 @@ int ct_stack_capture_at(uint64_t *ips, int max, const void *frame, uint64_t *has
 		if (e->ip0 == ip0 && e->sp0 == sp0 && e->max == max) {
 			if (!e->nips) {
 				plain = e;
-			} else if (ct_sc_holds(ct_sc_checks(sc, e), e->nchecks)) {
+			} else if (ct_sc_holds(ct_sc_checks(e), e->nchecks)) {
 				e->used = now;
 				if (sc->credit < CT_SC_CREDIT_MAX)
 					sc->credit += CT_SC_HIT_GAIN;
