@@ -425,6 +425,15 @@ enum ct_hook_state {
 };
 
 /* Per-thread state, in initial-exec TLS: a handful of bytes. */
+/* Inner marks of a timed call (CUMTRACE_SELFTIME): ct_self_mark. */
+enum {
+	CT_SELF_MARK_SET,     /* the stack cache entry found, its checks not read */
+	CT_SELF_MARK_CHECKED, /* its checks held: a hit */
+	CT_SELF_MARK_PYSTATE, /* the Python thread state found */
+	CT_SELF_MARK_PYWALK,  /* the Python frames walked to their memo key */
+	CT_SELF_MARKS
+};
+
 struct ct_thread {
 	struct ct_ring *ring;
 	struct ct_stack_cache *stacks; /* this thread's stack cache, mapped at first use */
@@ -434,6 +443,8 @@ struct ct_thread {
 	uint8_t in_hook; /* enum ct_hook_state */
 	uint8_t device_set;
 	uint8_t sig_nostack; /* in a signal handler where no stack may be taken (signal.c) */
+	uint8_t self_on;     /* CUMTRACE_SELFTIME: this call is timed (ct_self_mark) */
+	uint64_t self_mark[CT_SELF_MARKS];
 };
 
 extern __thread struct ct_thread ct_tls __attribute__((tls_model("initial-exec"))) CT_HIDDEN;
@@ -517,6 +528,13 @@ CT_HIDDEN void ct_record_raw(const void *rec, uint32_t len);
  * stderr at exit by ct_selftime_report. Off, it costs one predicted branch.
  */
 CT_HIDDEN void ct_selftime_report(void);
+
+/* Inside a timed call, note when phase mark i was reached (one predicted branch otherwise). */
+static inline void ct_self_mark(int i)
+{
+	if (CT_UNLIKELY(ct_tls.self_on))
+		ct_tls.self_mark[i] = ct_ticks();
+}
 
 /* Events written outside any ring (after exit); ring events are counted per ring. */
 extern _Atomic uint64_t ct_events_recorded CT_HIDDEN;

@@ -589,10 +589,11 @@ static int ct_py_where(const char *f, const char **code, int *addr)
  * NULL it fills nothing and sets *key instead: a hash of each frame's code
  * object, offset, first line, file and name str and line table (the site
  * cache's key without the strings' contents: the memo below). With frames,
- * *key (when key is not NULL) is set to 0 if a string's record was dropped.
+ * *dropped is set to 1 if a string's record was dropped (the stack's record
+ * then names a string no record defines yet).
  */
 static int ct_py_walk(const char *ts, struct ct_pyframe *frames, ct_py_emit_fn emit, void *ctx,
-		      uint64_t *key)
+		      uint64_t *key, int *dropped)
 {
 	const struct ct_py_offsets *o = py.o;
 	const char *f = ct_py_top(ts), *mark = f;
@@ -613,8 +614,8 @@ static int ct_py_walk(const char *ts, struct ct_pyframe *frames, ct_py_emit_fn e
 				int got = ct_py_frame(code, addr, &frames[depth], emit, ctx);
 				if (!got)
 					return 0;
-				if (got == 2 && key)
-					*key = 0;
+				if (got == 2)
+					*dropped = 1;
 			} else {
 				uint64_t first = (uint32_t)CT_PY_AT(int, code, o->co_firstlineno);
 				lane[0] = ct_hash_step(lane[0], (uint64_t)(uintptr_t)code);
@@ -634,7 +635,7 @@ static int ct_py_walk(const char *ts, struct ct_pyframe *frames, ct_py_emit_fn e
 			since = 0;
 		}
 	}
-	if (key && !frames)
+	if (!frames)
 		*key = ct_hash_step(
 			ct_hash_step(ct_hash_step(lane[0], lane[1]) ^ (uint64_t)depth, lane[2]),
 			lane[3]);
@@ -695,20 +696,23 @@ uint32_t ct_py_capture(ct_py_emit_fn emit, void *ctx)
 	const char *ts = ct_py_tstate();
 	if (!ts)
 		return 0;
+	ct_self_mark(CT_SELF_MARK_PYSTATE);
 	uint64_t key = 0;
 	uint32_t gen = atomic_load_explicit(&ct_py_gen, memory_order_relaxed);
 	struct ct_py_memo *m = NULL;
-	if (ct_py_walk(ts, NULL, NULL, NULL, &key) > 0) {
+	int walked = ct_py_walk(ts, NULL, NULL, NULL, &key, NULL);
+	ct_self_mark(CT_SELF_MARK_PYWALK);
+	if (walked > 0) {
 		m = ct_py_memo_of(key);
 		if (m->key == key && m->gen == gen && m->id)
 			return m->id;
 	}
 	struct ct_pyframe frames[CT_PY_DEPTH];
-	uint64_t complete = 1;
-	int depth = ct_py_walk(ts, frames, emit, ctx, &complete);
+	int dropped = 0;
+	int depth = ct_py_walk(ts, frames, emit, ctx, NULL, &dropped);
 	if (!depth)
 		return 0;
-	if (!complete)
+	if (dropped)
 		m = NULL; /* a string's record is missing: the next capture must write it */
 	void *slot;
 	uint32_t id = ct_intern(&ct_py_stacks, ct_py_stack_hash(frames, depth), &slot);

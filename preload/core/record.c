@@ -33,6 +33,12 @@ enum {
 	CT_SELF_REAL,
 	CT_SELF_KNOWN,  /* stack id from the thread's stack cache */
 	CT_SELF_UNWOUND, /* stack unwound, not from the cache */
+	CT_SELF_HITS,	 /* calls whose stack was a cache hit, with its two parts: */
+	CT_SELF_LOOKUP,	 /* real call's return to the entry found */
+	CT_SELF_CHECKS,	 /* its checks read */
+	CT_SELF_WALKS,	 /* calls whose Python frames were walked, with its two parts: */
+	CT_SELF_PYSTATE, /* the native stack's end to the thread state found */
+	CT_SELF_PYWALK,	 /* the frames walked to their memo key */
 	CT_SELF_N
 };
 static _Atomic uint64_t ct_self[CT_SELF_N];
@@ -41,10 +47,11 @@ static _Atomic uint64_t ct_self_first_ticks, ct_self_first_ns;
 /*
  * Add one call's phases: t0 entry, t1 the real call's return, then the ends of
  * stack, Python, record; known: its stack id came from the stack cache;
- * unwound: its stack was not from the cache.
+ * unwound: its stack was not from the cache; mark: the inner marks
+ * (ct_self_mark), 0 where not reached.
  */
 static void ct_selftime_add(uint64_t t0, uint64_t t1, uint64_t ts, uint64_t tp, uint64_t te,
-			    int known, int unwound)
+			    int known, int unwound, const uint64_t *mark)
 {
 	uint64_t zero = 0;
 	if (!atomic_load_explicit(&ct_self_first_ticks, memory_order_relaxed) &&
@@ -57,6 +64,29 @@ static void ct_selftime_add(uint64_t t0, uint64_t t1, uint64_t ts, uint64_t tp, 
 	atomic_fetch_add_explicit(&ct_self[CT_SELF_RECORD], te - tp, memory_order_relaxed);
 	atomic_fetch_add_explicit(&ct_self[CT_SELF_KNOWN], (uint64_t)known, memory_order_relaxed);
 	atomic_fetch_add_explicit(&ct_self[CT_SELF_UNWOUND], (uint64_t)unwound, memory_order_relaxed);
+	if (mark[CT_SELF_MARK_SET] && mark[CT_SELF_MARK_CHECKED]) {
+		atomic_fetch_add_explicit(&ct_self[CT_SELF_HITS], 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&ct_self[CT_SELF_LOOKUP], mark[CT_SELF_MARK_SET] - t1,
+					  memory_order_relaxed);
+		atomic_fetch_add_explicit(&ct_self[CT_SELF_CHECKS],
+					  mark[CT_SELF_MARK_CHECKED] - mark[CT_SELF_MARK_SET],
+					  memory_order_relaxed);
+	}
+	if (mark[CT_SELF_MARK_PYSTATE] && mark[CT_SELF_MARK_PYWALK]) {
+		atomic_fetch_add_explicit(&ct_self[CT_SELF_WALKS], 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&ct_self[CT_SELF_PYSTATE], mark[CT_SELF_MARK_PYSTATE] - ts,
+					  memory_order_relaxed);
+		atomic_fetch_add_explicit(&ct_self[CT_SELF_PYWALK],
+					  mark[CT_SELF_MARK_PYWALK] - mark[CT_SELF_MARK_PYSTATE],
+					  memory_order_relaxed);
+	}
+}
+
+/* The mean of counter sum over counter n, in ns (tick_ns: ns per tick), 0 when n is 0. */
+static double ct_self_mean(int sum, int n, double tick_ns)
+{
+	uint64_t k = atomic_load(&ct_self[n]);
+	return k ? (double)atomic_load(&ct_self[sum]) * tick_ns / (double)k : 0.0;
 }
 
 void ct_selftime_report(void)
@@ -67,7 +97,8 @@ void ct_selftime_report(void)
 	uint64_t t = ct_ticks(), ns = ct_now_ns();
 	if (!ct_option(CT_OPT_SELFTIME) || !calls || t <= t0 || ns <= ns0)
 		return;
-	double per = (double)(ns - ns0) / (double)(t - t0) / (double)calls; /* ns per tick per call */
+	double tick_ns = (double)(ns - ns0) / (double)(t - t0);
+	double per = tick_ns / (double)calls; /* ns per tick per call */
 	double st = (double)atomic_load(&ct_self[CT_SELF_STACK]) * per;
 	double py = (double)atomic_load(&ct_self[CT_SELF_PYTHON]) * per;
 	double rec = (double)atomic_load(&ct_self[CT_SELF_RECORD]) * per;
@@ -75,10 +106,18 @@ void ct_selftime_report(void)
 	ct_warn_once(&said,
 		     "self time: %llu calls with stacks, per call %.0f ns in the shim after the real "
 		     "call (native stack %.0f, Python frames %.0f, record %.0f), real call %.0f ns; "
-		     "stacks: %llu unwound, %llu known to the stack cache",
+		     "stacks: %llu unwound, %llu known to the stack cache; parts: %llu cache hits "
+		     "(lookup %.0f ns, checks %.0f ns), %llu Python walks (thread state %.0f ns, "
+		     "frames to their key %.0f ns)",
 		     (unsigned long long)calls, st + py + rec, st, py, rec, real,
 		     (unsigned long long)atomic_load(&ct_self[CT_SELF_UNWOUND]),
-		     (unsigned long long)atomic_load(&ct_self[CT_SELF_KNOWN]));
+		     (unsigned long long)atomic_load(&ct_self[CT_SELF_KNOWN]),
+		     (unsigned long long)atomic_load(&ct_self[CT_SELF_HITS]),
+		     ct_self_mean(CT_SELF_LOOKUP, CT_SELF_HITS, tick_ns),
+		     ct_self_mean(CT_SELF_CHECKS, CT_SELF_HITS, tick_ns),
+		     (unsigned long long)atomic_load(&ct_self[CT_SELF_WALKS]),
+		     ct_self_mean(CT_SELF_PYSTATE, CT_SELF_WALKS, tick_ns),
+		     ct_self_mean(CT_SELF_PYWALK, CT_SELF_WALKS, tick_ns));
 }
 
 static uint32_t ct_thread_tid(struct ct_thread *t)
@@ -260,16 +299,21 @@ static CT_ALWAYS_INLINE inline void ct_call_end_full(struct ct_call *call, uint6
 		stacks = 0;
 		rec_flags = CT_EVENT_F_SIGNAL;
 	}
+	int timed = CT_UNLIKELY(ct_option(CT_OPT_SELFTIME)) && stacks;
+	if (timed) {
+		memset(t->self_mark, 0, sizeof t->self_mark);
+		t->self_on = 1;
+	}
 	if (stacks)
 		depth = call->layer == CT_LAYER_CUPTI
 				? ct_cupti_stack_capture(ips, (int)want)
 				: ct_stack_capture_at(ips, (int)want, call->frame, &hash, &known_id);
-	int timed = CT_UNLIKELY(ct_option(CT_OPT_SELFTIME)) && stacks;
 	uint64_t t_stack = timed ? ct_ticks() : 0;
 	uint32_t py_id = 0;
 	if (stacks && call->layer != CT_LAYER_CUPTI)
 		py_id = ct_py_capture(ct_py_emit, t);
 	uint64_t t_py = timed ? ct_ticks() : 0;
+	t->self_on = 0;
 
 	if (CT_UNLIKELY(atomic_load_explicit(&ct_state, memory_order_acquire) ==
 			CT_STATE_FINISHED)) {
@@ -335,7 +379,7 @@ static CT_ALWAYS_INLINE inline void ct_call_end_full(struct ct_call *call, uint6
 	ct_ring_unlock(ring);
 	if (timed)
 		ct_selftime_add(call->t0, t1, t_stack, t_py, ct_ticks(), known_id != 0,
-				depth > 0 && !hash);
+				depth > 0 && !hash, t->self_mark);
 }
 
 void ct_call_prefetch(const struct ct_call *call)

@@ -505,7 +505,8 @@ int ct_stack_capture_at(uint64_t *ips, int max, const void *frame, uint64_t *has
 		if (e->ip0 == ip0 && e->sp0 == sp0 && e->max == max) {
 			if (!e->nips) {
 				plain = e;
-			} else if (ct_sc_holds(ct_sc_checks(e), e->nchecks)) {
+			} else if ((ct_self_mark(CT_SELF_MARK_SET), ct_sc_holds(ct_sc_checks(e), e->nchecks))) {
+				ct_self_mark(CT_SELF_MARK_CHECKED);
 				e->used = now;
 				if (sc->credit < CT_SC_CREDIT_MAX)
 					sc->credit += CT_SC_HIT_GAIN;

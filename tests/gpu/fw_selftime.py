@@ -25,23 +25,33 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fw_overhead import MODEL, MODES, child_env  # noqa: E402
 
 CHILD = r'''
-import json, sys, time, torch
+import json, resource, sys, time, torch
 steps = int(sys.argv[1])
 model_name = "mlp4096"
 ''' + MODEL + r'''
 for _ in range(30):
     step()
 torch.cuda.synchronize()
+r0 = resource.getrusage(resource.RUSAGE_SELF)
 t0 = time.perf_counter()
 for _ in range(steps):
     step()
 torch.cuda.synchronize()
-print("RESULT " + json.dumps({"steps": steps, "secs": time.perf_counter() - t0}), flush=True)
+secs = time.perf_counter() - t0
+r1 = resource.getrusage(resource.RUSAGE_SELF)
+# what the kernel did to the process over the timed steps: page faults, context switches
+usage = {k: getattr(r1, k) - getattr(r0, k) for k in ("ru_minflt", "ru_majflt", "ru_nvcsw", "ru_nivcsw")}
+usage["cpu_s"] = (r1.ru_utime + r1.ru_stime) - (r0.ru_utime + r0.ru_stime)
+print("RESULT " + json.dumps({"steps": steps, "secs": secs, "usage": usage}), flush=True)
 '''
 
 SELF = re.compile(r"self time: (\d+) calls with stacks, per call (\d+) ns in the shim after the real "
                   r"call \(native stack (\d+), Python frames (\d+), record (\d+)\), real call (\d+) ns; "
                   r"stacks: (\d+) unwound, (\d+) known to the stack cache")
+# the inner parts (shims from 2026-12-05 on): cache hits and their lookup and checks, Python walks
+# and their thread state and frames
+PARTS = re.compile(r"parts: (\d+) cache hits \(lookup (\d+) ns, checks (\d+) ns\), (\d+) Python walks "
+                   r"\(thread state (\d+) ns, frames to their key (\d+) ns\)")
 
 
 def run(args, script, mode, traced, layer):
@@ -64,6 +74,9 @@ def run(args, script, mode, traced, layer):
         return None
     if m:
         res["self"] = [int(x) for x in m.groups()]
+    parts = PARTS.search(p.stderr)
+    if parts:
+        res["parts"] = [int(x) for x in parts.groups()]
     return res
 
 
@@ -89,6 +102,11 @@ def main():
             continue
         step_us = base["secs"] / base["steps"] * 1e6
         print("%-11s untraced %7.1f" % (mode, base["steps"] / base["secs"]))
+        u = base.get("usage")
+        if u:
+            print("%-11s untraced timed steps: %.2f s CPU in %.2f s, minor faults %d, major %d, "
+                  "context switches %d voluntary, %d involuntary"
+                  % (mode, u["cpu_s"], base["secs"], u["ru_minflt"], u["ru_majflt"], u["ru_nvcsw"], u["ru_nivcsw"]))
         for name, layer in (("on", True), ("off", False)):
             r = run(args, script, mode, True, layer)
             raw[mode][name] = r
@@ -101,6 +119,17 @@ def main():
                   "stacks unwound %.1f%%, id from the stack cache %.1f%%"
                   % (mode, name, r["steps"] / r["secs"], per_step, per, st, py, rec, real, us,
                      100.0 * us / step_us, 100.0 * unwound / calls, 100.0 * known / calls))
+            if "parts" in r:
+                hits, look, checks, walks, pyst, pywalk = r["parts"]
+                print("%-11s %-7s parts: %d cache hits (lookup %d ns, checks %d ns), %d Python walks "
+                      "(thread state %d ns, frames %d ns)" % (mode, name, hits, look, checks, walks, pyst,
+                                                             pywalk))
+            u = r.get("usage")
+            if u:
+                print("%-11s %-7s timed steps: %.2f s CPU in %.2f s, minor faults %d, major %d, "
+                      "context switches %d voluntary, %d involuntary"
+                      % (mode, name, u["cpu_s"], r["secs"], u["ru_minflt"], u["ru_majflt"], u["ru_nvcsw"],
+                         u["ru_nivcsw"]))
     print("RAW " + json.dumps(raw))
 
 
