@@ -30,6 +30,9 @@
 #                       frames and native stacks off (bare)
 #   selftime[@MODES]    fw_selftime.py: the shim's own time per call and per step (CUMTRACE_SELFTIME=1)
 #                       in the training loop, layer on and off, per allocator mode (OVH_CPUS pins)
+#   selftime-variants[@MODES]  selftime_variants.sh: fw_selftime.py for the kit's shim and each
+#                       KIT/variants/NAME.so (other builds of the shim), in turn and then in reverse
+#                       order (default mode async; SELF_STEPS, default 200)
 #   analyzer-bench      tests/gpu/analyzer_bench.sh: cumtrace-report leaks against heaptrack_print
 #                       on every CPU and on two (the kit packed with GPU_PACK_BENCH=1)
 #   nccl                tests/gpu/nccl_ws1.py (torch.distributed, NCCL, world size 1: no unmatched free)
@@ -101,6 +104,11 @@ for arg in "$@"; do
 		case $name in *@*) modes=${name#*@} ;; esac
 		step "$(echo "$name" | tr "@," "__")" "$secs" python3 "$ROOT/tests/gpu/fw_selftime.py" --kit "$KIT" \
 			--out /tmp/selftime --modes "$modes" --steps "${SELF_STEPS:-300}" ;;
+	selftime-variants*)
+		modes=async
+		case $name in *@*) modes=${name#*@} ;; esac
+		step "$(echo "$name" | tr "@," "__")" "$secs" bash "$ROOT/tests/gpu/selftime_variants.sh" "$KIT" \
+			"$modes" "${SELF_STEPS:-200}" "${OVH_CPUS:-}" ;;
 	analyzer-bench)
 		step "$name" "$secs" bash "$ROOT/tests/gpu/analyzer_bench.sh" "$KIT" "${BENCH_REPS:-9}" ;;
 	behaviour)
