@@ -43,6 +43,8 @@ static struct ct_option_desc ct_options[CT_OPT_COUNT] = {
 	[CT_OPT_SELFTIME] = {"CUMTRACE_SELFTIME", 0, 0, 1, 0, NULL},
 	/* ---- packed events (issue 15) ---- */
 	[CT_OPT_PACK] = {"CUMTRACE_PACK", 1, 0, 1, 0, NULL},
+	/* ---- the cost of a traced call (issue 16) ---- */
+	[CT_OPT_HUGE_PAGES] = {"CUMTRACE_HUGE_PAGES", 1, 0, 1, 0, NULL},
 };
 
 static _Atomic int ct_options_done;

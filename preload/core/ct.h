@@ -48,6 +48,8 @@ enum ct_option {
 	CT_OPT_SELFTIME,     /* CUMTRACE_SELFTIME: 1 = the shim's time per traced call, at exit */
 	/* ---- packed events (issue 15) ---- */
 	CT_OPT_PACK, /* CUMTRACE_PACK: 1 = events go out as CT_REC_EVENTS (default), 0 = CT_REC_EVENT */
+	/* ---- the cost of a traced call (issue 16) ---- */
+	CT_OPT_HUGE_PAGES, /* CUMTRACE_HUGE_PAGES: 1 = rings of 2 MiB or more ask for huge pages (default) */
 	CT_OPT_COUNT
 };
 
