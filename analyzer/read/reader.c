@@ -919,12 +919,22 @@ static int read_events(struct rd *r, const unsigned char *p, uint32_t size, uint
 		if (r->released_any && e->ts_ns < r->last_released_ts)
 			r->res->late_events++;
 		unsigned char *o = tq_room(r, t);
-		for (const unsigned char *c = at; c < fields; c++) /* the mask and the time step */
-			*o++ = *c;
-		*o++ = 1; /* the file-order step */
-		for (const unsigned char *c = fields; c < i; c++)
-			*o++ = *c;
-		t->back->tail = (uint32_t)(o - t->back->data);
+		size_t head = (size_t)(fields - at), len = (size_t)(i - fields);
+		if (len <= 32 && (size_t)(end - fields) >= 32) {
+			/*
+			 * Most events: copies of fixed sizes, which take bytes of the
+			 * run past the event (never past the run) into the room after
+			 * it. The mask and the time step are at most 11 bytes.
+			 */
+			memcpy(o, at, 16);
+			o[head] = 1; /* the file-order step */
+			memcpy(o + head + 1, fields, 32);
+		} else {
+			memcpy(o, at, head);
+			o[head] = 1;
+			memcpy(o + head + 1, fields, len);
+		}
+		t->back->tail += (uint32_t)(head + 1 + len);
 		t->n++;
 		if (++r->pending_n > r->res->max_pending_seen)
 			r->res->max_pending_seen = r->pending_n;
