@@ -250,7 +250,8 @@ struct ct_infer {
 };
 
 /* Sites remembered by ct_model_site: allocations in a loop repeat a few. */
-#define CT_SITE_CACHE 64
+#define CT_SITE_CACHE_BITS 6
+#define CT_SITE_CACHE (1u << CT_SITE_CACHE_BITS)
 
 struct ct_model {
 	/* process */
