@@ -33,16 +33,30 @@ enum {
 	CT_SELF_REAL,
 	CT_SELF_KNOWN,  /* stack id from the thread's stack cache */
 	CT_SELF_UNWOUND, /* stack unwound, not from the cache */
-	CT_SELF_HITS,	 /* calls whose stack was a cache hit, with its two parts: */
+	CT_SELF_HITS,	 /* calls whose stack was a cache hit, then its two parts (ct_self_split): */
 	CT_SELF_LOOKUP,	 /* real call's return to the entry found */
 	CT_SELF_CHECKS,	 /* its checks read */
-	CT_SELF_WALKS,	 /* calls whose Python frames were walked, with its two parts: */
+	CT_SELF_WALKS,	 /* calls whose Python frames were walked, then its two parts: */
 	CT_SELF_PYSTATE, /* the native stack's end to the thread state found */
 	CT_SELF_PYWALK,	 /* the frames walked to their memo key */
 	CT_SELF_N
 };
 static _Atomic uint64_t ct_self[CT_SELF_N];
 static _Atomic uint64_t ct_self_first_ticks, ct_self_first_ns;
+
+/*
+ * A phase in two parts, from start to mark mid and from there to mark end:
+ * counted in ct_self[n], its parts in the two counters after it, when both
+ * marks were reached (nonzero).
+ */
+static void ct_self_split(int n, uint64_t start, uint64_t mid, uint64_t end)
+{
+	if (!mid || !end)
+		return;
+	atomic_fetch_add_explicit(&ct_self[n], 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&ct_self[n + 1], mid - start, memory_order_relaxed);
+	atomic_fetch_add_explicit(&ct_self[n + 2], end - mid, memory_order_relaxed);
+}
 
 /*
  * Add one call's phases: t0 entry, t1 the real call's return, then the ends of
@@ -64,22 +78,8 @@ static void ct_selftime_add(uint64_t t0, uint64_t t1, uint64_t ts, uint64_t tp, 
 	atomic_fetch_add_explicit(&ct_self[CT_SELF_RECORD], te - tp, memory_order_relaxed);
 	atomic_fetch_add_explicit(&ct_self[CT_SELF_KNOWN], (uint64_t)known, memory_order_relaxed);
 	atomic_fetch_add_explicit(&ct_self[CT_SELF_UNWOUND], (uint64_t)unwound, memory_order_relaxed);
-	if (mark[CT_SELF_MARK_SET] && mark[CT_SELF_MARK_CHECKED]) {
-		atomic_fetch_add_explicit(&ct_self[CT_SELF_HITS], 1, memory_order_relaxed);
-		atomic_fetch_add_explicit(&ct_self[CT_SELF_LOOKUP], mark[CT_SELF_MARK_SET] - t1,
-					  memory_order_relaxed);
-		atomic_fetch_add_explicit(&ct_self[CT_SELF_CHECKS],
-					  mark[CT_SELF_MARK_CHECKED] - mark[CT_SELF_MARK_SET],
-					  memory_order_relaxed);
-	}
-	if (mark[CT_SELF_MARK_PYSTATE] && mark[CT_SELF_MARK_PYWALK]) {
-		atomic_fetch_add_explicit(&ct_self[CT_SELF_WALKS], 1, memory_order_relaxed);
-		atomic_fetch_add_explicit(&ct_self[CT_SELF_PYSTATE], mark[CT_SELF_MARK_PYSTATE] - ts,
-					  memory_order_relaxed);
-		atomic_fetch_add_explicit(&ct_self[CT_SELF_PYWALK],
-					  mark[CT_SELF_MARK_PYWALK] - mark[CT_SELF_MARK_PYSTATE],
-					  memory_order_relaxed);
-	}
+	ct_self_split(CT_SELF_HITS, t1, mark[CT_SELF_MARK_SET], mark[CT_SELF_MARK_CHECKED]);
+	ct_self_split(CT_SELF_WALKS, ts, mark[CT_SELF_MARK_PYSTATE], mark[CT_SELF_MARK_PYWALK]);
 }
 
 /* The mean of counter sum over counter n, in ns (tick_ns: ns per tick), 0 when n is 0. */

@@ -46,6 +46,13 @@ traced self env CUMTRACE_SELFTIME=1 "$PROGS/basic" >/dev/null 2>"$T/self.err" ||
 n=$(sed -n 's/^cumtrace: self time: \([0-9]*\) calls with stacks, per call [0-9]* ns in the shim .*/\1/p' "$T/self.err")
 expect_eq "selftime calls = events with a stack" "$n" \
 	"$(python3 "$ROOT/bin/ctdump.py" "$(dump_of self)" | grep -c ' event .* stack=[1-9]')"
+# its parts: every stack the cache knew was a cache hit; a C program has no Python walk
+known=$(sed -n 's/.* \([0-9]*\) known to the stack cache; parts: .*/\1/p' "$T/self.err")
+hits=$(sed -n 's/.*; parts: \([0-9]*\) cache hits (lookup [0-9]* ns, checks [0-9]* ns), .*/\1/p' "$T/self.err")
+walks=$(sed -n 's/.*, \([0-9]*\) Python walks (thread state .*/\1/p' "$T/self.err")
+[ -n "$known" ] && [ -n "$hits" ] && [ "$hits" -ge "$known" ] && [ "$hits" -le "$n" ] ||
+	fail "selftime parts: known '$known', hits '$hits', calls '$n': $(cat "$T/self.err")"
+expect_eq "selftime Python walks in a C program" "$walks" 0
 grep -q "self time" "$T/basic.err" && fail "self time printed without CUMTRACE_SELFTIME"
 echo "ok: CUMTRACE_SELFTIME"
 # CUMTRACE_QUIET=1: no warning on stderr (a bad value, an output that cannot be made); 0: both said.
