@@ -124,27 +124,41 @@ row "capture, stacks off, CLOCK=monotonic: thread CPU ns/event" "$(calc "($(thr 
 if command -v python3 >/dev/null 2>&1; then
 	pyb=$root/tests/e2e/py_bench.py
 	pypairs=${PY_PAIRS:-100000}
-	pymeasure() {
-		i=0
-		while [ $i -lt "$reps" ]; do
-			(cd "$tmp" && env LD_LIBRARY_PATH="$fake" CUMTRACE_OUTPUT="$tmp/p.%p.dump" \
-				CUMTRACE_QUIET=1 "$@")
-			rm -f "$tmp"/p.*.dump
-			i=$((i + 1))
-		done | median
+	pyrun() { # CMD...: one run's ns per pair
+		(cd "$tmp" && env LD_LIBRARY_PATH="$fake" CUMTRACE_OUTPUT="$tmp/p.%p.dump" CUMTRACE_QUIET=1 "$@")
+		rm -f "$tmp"/p.*.dump
 	}
 	# GIL held during the call (ctypes.PyDLL) and released (ctypes.CDLL): the
 	# walk is the same code; frames are captured for allocations only, so their
 	# cost per allocation is the difference per pair between frames on and off.
+	# The three configurations take turns, REPS rounds: what the machine does
+	# meanwhile (this VM has slow phases of tens of seconds) falls on each alike,
+	# and the frames' cost is the median of the rounds' own differences.
 	for loader in pydll cdll; do
-		pb=$(pymeasure python3 "$pyb" "$fake" "$pypairs" "$loader")
-		pf0=$(pymeasure env CUMTRACE_STACK_DEPTH=22 CUMTRACE_PYTHON=0 LD_PRELOAD="$shim" \
-			python3 "$pyb" "$fake" "$pypairs" "$loader")
-		pf1=$(pymeasure env CUMTRACE_STACK_DEPTH=22 CUMTRACE_PYTHON=1 LD_PRELOAD="$shim" \
-			python3 "$pyb" "$fake" "$pypairs" "$loader")
+		: >"$tmp/py.b"
+		: >"$tmp/py.0"
+		: >"$tmp/py.1"
+		: >"$tmp/py.d"
+		i=0
+		while [ $i -lt "$reps" ]; do
+			b=$(pyrun python3 "$pyb" "$fake" "$pypairs" "$loader")
+			f0=$(pyrun env CUMTRACE_STACK_DEPTH=22 CUMTRACE_PYTHON=0 LD_PRELOAD="$shim" \
+				python3 "$pyb" "$fake" "$pypairs" "$loader")
+			f1=$(pyrun env CUMTRACE_STACK_DEPTH=22 CUMTRACE_PYTHON=1 LD_PRELOAD="$shim" \
+				python3 "$pyb" "$fake" "$pypairs" "$loader")
+			echo "$b" >>"$tmp/py.b"
+			echo "$f0" >>"$tmp/py.0"
+			echo "$f1" >>"$tmp/py.1"
+			calc "$f1 - $f0" >>"$tmp/py.d"
+			echo >>"$tmp/py.d"
+			i=$((i + 1))
+		done
+		pb=$(median <"$tmp/py.b")
+		pf0=$(median <"$tmp/py.0")
+		pf1=$(median <"$tmp/py.1")
 		row "capture, python3 $loader d22, Python frames off: ns/event" "$(calc "($pf0 - $pb) / 2")"
 		row "capture, python3 $loader d22, Python frames on: ns/event" "$(calc "($pf1 - $pb) / 2")"
-		row "capture, python3 $loader: Python frames, ns per allocation" "$(calc "$pf1 - $pf0")"
+		row "capture, python3 $loader: Python frames, ns per allocation" "$(median <"$tmp/py.d")"
 	done
 fi
 
@@ -275,20 +289,23 @@ fi
 # HT_PAIRS allocation/free pairs 3 frames deep (bench_alloc), traced by
 # cumtrace on the fake runtime and by heaptrack on malloc; then
 # `cumtrace-report leaks` on the dump against `heaptrack_print` on its file:
-# median wall and CPU (user + sys) seconds of REPS runs, and peak RSS. On a
+# median wall and CPU (user + sys) seconds of HT_REPS rounds (default 11) in
+# which the commands take turns (this VM has slow phases of tens of seconds:
+# each falls on all alike), and peak RSS. Wall time is read in nanoseconds
+# (/usr/bin/time's own is in hundredths, a 5% step at these 0.2 s). On a
 # shared machine wall time measures the queue for the cores: CPU time is the
 # steadier figure.
-# run_stats CMD...: "WALL CPU RSS_KIB" medians of REPS runs, output to /dev/null
-run_stats() {
-	: >"$tmp/rs"
-	i=0
-	while [ $i -lt "$reps" ]; do
-		/usr/bin/time -f '%e %U %S %M' -o "$tmp/t" "$@" >/dev/null 2>&1
-		awk '{ printf "%s %.2f %s\n", $1, $2 + $3, $4 }' "$tmp/t" >>"$tmp/rs"
-		i=$((i + 1))
-	done
-	for f in 1 2 3; do cut -d' ' -f$f "$tmp/rs" | median; done | tr '\n' ' ' | sed 's/ $//'
+# one_run FILE CMD...: append "WALL_S CPU_S RSS_KIB" of one run of CMD, its output to /dev/null
+one_run() {
+	f=$1
+	shift
+	t0=$(date +%s%N)
+	/usr/bin/time -f '%U %S %M' -o "$tmp/t" "$@" >/dev/null 2>&1
+	t1=$(date +%s%N)
+	awk -v w="$((t1 - t0))" '{ printf "%.4f %.2f %s\n", w / 1e9, $1 + $2, $3 }' "$tmp/t" >>"$f"
 }
+# stats FILE: "WALL CPU RSS_KIB", the medians of one_run's lines
+stats() { for k in 1 2 3; do cut -d' ' -f$k "$1" | median; done | tr '\n' ' ' | sed 's/ $//'; }
 htprint=${HEAPTRACK_PRINT:-/usr/bin/heaptrack_print}
 htpairs=${HT_PAIRS:-2000000}
 if [ -x "$heaptrack" ] && [ -x "$htprint" ] && [ -x /usr/bin/time ]; then
@@ -306,14 +323,23 @@ if [ -x "$heaptrack" ] && [ -x "$htprint" ] && [ -x /usr/bin/time ]; then
 	set -- "$tmp"/hh.*
 	htfile=$1
 	if [ -f "$ctdump" ] && [ -f "$htfile" ]; then
-		c=$(run_stats "$report" leaks "$ctdump")
-		h=$(run_stats "$htprint" "$htfile")
-		# reading on a second thread (read/pipe.h), on by default from 3 CPUs
-		c2=$(run_stats env CUMTRACE_REPORT_PIPELINE=1 "$report" leaks "$ctdump")
+		for k in c h c2 c0; do : >"$tmp/rs.$k"; done
+		i=0
+		while [ $i -lt "${HT_REPS:-11}" ]; do
+			one_run "$tmp/rs.c" "$report" leaks "$ctdump"
+			one_run "$tmp/rs.h" "$htprint" "$htfile"
+			# reading on a second thread (read/pipe.h), on by default from 3 CPUs
+			one_run "$tmp/rs.c2" env CUMTRACE_REPORT_PIPELINE=1 "$report" leaks "$ctdump"
+			[ -f "$ctdump_unpacked" ] && one_run "$tmp/rs.c0" "$report" leaks "$ctdump_unpacked"
+			i=$((i + 1))
+		done
+		c=$(stats "$tmp/rs.c")
+		h=$(stats "$tmp/rs.h")
+		c2=$(stats "$tmp/rs.c2")
 		lbl="leaks vs heaptrack_print, $htpairs pairs d3"
 		row "$lbl: cumtrace-report leaks wall / CPU s" "$(wall "$c") / $(cpu "$c")"
 		if [ -f "$ctdump_unpacked" ]; then
-			c0=$(run_stats "$report" leaks "$ctdump_unpacked")
+			c0=$(stats "$tmp/rs.c0")
 			row "$lbl: ... dump written with CUMTRACE_PACK=0, wall / CPU s" "$(wall "$c0") / $(cpu "$c0")"
 			row "$lbl: dump bytes/event, packed / CUMTRACE_PACK=0" \
 				"$(calc2 "$(wc -c <"$ctdump") / ($htpairs * 2)") / $(calc2 "$(wc -c <"$ctdump_unpacked") / ($htpairs * 2)")"
@@ -321,7 +347,7 @@ if [ -x "$heaptrack" ] && [ -x "$htprint" ] && [ -x /usr/bin/time ]; then
 		row "$lbl: ... CUMTRACE_REPORT_PIPELINE=1 wall / CPU s" "$(wall "$c2") / $(cpu "$c2")"
 		row "$lbl: heaptrack_print wall / CPU s" "$(wall "$h") / $(cpu "$h")"
 		row "$lbl: peak RSS MiB, cumtrace / heaptrack" "$(calc "$(thr "$c") / 1024") / $(calc "$(thr "$h") / 1024")"
-		r=$(calc2 "$(wall "$c") / $(wall "$h")")
+		r=$(calc2_3 "$(wall "$c") / $(wall "$h")")
 		row "$lbl: cumtrace / heaptrack_print (wall)" "${r}x" "<= 0.5x" "$(met "$r" 0.5)"
 		r=$(calc2 "$(cpu "$c") / $(cpu "$h")")
 		row "$lbl: cumtrace / heaptrack_print (CPU)" "${r}x" "<= 0.5x" "$(met "$r" 0.5)"
