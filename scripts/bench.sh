@@ -20,7 +20,8 @@
 #            page-cached; peak RSS; dump bytes per event. Then
 #            `cumtrace-report leaks` against heaptrack_print on HT_PAIRS
 #            pairs 3 frames deep traced by each tool (time, peak RSS), and
-#            on the same loop's dump written with CUMTRACE_PACK=0.
+#            on the same loop's dump written with CUMTRACE_PACK=0, taking turns
+#            for HT_REPS rounds (11).
 # Each capture figure is the median of REPS runs.
 set -eu
 BUILD=${BUILD:-build}
