@@ -34,7 +34,7 @@ __attribute__((constructor)) static void ct_ring_cpu_init(void)
  * per 4 KiB page on the ring's first lap, and one TLB entry covers them where
  * the traced program's own data keeps pushing the shim's pages out of the TLB
  * (issue 16: on the VM, with a loop that touches 16,384 pages between calls,
- * the record part of a traced call fell from 96-376 to 26-93 ns). The header
+ * the record part of a traced call fell from 93-176 to 42-46 ns). The header
  * keeps a 4 KiB page of its own below the data. The ring's memory is what it
  * was once a lap has touched every page, and the rings stay within
  * CUMTRACE_BUFFER_MB; where the kernel gives no huge pages the advice does
