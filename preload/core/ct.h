@@ -426,7 +426,6 @@ enum ct_hook_state {
 	CT_HOOK_SIGNAL = 3, /* in a handler that interrupted CT_HOOK_BUSY: calls are counted */
 };
 
-/* Per-thread state, in initial-exec TLS: a handful of bytes. */
 /* Inner marks of a timed call (CUMTRACE_SELFTIME): ct_self_mark. */
 enum {
 	CT_SELF_MARK_SET,     /* the stack cache entry found, its checks not read */
@@ -436,6 +435,7 @@ enum {
 	CT_SELF_MARKS
 };
 
+/* Per-thread state, in initial-exec TLS: a few dozen bytes. */
 struct ct_thread {
 	struct ct_ring *ring;
 	struct ct_stack_cache *stacks; /* this thread's stack cache, mapped at first use */

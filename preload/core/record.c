@@ -312,8 +312,11 @@ static CT_ALWAYS_INLINE inline void ct_call_end_full(struct ct_call *call, uint6
 	uint32_t py_id = 0;
 	if (stacks && call->layer != CT_LAYER_CUPTI)
 		py_id = ct_py_capture(ct_py_emit, t);
-	uint64_t t_py = timed ? ct_ticks() : 0;
-	t->self_on = 0;
+	uint64_t t_py = 0;
+	if (timed) {
+		t_py = ct_ticks();
+		t->self_on = 0;
+	}
 
 	if (CT_UNLIKELY(atomic_load_explicit(&ct_state, memory_order_acquire) ==
 			CT_STATE_FINISHED)) {

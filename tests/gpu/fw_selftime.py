@@ -80,6 +80,16 @@ def run(args, script, mode, traced, layer):
     return res
 
 
+def print_usage(mode, name, res):
+    """What the kernel did to a process over its timed steps (res["usage"]), when it says."""
+    u = res.get("usage")
+    if u:
+        print("%-11s %-7s timed steps: %.2f s CPU in %.2f s, minor faults %d, major %d, "
+              "context switches %d voluntary, %d involuntary"
+              % (mode, name, u["cpu_s"], res["secs"], u["ru_minflt"], u["ru_majflt"], u["ru_nvcsw"],
+                 u["ru_nivcsw"]))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--kit", required=True)
@@ -102,11 +112,7 @@ def main():
             continue
         step_us = base["secs"] / base["steps"] * 1e6
         print("%-11s untraced %7.1f" % (mode, base["steps"] / base["secs"]))
-        u = base.get("usage")
-        if u:
-            print("%-11s untraced timed steps: %.2f s CPU in %.2f s, minor faults %d, major %d, "
-                  "context switches %d voluntary, %d involuntary"
-                  % (mode, u["cpu_s"], base["secs"], u["ru_minflt"], u["ru_majflt"], u["ru_nvcsw"], u["ru_nivcsw"]))
+        print_usage(mode, "untraced", base)
         for name, layer in (("on", True), ("off", False)):
             r = run(args, script, mode, True, layer)
             raw[mode][name] = r
@@ -124,12 +130,7 @@ def main():
                 print("%-11s %-7s parts: %d cache hits (lookup %d ns, checks %d ns), %d Python walks "
                       "(thread state %d ns, frames %d ns)" % (mode, name, hits, look, checks, walks, pyst,
                                                              pywalk))
-            u = r.get("usage")
-            if u:
-                print("%-11s %-7s timed steps: %.2f s CPU in %.2f s, minor faults %d, major %d, "
-                      "context switches %d voluntary, %d involuntary"
-                      % (mode, name, u["cpu_s"], r["secs"], u["ru_minflt"], u["ru_majflt"], u["ru_nvcsw"],
-                         u["ru_nivcsw"]))
+            print_usage(mode, name, r)
     print("RAW " + json.dumps(raw))
 
 
