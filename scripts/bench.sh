@@ -6,7 +6,9 @@
 #            deep on the fake CUDA runtime, untraced and traced; heaptrack
 #            traces the same number of malloc/free pairs at the same depth.
 #            Cost per pair = traced - untraced (wall time); per event = half.
-#            Python rows: tests/e2e/py_bench.py (ctypes, 10 Python frames).
+#            Python rows: tests/e2e/py_bench.py (ctypes, 10 Python frames);
+#            tests/e2e/py_sites_bench.py (18 places, caches warm and cold):
+#            the shim's own time per steady call (CUMTRACE_SELFTIME).
 #   loop     tests/e2e/progs/async_loop (issue #6) under callgrind: the shim's
 #            instructions per allocation, stack cache on and off (LOOP_STEPS).
 #   scaling  1, 2, 4, 8 threads at once, stacks off, on the null runtime
@@ -160,6 +162,33 @@ if command -v python3 >/dev/null 2>&1; then
 		row "capture, python3 $loader d22, Python frames off: ns/event" "$(calc "($pf0 - $pb) / 2")"
 		row "capture, python3 $loader d22, Python frames on: ns/event" "$(calc "($pf1 - $pb) / 2")"
 		row "capture, python3 $loader: Python frames, ns per allocation" "$(median <"$tmp/py.d")"
+	done
+	# A loop over 18 places (tests/e2e/py_sites_bench.py), with the caches warm and with 4096
+	# pages touched between calls: the shim's own figures (CUMTRACE_SELFTIME) for its steady
+	# calls, both stacks known and nothing new written, as in a long training run; and for
+	# every call, each place's first calls (unwinding, interning) included. The two
+	# configurations take turns, REPS rounds; medians.
+	psb=$root/tests/e2e/py_sites_bench.py
+	: >"$tmp/ps.0"
+	: >"$tmp/ps.4096"
+	i=0
+	while [ $i -lt "$reps" ]; do
+		for pages in 0 4096; do
+			(cd "$tmp" && env LD_LIBRARY_PATH="$fake" CUMTRACE_OUTPUT="$tmp/p.%p.dump" \
+				CUMTRACE_SELFTIME=1 LD_PRELOAD="$shim" python3 "$psb" "$fake" "${PS_STEPS:-300}" \
+				"$pages" >/dev/null 2>"$tmp/ps.err")
+			rm -f "$tmp"/p.*.dump
+			sed -n 's/^cumtrace: self time: \([0-9]*\) calls with stacks, per call \([0-9]*\) ns .*; steady (stacks known, nothing new written): \([0-9]*\) calls, per call \([0-9]*\) ns (native stack \([0-9]*\), Python frames \([0-9]*\), record \([0-9]*\))$/\1 \2 \3 \4 \5 \6 \7/p' \
+				"$tmp/ps.err" >>"$tmp/ps.$pages"
+		done
+		i=$((i + 1))
+	done
+	for pages in 0 4096; do
+		col() { awk -v c="$1" '{ print $c }' "$tmp/ps.$pages" | median; }
+		[ -s "$tmp/ps.$pages" ] || { row "capture, python3, 18 places, $pages pages apart" "no figures"; continue; }
+		row "capture, python3, 18 places, $pages pages apart: steady ns" "$(col 4)"
+		row "  native stack / Python frames / record" "$(col 5) / $(col 6) / $(col 7)"
+		row "  steady calls, % / every call's mean ns" "$(calc "100 * $(col 3) / $(col 1)") / $(col 2)"
 	done
 fi
 

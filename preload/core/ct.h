@@ -432,6 +432,7 @@ enum {
 	CT_SELF_MARK_CHECKED, /* its checks held: a hit */
 	CT_SELF_MARK_PYSTATE, /* the Python thread state found */
 	CT_SELF_MARK_PYWALK,  /* the Python frames walked to their memo key */
+	CT_SELF_MARK_PYMEMO,  /* the key was in the memo: no frame read, no record written */
 	CT_SELF_MARKS
 };
 
@@ -554,6 +555,7 @@ typedef int (*ct_py_emit_fn)(void *ctx, const void *rec, uint32_t len);
 CT_HIDDEN uint32_t ct_py_capture(ct_py_emit_fn emit, void *ctx);
 /* Forget every interned Python string and stack (fork child). */
 CT_HIDDEN void ct_py_reset(void);
+CT_HIDDEN void ct_py_init(void); /* at load: the memo's thread-exit key */
 /* A symbol of the interpreter, dlsym(RTLD_DEFAULT) through the real dlsym; NULL if none. */
 CT_HIDDEN void *ct_py_sym(const char *name);
 

@@ -412,6 +412,7 @@ __attribute__((constructor)) static void ct_init(void)
 {
 	ct_session_mark(&ct_session);
 	ct_stack_init();
+	ct_py_init();
 	pthread_key_create(&ct_thread_key, ct_ring_thread_exit);
 	pthread_atfork(ct_fork_prepare, ct_fork_parent, ct_fork_child);
 }

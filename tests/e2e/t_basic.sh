@@ -53,6 +53,9 @@ walks=$(sed -n 's/.*, \([0-9]*\) Python walks (thread state .*/\1/p' "$T/self.er
 [ -n "$known" ] && [ -n "$hits" ] && [ "$hits" -ge "$known" ] && [ "$hits" -le "$n" ] ||
 	fail "selftime parts: known '$known', hits '$hits', calls '$n': $(cat "$T/self.err")"
 expect_eq "selftime Python walks in a C program" "$walks" 0
+# steady calls: those whose stack id the cache knew (no Python stack to look up in a C program)
+expect_eq "selftime steady calls in a C program" \
+	"$(sed -n 's/.*; steady (stacks known, nothing new written): \([0-9]*\) calls, per call [0-9]* ns (native stack [0-9]*, Python frames [0-9]*, record [0-9]*)$/\1/p' "$T/self.err")" "$known"
 grep -q "self time" "$T/basic.err" && fail "self time printed without CUMTRACE_SELFTIME"
 echo "ok: CUMTRACE_SELFTIME"
 # CUMTRACE_QUIET=1: no warning on stderr (a bad value, an output that cannot be made); 0: both said.
