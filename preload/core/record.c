@@ -39,6 +39,7 @@ enum {
 	CT_SELF_WALKS,	 /* calls whose Python frames were walked, then its two parts: */
 	CT_SELF_PYSTATE, /* the native stack's end to the thread state found */
 	CT_SELF_PYWALK,	 /* the frames walked to their memo key */
+	CT_SELF_PYMEMO,	 /* walks whose key was in the memo */
 	CT_SELF_STEADY,	 /* calls that met only known stacks (below), then their three phases: */
 	CT_SELF_STEADY_STACK,
 	CT_SELF_STEADY_PYTHON,
@@ -84,6 +85,8 @@ static void ct_selftime_add(uint64_t t0, uint64_t t1, uint64_t ts, uint64_t tp, 
 	atomic_fetch_add_explicit(&ct_self[CT_SELF_UNWOUND], (uint64_t)unwound, memory_order_relaxed);
 	ct_self_split(CT_SELF_HITS, t1, mark[CT_SELF_MARK_SET], mark[CT_SELF_MARK_CHECKED]);
 	ct_self_split(CT_SELF_WALKS, ts, mark[CT_SELF_MARK_PYSTATE], mark[CT_SELF_MARK_PYWALK]);
+	atomic_fetch_add_explicit(&ct_self[CT_SELF_PYMEMO], mark[CT_SELF_MARK_PYMEMO] != 0,
+				  memory_order_relaxed);
 	/*
 	 * The steady state of a loop: the native stack's id from the stack
 	 * cache, the Python stack's (if the thread runs Python) from the memo,
@@ -125,7 +128,7 @@ void ct_selftime_report(void)
 		     "call (native stack %.0f, Python frames %.0f, record %.0f), real call %.0f ns; "
 		     "stacks: %llu unwound, %llu known to the stack cache; parts: %llu cache hits "
 		     "(lookup %.0f ns, checks %.0f ns), %llu Python walks (thread state %.0f ns, "
-		     "frames to their key %.0f ns); steady (stacks known, nothing new written): %llu "
+		     "frames to their key %.0f ns), %llu found in the memo; steady (stacks known, nothing new written): %llu "
 		     "calls, per call %.0f ns (native stack %.0f, Python frames %.0f, record %.0f)",
 		     (unsigned long long)calls, st + py + rec, st, py, rec, real,
 		     (unsigned long long)atomic_load(&ct_self[CT_SELF_UNWOUND]),
@@ -136,6 +139,7 @@ void ct_selftime_report(void)
 		     (unsigned long long)atomic_load(&ct_self[CT_SELF_WALKS]),
 		     ct_self_mean(CT_SELF_PYSTATE, CT_SELF_WALKS, tick_ns),
 		     ct_self_mean(CT_SELF_PYWALK, CT_SELF_WALKS, tick_ns),
+		     (unsigned long long)atomic_load(&ct_self[CT_SELF_PYMEMO]),
 		     (unsigned long long)atomic_load(&ct_self[CT_SELF_STEADY]),
 		     ct_self_mean(CT_SELF_STEADY_STACK, CT_SELF_STEADY, tick_ns) +
 			     ct_self_mean(CT_SELF_STEADY_PYTHON, CT_SELF_STEADY, tick_ns) +

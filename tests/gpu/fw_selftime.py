@@ -13,6 +13,11 @@ its parts), us per step, and that time as a share of the untraced step. The coun
 warm-up and the model's set-up (30 + N steps are run; with N = 300 the set-up's few calls do
 not move the per-step figures). Time outside those calls (frees, the writer thread) is not in
 it: the A/B steps/s runs (fw_overhead_ab.py) measure everything together.
+
+A "steady" line (shims from 2026-12-05 on) gives the same for the calls whose native and Python
+stacks were both known and which wrote nothing but the event: what a long run pays per call.
+The means above also hold each place's first calls (a libunwind unwind, interning, new string
+records: tens of microseconds each), which a run of a few hundred steps does not amortize.
 """
 import argparse
 import json
@@ -55,6 +60,7 @@ PARTS = re.compile(r"parts: (\d+) cache hits \(lookup (\d+) ns, checks (\d+) ns\
 # the steady calls (shims from 2026-12-05 on): both stacks known, nothing new written. The means
 # above include each place's first calls (unwinding, interning, new strings), paid once: in a
 # run of a few hundred steps they weigh on them; a long training run pays the steady figure.
+MEMO = re.compile(r"frames to their key \d+ ns\), (\d+) found in the memo")
 STEADY = re.compile(r"steady \(stacks known, nothing new written\): (\d+) calls, per call (\d+) ns "
                     r"\(native stack (\d+), Python frames (\d+), record (\d+)\)")
 
@@ -82,6 +88,9 @@ def run(args, script, mode, traced, layer):
     parts = PARTS.search(p.stderr)
     if parts:
         res["parts"] = [int(x) for x in parts.groups()]
+    memo = MEMO.search(p.stderr)
+    if memo:
+        res["memo"] = int(memo.group(1))
     steady = STEADY.search(p.stderr)
     if steady:
         res["steady"] = [int(x) for x in steady.groups()]
@@ -137,7 +146,8 @@ def main():
                 hits, look, checks, walks, pyst, pywalk = r["parts"]
                 print("%-11s %-7s parts: %d cache hits (lookup %d ns, checks %d ns), %d Python walks "
                       "(thread state %d ns, frames %d ns)" % (mode, name, hits, look, checks, walks, pyst,
-                                                             pywalk))
+                                                             pywalk)
+                      + (", %d found in the memo" % r["memo"] if "memo" in r else ""))
             if "steady" in r:
                 n, sper, sst, spy, srec = r["steady"]
                 sus = per_step * sper / 1000.0
