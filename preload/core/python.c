@@ -684,11 +684,16 @@ void ct_py_init(void)
 	ct_py_memo_key_ok = pthread_key_create(&ct_py_memo_key, ct_py_memo_exit) == 0;
 }
 
-/* The calling thread's set for key, its page mapped now if need be; NULL: none. */
+/*
+ * The calling thread's set for key, its page mapped now if need be (not in a
+ * signal handler); NULL: none.
+ */
 static struct ct_py_memo *ct_py_memo_set(uint64_t key)
 {
 	struct ct_py_memo *tab = ct_py_memo_tab;
 	if (CT_UNLIKELY(!tab)) {
+		if (ct_in_handler(&ct_tls))
+			return NULL; /* pthread_setspecific may allocate: mapped by a later call */
 		tab = ct_py_memo_none;
 		if (ct_py_memo_key_ok) {
 			int saved = errno;

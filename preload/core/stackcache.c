@@ -485,8 +485,11 @@ int ct_stack_capture_at(uint64_t *ips, int max, const void *frame, uint64_t *has
 		sc->last = NULL;
 	if (!frame || max <= 0 || !ct_option(CT_OPT_STACK_CACHE))
 		return ct_stack_capture(ips, max);
-	if (CT_UNLIKELY(!sc))
+	if (CT_UNLIKELY(!sc)) {
+		if (ct_in_handler(&ct_tls)) /* pthread_setspecific may allocate */
+			return ct_stack_capture(ips, max);
 		sc = ct_sc_attach(max);
+	}
 	/*
 	 * The key. Where the wrapper was not reached by a tail call from the
 	 * export, ip0 lies in the shim: no fill ever succeeds for it (the
