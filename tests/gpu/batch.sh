@@ -5,6 +5,8 @@
 #
 #   bash tests/gpu/batch.sh KIT STEP[:SECONDS] ...
 #
+# BATCH_DRY=1: print each step's name, time limit and command instead of running it.
+#
 # Steps:
 #   framework-uncached  framework_check.py in the cudaMallocAsync and no-caching modes
 #                       (peak allocated against max_memory_allocated(), the leak verdicts)
@@ -47,15 +49,21 @@ OUT=${OUT:-$ROOT/gpu-out}
 mkdir -p "$OUT"
 export LD_LIBRARY_PATH="$KIT/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader >"$OUT/env.txt" 2>&1
-# where the GPU sits against the CPUs (NUMA), for pinning the timed runs (OVH_CPUS)
-{ nvidia-smi topo -m; lscpu | grep -i 'numa\|^CPU(s)\|model name'; } >"$OUT/topo.txt" 2>&1
+if [ -z "${BATCH_DRY:-}" ]; then
+	nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader >"$OUT/env.txt" 2>&1
+	# where the GPU sits against the CPUs (NUMA), for pinning the timed runs (OVH_CPUS)
+	{ nvidia-smi topo -m; lscpu | grep -i 'numa\|^CPU(s)\|model name'; } >"$OUT/topo.txt" 2>&1
+fi
 git -C "$ROOT" log -1 --format='%H %s' >>"$OUT/env.txt" 2>/dev/null
 cat "$KIT/MANIFEST.txt" >>"$OUT/env.txt" 2>/dev/null
 
 step() { # NAME SECONDS CMD...
 	local name=$1 secs=$2 t0 rc
 	shift 2
+	if [ -n "${BATCH_DRY:-}" ]; then # what would run (tests/e2e/t_gpu_scripts.sh)
+		echo "$name $secs: $*" | tee -a "$OUT/batch.txt"
+		return
+	fi
 	t0=$(date +%s)
 	timeout -s KILL "$secs" "$@" >"$OUT/$name.txt" 2>&1
 	rc=$?
@@ -99,16 +107,16 @@ for arg in "$@"; do
 		step "cost_$mode" "$secs" env "${menv[@]}" python3 "$ROOT/tests/gpu/fw_cost.py" --kit "$KIT" \
 			--out "/tmp/cost-$mode" --cpus 1,2,3,4,5,6,7 --config nopy=CUMTRACE_PYTHON=0 \
 			--config bare=CUMTRACE_PYTHON=0,CUMTRACE_STACK_DEPTH=0 ;;
-	selftime*)
-		modes=default,expandable,async,nocache
-		case $name in *@*) modes=${name#*@} ;; esac
-		step "$(echo "$name" | tr "@," "__")" "$secs" python3 "$ROOT/tests/gpu/fw_selftime.py" --kit "$KIT" \
-			--out /tmp/selftime --modes "$modes" --steps "${SELF_STEPS:-300}" ;;
-	selftime-variants*)
+	selftime-variants | selftime-variants@*) # before selftime*, which would take it
 		modes=async
 		case $name in *@*) modes=${name#*@} ;; esac
 		step "$(echo "$name" | tr "@," "__")" "$secs" bash "$ROOT/tests/gpu/selftime_variants.sh" "$KIT" \
 			"$modes" "${SELF_STEPS:-200}" "${OVH_CPUS:-}" ;;
+	selftime | selftime@*)
+		modes=default,expandable,async,nocache
+		case $name in *@*) modes=${name#*@} ;; esac
+		step "$(echo "$name" | tr "@," "__")" "$secs" python3 "$ROOT/tests/gpu/fw_selftime.py" --kit "$KIT" \
+			--out /tmp/selftime --modes "$modes" --steps "${SELF_STEPS:-300}" ;;
 	analyzer-bench)
 		step "$name" "$secs" bash "$ROOT/tests/gpu/analyzer_bench.sh" "$KIT" "${BENCH_REPS:-9}" ;;
 	behaviour)

@@ -120,12 +120,14 @@ def main():
     with open(script, "w") as f:
         f.write(CHILD)
     raw = {}
+    fails = 0  # processes that failed (a FAIL line each)
     print("mode        config  steps/s  calls/step  ns/call in shim (stack, Python, record)  "
           "real ns/call  shim us/step  share of untraced step")
     for mode in args.modes.split(","):
         base = run(args, script, mode, False, False)
         raw[mode] = {"untraced": base}
         if not base:
+            fails += 1
             continue
         step_us = base["secs"] / base["steps"] * 1e6
         print("%-11s untraced %7.1f" % (mode, base["steps"] / base["secs"]))
@@ -134,6 +136,7 @@ def main():
             r = run(args, script, mode, True, layer)
             raw[mode][name] = r
             if not r:
+                fails += 1
                 continue
             calls, per, st, py, rec, real, unwound, known = r["self"]
             per_step = calls / (r["steps"] + 30)
@@ -157,7 +160,8 @@ def main():
                                                               100.0 * sus / step_us))
             print_usage(mode, name, r)
     print("RAW " + json.dumps(raw))
+    return 1 if fails else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -1,0 +1,96 @@
+"""tests/e2e/t_gpu_scripts.sh: a dry run of the GPU kit's cost scripts (tests/gpu/fw_selftime.py,
+tests/gpu/fw_overhead_ab.py) on the fake CUDA runtime, so that a script's own bug does not cost a
+device session. Their children's training loop (fw_overhead.MODEL, torch) is replaced by a loop
+of cudaMalloc/cudaFree pairs through ctypes from a few Python lines, and `torch` by the stand-in
+in tests/e2e/gpudry (synchronize only). What the scripts themselves do (children, environments,
+the shim's lines, the ratios, the printing) is theirs, unchanged.
+
+usage: gpu_scripts_check.py selftime|ab KIT OUT
+Prints the script's output; exits 1 with a line "FAIL: ..." when a line it must print is missing.
+"""
+import contextlib
+import io
+import json
+import os
+import re
+import sys
+
+here = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(here, "..", "gpu"))
+import fw_overhead  # noqa: E402
+
+STEP = r'''
+import ctypes
+_lib = ctypes.PyDLL("libcudart.so.13")
+_p = ctypes.c_void_p()
+def _a():
+    _lib.cudaMalloc(ctypes.byref(_p), 4096); _lib.cudaFree(_p)
+def _b():
+    _lib.cudaMalloc(ctypes.byref(_p), 8192); _lib.cudaFree(_p)
+def step():
+    for _ in range(10):
+        _a()
+        _b()
+'''
+
+
+def fail(msg, out):
+    print(out)
+    print("FAIL: " + msg)
+    sys.exit(1)
+
+
+def main():
+    what, kit, out = sys.argv[1:4]
+    os.environ["PYTHONPATH"] = os.path.join(here, "gpudry")
+    os.environ["LD_LIBRARY_PATH"] = os.path.join(kit, "lib")
+    if what == "selftime":
+        import fw_selftime as m
+        sys.argv = ["fw_selftime.py", "--kit", kit, "--out", out, "--modes", "async", "--steps", "200"]
+    else:
+        import fw_overhead_ab as m
+        sys.argv = ["fw_overhead_ab.py", "--kit", kit, "--out", out, "--modes", "async", "--rounds", "3",
+                    "--chunk-seconds", "0.2", "--warmup-seconds", "0.1", "--preroll-seconds", "0.05"]
+    assert fw_overhead.MODEL in m.CHILD
+    m.CHILD = m.CHILD.replace(fw_overhead.MODEL, STEP)
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        rc = m.main()
+    text = buf.getvalue()
+    num = r"[0-9.]+"
+    if what == "selftime":
+        need = [r"^async +untraced +%s$" % num,
+                r"^async +(on|off) +%s +%s +\d+ \(\d+, \d+, \d+\) +\d+ +%s +%s%%" % (num, num, num, num),
+                r"^async +(on|off) +parts: \d+ cache hits .*, \d+ found in the memo$",
+                r"^async +(on|off) +steady: [1-9]\d* of \d+ calls \(%s%%\), \d+ ns a call" % num,
+                r"^async +(on|off) +timed steps: "]
+        for pat in need:
+            if len(re.findall(pat, text, re.M)) < (1 if "untraced" in pat else 2):
+                fail("no line matches %r for each configuration" % pat, text)
+        raw = json.loads(re.search(r"^RAW (.*)$", text, re.M).group(1))
+        for cfg in ("on", "off"):
+            r = raw["async"][cfg]
+            if not (r["steady"][0] > 0 and r["memo"] > 0 and r["self"][0] >= r["steady"][0]):
+                fail("%s: steady %s, memo %s, calls %s" % (cfg, r["steady"], r["memo"], r["self"][0]), text)
+        if rc != 0:
+            fail("exit %r" % rc, text)
+    else:
+        ratio = r"%s: %s \[%s, %s\]" % (num, num, num, num)
+        if not re.search(r"^async +untraced %s \| on %s (PASS|FAIL|INCONCLUSIVE) \(goal 0\.97\) \| off %s "
+                         r"(PASS|FAIL|INCONCLUSIVE) \(goal 0\.99\) \| chunk spread " % (num, ratio, ratio), text, re.M):
+            fail("no steps/s line", text)
+        if not re.search(r"^async +main thread, steps per CPU second: untraced %s \| on %s \| off %s \| chunk "
+                         r"spread " % (num, ratio, ratio), text, re.M):
+            fail("no CPU line", text)
+        for tag in ("RAW", "RAWCPU"):
+            raw = json.loads(re.search(r"^%s async (.*)$" % tag, text, re.M).group(1))
+            if sorted(raw) != ["off", "on", "untraced"] or any(len(v) != 3 or min(v) <= 0 for v in raw.values()):
+                fail("%s: %s" % (tag, raw), text)
+        if rc not in (0, 1):  # 1: a goal not met, which on this VM proves nothing
+            fail("exit %r" % rc, text)
+    print(text)
+    print("ok: %s" % what)
+
+
+if __name__ == "__main__":
+    main()

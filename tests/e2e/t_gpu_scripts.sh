@@ -1,0 +1,33 @@
+# A dry run of the GPU kit's cost scripts on the fake CUDA runtime
+# (tests/e2e/gpu_scripts_check.py): fw_selftime.py must print every line the
+# next GPU session reads (the shim's steady calls, the memo), fw_overhead_ab.py
+# its steps/s verdicts and the CPU-time line. A script's bug found here does not
+# cost device time.
+. tests/e2e/lib.sh
+command -v python3 >/dev/null || { echo "python3 not found"; exit 77; }
+case ${SANITIZE:-} in
+*address* | *thread*) echo "the scripts preload the kit's shim alone (no sanitizer runtime)"; exit 77 ;;
+esac
+kit=$T/kit
+mkdir -p "$kit/lib"
+ln -s "$SHIM" "$kit/libcumtrace.so"
+ln -s "$FAKE/libcudart.so.13" "$FAKE/libcuda.so.1" "$kit/lib/"
+for what in selftime ab; do
+	python3 "$ROOT/tests/e2e/gpu_scripts_check.py" "$what" "$kit" "$T/$what" >"$T/$what.txt" 2>&1 ||
+		{ cat "$T/$what.txt"; fail "$what: the dry run failed"; }
+	tail -1 "$T/$what.txt"
+done
+# The batch's step names reach their scripts (BATCH_DRY=1 prints what would run). Until
+# 2026-12-05 "selftime-variants@async" was taken by the "selftime*" branch above it: the
+# variants would not have run.
+OUT=$T/batch BATCH_DRY=1 bash "$ROOT/tests/gpu/batch.sh" "$kit" selftime-variants@async:400 \
+	selftime@async,nocache:200 selftime overhead-ab@async:420 bogus >"$T/batch.txt" 2>&1
+cat "$T/batch.txt"
+expect_eq "batch: selftime-variants@async" "$(sed -n 1p "$T/batch.txt")" \
+	"selftime-variants_async 400: bash $ROOT/tests/gpu/selftime_variants.sh $kit async 200 "
+expect_eq "batch: selftime@async,nocache" "$(sed -n 2p "$T/batch.txt")" \
+	"selftime_async_nocache 200: python3 $ROOT/tests/gpu/fw_selftime.py --kit $kit --out /tmp/selftime --modes async,nocache --steps 300"
+expect_eq "batch: selftime" "$(sed -n 3p "$T/batch.txt" | cut -d: -f1)" "selftime 300"
+expect_eq "batch: overhead-ab@async" "$(sed -n 4p "$T/batch.txt" | sed 's/ --kit.*//')" \
+	"overhead-ab_async 420: python3 $ROOT/tests/gpu/fw_overhead_ab.py"
+expect_eq "batch: an unknown step" "$(sed -n 5p "$T/batch.txt")" "batch: unknown step 'bogus'"
