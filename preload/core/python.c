@@ -656,9 +656,10 @@ static int ct_py_walk(const char *ts, struct ct_pyframe *frames, ct_py_emit_fn e
  *
  * 256 entries in sets of four, one page mapped at the thread's first capture
  * and unmapped at its exit: a training step's few dozen allocating lines stay
- * in it (64 direct-mapped entries in TLS evicted each other: 13% of the calls
- * of a loop over 36 stacks missed). A new entry goes in front of its set, the
- * oldest leaves it. A thread whose page cannot be mapped has no memo.
+ * in it (64 direct-mapped entries in TLS evicted each other: a loop over 24
+ * lines found 57-82% of its walks there, now 98%, t_python). A new entry goes
+ * in front of its set, the oldest leaves it. A thread whose page cannot be
+ * mapped has no memo.
  */
 #define CT_PY_MEMO_WAYS 4
 #define CT_PY_MEMO_SET_BITS 6

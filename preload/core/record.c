@@ -128,8 +128,9 @@ void ct_selftime_report(void)
 		     "call (native stack %.0f, Python frames %.0f, record %.0f), real call %.0f ns; "
 		     "stacks: %llu unwound, %llu known to the stack cache; parts: %llu cache hits "
 		     "(lookup %.0f ns, checks %.0f ns), %llu Python walks (thread state %.0f ns, "
-		     "frames to their key %.0f ns), %llu found in the memo; steady (stacks known, nothing new written): %llu "
-		     "calls, per call %.0f ns (native stack %.0f, Python frames %.0f, record %.0f)",
+		     "frames to their key %.0f ns), %llu found in the memo; steady (stacks known, "
+		     "nothing new written): %llu calls, per call %.0f ns (native stack %.0f, Python "
+		     "frames %.0f, record %.0f)",
 		     (unsigned long long)calls, st + py + rec, st, py, rec, real,
 		     (unsigned long long)atomic_load(&ct_self[CT_SELF_UNWOUND]),
 		     (unsigned long long)atomic_load(&ct_self[CT_SELF_KNOWN]),
