@@ -105,6 +105,14 @@ report "$T/memo.json" leaks --top 30 "$(dump_of memo)"
 expect_eq "memo: leaked sites at their lines" \
 	"$(jget "$T/memo.json" 'sorted((s["bytes"] // 4096 - 1, [f["line"] for f in s["stack"] if f.get("python")][0]) for s in j["leaks"]["sites"])')" \
 	"$(python3 -c 'import sys; print(sorted(tuple(map(int, l.split())) for l in open(sys.argv[1])))' "$T/memo.lines")"
+# More stacks than the memo holds (600 lines, 256 entries): entries leave their sets
+# all the time, and every leaked site is still at its own line.
+traced memo600 python3 "$ROOT/tests/e2e/py_memo.py" "$FAKE" 3 600 >"$T/memo600.lines" ||
+	fail "py_memo.py 600 exited $?"
+report "$T/memo600.json" leaks --top 700 "$(dump_of memo600)"
+expect_eq "memo, 600 lines: leaked sites at their lines" \
+	"$(jget "$T/memo600.json" 'sorted((s["bytes"] // 4096 - 1, [f["line"] for f in s["stack"] if f.get("python")][0]) for s in j["leaks"]["sites"])')" \
+	"$(python3 -c 'import sys; print(sorted(tuple(map(int, l.split())) for l in open(sys.argv[1])))' "$T/memo600.lines")"
 # CUMTRACE_PYTHON=0: no Python frames.
 CUMTRACE_PYTHON=0 traced py3 python3 "$script" "$FAKE"
 report "$T/off.json" leaks "$(dump_of py3)"
