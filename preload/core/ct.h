@@ -230,10 +230,11 @@ enum ct_ring_state {
 };
 
 /*
- * Map a ring with cap bytes of data (cap a power of two >= 4096).
+ * Map a ring with cap bytes of data (cap a power of two >= 4096); huge: on
+ * huge pages when it is large enough and CUMTRACE_HUGE_PAGES allows (ring.c).
  * Returns NULL when memory cannot be mapped.
  */
-CT_HIDDEN struct ct_ring *ct_ring_create(uint64_t cap);
+CT_HIDDEN struct ct_ring *ct_ring_create(uint64_t cap, int huge);
 CT_HIDDEN void ct_ring_destroy(struct ct_ring *ring);
 
 /*

@@ -28,23 +28,26 @@ __attribute__((constructor)) static void ct_ring_cpu_init(void)
 }
 
 /*
- * A ring of 2 MiB or more (the default is 2 MiB) has its data on 2 MiB
- * boundaries and asks for transparent huge pages (CUMTRACE_HUGE_PAGES=1, the
- * default): the producer's stores then fault once per 2 MiB instead of once
- * per 4 KiB page on the ring's first lap, and one TLB entry covers them where
- * the traced program's own data keeps pushing the shim's pages out of the TLB
- * (issue 16: on the VM, with a loop that touches 16,384 pages between calls,
- * the record part of a traced call fell from 93-176 to 42-46 ns). The header
- * keeps a 4 KiB page of its own below the data. The ring's memory is what it
- * was once a lap has touched every page, and the rings stay within
+ * A ring of 2 MiB or more (the default is 2 MiB) created with huge set has its
+ * data on 2 MiB boundaries and asks for transparent huge pages
+ * (CUMTRACE_HUGE_PAGES=1, the default): the producer's stores then fault once
+ * per 2 MiB instead of once per 4 KiB page on the ring's first lap, and one TLB
+ * entry covers them where the traced program's own data keeps pushing the
+ * shim's pages out of the TLB (issue 16: on the VM, with a loop that touches
+ * 16,384 pages between calls, the record part of a traced call fell from
+ * 93-176 to 42-46 ns). That first fault clears the whole 2 MiB at once, which
+ * a thread that records a few events never needs: the caller asks for huge
+ * pages for the rings of the first threads only (session.c). The header keeps
+ * a 4 KiB page of its own below the data. The ring's memory is what it was
+ * once a lap has touched every page, and the rings stay within
  * CUMTRACE_BUFFER_MB; where the kernel gives no huge pages the advice does
  * nothing. Returns the mapping (header, then data), NULL when none.
  */
 #define CT_RING_HUGE ((size_t)2 << 20)
-static char *ct_ring_map(size_t header, uint64_t cap)
+static char *ct_ring_map(size_t header, uint64_t cap, int huge)
 {
 	size_t size = header + cap;
-	if (cap >= CT_RING_HUGE && ct_option(CT_OPT_HUGE_PAGES)) {
+	if (huge && cap >= CT_RING_HUGE && ct_option(CT_OPT_HUGE_PAGES)) {
 		size_t span = size + CT_RING_HUGE;
 		char *raw = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (raw != MAP_FAILED) {
@@ -64,14 +67,14 @@ static char *ct_ring_map(size_t header, uint64_t cap)
 	return mem == MAP_FAILED ? NULL : mem;
 }
 
-struct ct_ring *ct_ring_create(uint64_t cap)
+struct ct_ring *ct_ring_create(uint64_t cap, int huge)
 {
 	if (cap < 4096 || (cap & (cap - 1)))
 		return NULL;
 	size_t header = (sizeof(struct ct_ring) + 4095) & ~(size_t)4095;
 	size_t size = header + cap;
 	int saved = errno;
-	char *mem = ct_ring_map(header, cap);
+	char *mem = ct_ring_map(header, cap, huge);
 	errno = saved;
 	if (!mem)
 		return NULL;

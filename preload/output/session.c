@@ -41,6 +41,16 @@ static uint64_t ct_ring_cap(void)
 	return cap;
 }
 
+/*
+ * The rings of the first CT_HUGE_RINGS threads that record, and the shared
+ * ring, are on huge pages (ring.c): a training loop's busy threads come first
+ * (the main thread, then torch's autograd threads). A later thread's ring
+ * faults page by page as it fills: a 2 MiB page cleared at its first event
+ * cost a short-lived thread 0.1-3 ms on the VM. A ring freed by its thread's
+ * exit goes to a later thread with its pages.
+ */
+#define CT_HUGE_RINGS 4
+
 static void ct_ring_thread_exit(void *arg)
 {
 	struct ct_ring *r = arg;
@@ -65,7 +75,8 @@ struct ct_ring *ct_thread_ring(void)
 		uint64_t cap = ct_ring_cap();
 		uint64_t budget = (uint64_t)ct_option(CT_OPT_BUFFER_MB) << 20;
 		if (atomic_fetch_add(&ct_session.ring_bytes, cap) + cap <= budget)
-			ring = ct_ring_create(cap);
+			ring = ct_ring_create(cap, atomic_fetch_add(&ct_session.huge_rings, 1) <
+							   CT_HUGE_RINGS);
 		if (ring) {
 			struct ct_ring *head = atomic_load(&ct_session.rings);
 			do
@@ -77,7 +88,7 @@ struct ct_ring *ct_thread_ring(void)
 		/* Over budget (or no memory): share one locked ring among the extra threads. */
 		pthread_mutex_lock(&ct_overflow_lock);
 		ring = atomic_load(&ct_session.overflow_ring);
-		if (!ring && (ring = ct_ring_create(ct_ring_cap())) != NULL) {
+		if (!ring && (ring = ct_ring_create(ct_ring_cap(), 1)) != NULL) {
 			ring->shared = 1;
 			atomic_flag_clear(&ring->lock);
 			struct ct_ring *head = atomic_load(&ct_session.rings);

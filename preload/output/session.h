@@ -51,6 +51,7 @@ struct ct_session {
 	/* The rings: a list pushed at the head, never shortened (session.c). */
 	struct ct_ring *_Atomic rings;
 	_Atomic uint64_t ring_bytes;
+	_Atomic uint32_t huge_rings; /* rings created that may be on huge pages (session.c) */
 	struct ct_ring *_Atomic overflow_ring;
 	/* Events lost outside any ring, and what the rounds have reported of them. */
 	_Atomic uint64_t lost;

@@ -57,7 +57,7 @@ static uint64_t drain(struct ct_ring *r, uint64_t *next_seq)
 
 START_TEST(ring_fills_and_wraps)
 {
-	struct ct_ring *r = ct_ring_create(4096);
+	struct ct_ring *r = ct_ring_create(4096, 0);
 	ck_assert_ptr_nonnull(r);
 	uint64_t seq = 0, next = 0;
 	/* 80-byte records do not divide 4096: every wrap needs a pad. */
@@ -79,8 +79,8 @@ END_TEST
 
 START_TEST(ring_rejects_bad_capacity)
 {
-	ck_assert_ptr_null(ct_ring_create(1000));
-	ck_assert_ptr_null(ct_ring_create(2048));
+	ck_assert_ptr_null(ct_ring_create(1000, 0));
+	ck_assert_ptr_null(ct_ring_create(2048, 0));
 }
 END_TEST
 
@@ -100,7 +100,7 @@ static void *producer(void *arg)
 
 START_TEST(ring_spsc_threads)
 {
-	struct spsc s = {ct_ring_create(1 << 14), 300000};
+	struct spsc s = {ct_ring_create(1 << 14, 0), 300000};
 	pthread_t t;
 	pthread_create(&t, NULL, producer, &s);
 	uint64_t next = 0;
