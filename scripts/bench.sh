@@ -8,7 +8,9 @@
 #            Cost per pair = traced - untraced (wall time); per event = half.
 #            Python rows: tests/e2e/py_bench.py (ctypes, 10 Python frames);
 #            tests/e2e/py_sites_bench.py (18 places, caches warm and cold):
-#            the shim's own time per steady call (CUMTRACE_SELFTIME).
+#            the shim's own time per steady call (CUMTRACE_SELFTIME);
+#            tests/e2e/py_threads_bench.py (50 short-lived threads): the
+#            record part, huge-page rings on and off.
 #   loop     tests/e2e/progs/async_loop (issue #6) under callgrind: the shim's
 #            instructions per allocation, stack cache on and off (LOOP_STEPS).
 #   scaling  1, 2, 4, 8 threads at once, stacks off, on the null runtime
@@ -190,6 +192,24 @@ if command -v python3 >/dev/null 2>&1; then
 		row "  native stack / Python frames / record" "$(col 5) / $(col 6) / $(col 7)"
 		row "  steady calls, % / every call's mean ns" "$(calc "100 * $(col 3) / $(col 1)") / $(col 2)"
 	done
+	# Short-lived threads (tests/e2e/py_threads_bench.py: 5 rounds of 10 threads, 400 calls
+	# each): the record part of a call (CUMTRACE_SELFTIME), each new ring's first event in it,
+	# with huge-page rings (for the first 4 threads) and without; taking turns, medians.
+	ptb=$root/tests/e2e/py_threads_bench.py
+	: >"$tmp/pt.1"
+	: >"$tmp/pt.0"
+	i=0
+	while [ $i -lt "$reps" ]; do
+		for hp in 1 0; do
+			(cd "$tmp" && env LD_LIBRARY_PATH="$fake" CUMTRACE_OUTPUT="$tmp/p.%p.dump" \
+				CUMTRACE_SELFTIME=1 CUMTRACE_HUGE_PAGES=$hp LD_PRELOAD="$shim" python3 "$ptb" \
+				"$fake" >/dev/null 2>"$tmp/pt.err")
+			rm -f "$tmp"/p.*.dump
+			sed -n 's/^cumtrace: self time: .*, record \([0-9]*\)), real call .*/\1/p' "$tmp/pt.err" >>"$tmp/pt.$hp"
+		done
+		i=$((i + 1))
+	done
+	row "capture, 50 short threads: record ns, huge / plain" "$(median <"$tmp/pt.1") / $(median <"$tmp/pt.0")"
 fi
 
 # ---- the framework layer: tensors of the stand-in for PyTorch's caching allocator -------------
