@@ -170,24 +170,37 @@ if command -v python3 >/dev/null 2>&1; then
 	# calls, both stacks known and nothing new written, as in a long training run; and for
 	# every call, each place's first calls (unwinding, interning) included. The two
 	# configurations take turns, REPS rounds; medians.
-	psb=$root/tests/e2e/py_sites_bench.py
-	: >"$tmp/ps.0"
-	: >"$tmp/ps.4096"
-	i=0
-	while [ $i -lt "$reps" ]; do
-		for pages in 0 4096; do
-			(cd "$tmp" && env LD_LIBRARY_PATH="$fake" CUMTRACE_OUTPUT="$tmp/p.%p.dump" \
-				CUMTRACE_SELFTIME=1 LD_PRELOAD="$shim" python3 "$psb" "$fake" "${PS_STEPS:-300}" \
-				"$pages" >/dev/null 2>"$tmp/ps.err")
-			rm -f "$tmp"/p.*.dump
-			sed -n 's/^cumtrace: self time: \([0-9]*\) calls with stacks, per call \([0-9]*\) ns .*; steady (stacks known, nothing new written): \([0-9]*\) calls, per call \([0-9]*\) ns (native stack \([0-9]*\), Python frames \([0-9]*\), record \([0-9]*\))$/\1 \2 \3 \4 \5 \6 \7/p' \
-				"$tmp/ps.err" >>"$tmp/ps.$pages"
+	# selftime ERRFILE [VAR=VALUE...] CMD...: CMD traced with CUMTRACE_SELFTIME=1 in $tmp on the
+	# fake runtime, its stderr (the shim's line) in ERRFILE
+	selftime() {
+		err=$1
+		shift
+		(cd "$tmp" && env LD_LIBRARY_PATH="$fake" CUMTRACE_OUTPUT="$tmp/p.%p.dump" \
+			CUMTRACE_SELFTIME=1 LD_PRELOAD="$shim" "$@" >/dev/null 2>"$err")
+		rm -f "$tmp"/p.*.dump
+	}
+	# turns FUNC VALUE...: REPS rounds, each calling FUNC VALUE for every VALUE in turn; FUNC
+	# appends its figures to $tmp/FUNC.VALUE (emptied first)
+	turns() {
+		f=$1
+		shift
+		for v in "$@"; do : >"$tmp/$f.$v"; done
+		i=0
+		while [ $i -lt "$reps" ]; do
+			for v in "$@"; do "$f" "$v"; done
+			i=$((i + 1))
 		done
-		i=$((i + 1))
-	done
+	}
+	psb=$root/tests/e2e/py_sites_bench.py
+	sites() { # PAGES
+		selftime "$tmp/ps.err" python3 "$psb" "$fake" "${PS_STEPS:-300}" "$1"
+		sed -n 's/^cumtrace: self time: \([0-9]*\) calls with stacks, per call \([0-9]*\) ns .*; steady (stacks known, nothing new written): \([0-9]*\) calls, per call \([0-9]*\) ns (native stack \([0-9]*\), Python frames \([0-9]*\), record \([0-9]*\))$/\1 \2 \3 \4 \5 \6 \7/p' \
+			"$tmp/ps.err" >>"$tmp/sites.$1"
+	}
+	turns sites 0 4096
 	for pages in 0 4096; do
-		col() { awk -v c="$1" '{ print $c }' "$tmp/ps.$pages" | median; }
-		[ -s "$tmp/ps.$pages" ] || { row "capture, python3, 18 places, $pages pages apart" "no figures"; continue; }
+		col() { awk -v c="$1" '{ print $c }' "$tmp/sites.$pages" | median; }
+		[ -s "$tmp/sites.$pages" ] || { row "capture, python3, 18 places, $pages pages apart" "no figures"; continue; }
 		row "capture, python3, 18 places, $pages pages apart: steady ns" "$(col 4)"
 		row "  native stack / Python frames / record" "$(col 5) / $(col 6) / $(col 7)"
 		row "  steady calls, % / every call's mean ns" "$(calc "100 * $(col 3) / $(col 1)") / $(col 2)"
@@ -196,20 +209,12 @@ if command -v python3 >/dev/null 2>&1; then
 	# each): the record part of a call (CUMTRACE_SELFTIME), each new ring's first event in it,
 	# with huge-page rings (for the first 4 threads) and without; taking turns, medians.
 	ptb=$root/tests/e2e/py_threads_bench.py
-	: >"$tmp/pt.1"
-	: >"$tmp/pt.0"
-	i=0
-	while [ $i -lt "$reps" ]; do
-		for hp in 1 0; do
-			(cd "$tmp" && env LD_LIBRARY_PATH="$fake" CUMTRACE_OUTPUT="$tmp/p.%p.dump" \
-				CUMTRACE_SELFTIME=1 CUMTRACE_HUGE_PAGES=$hp LD_PRELOAD="$shim" python3 "$ptb" \
-				"$fake" >/dev/null 2>"$tmp/pt.err")
-			rm -f "$tmp"/p.*.dump
-			sed -n 's/^cumtrace: self time: .*, record \([0-9]*\)), real call .*/\1/p' "$tmp/pt.err" >>"$tmp/pt.$hp"
-		done
-		i=$((i + 1))
-	done
-	row "capture, 50 short threads: record ns, huge / plain" "$(median <"$tmp/pt.1") / $(median <"$tmp/pt.0")"
+	threads() { # CUMTRACE_HUGE_PAGES
+		selftime "$tmp/pt.err" CUMTRACE_HUGE_PAGES="$1" python3 "$ptb" "$fake"
+		sed -n 's/^cumtrace: self time: .*, record \([0-9]*\)), real call .*/\1/p' "$tmp/pt.err" >>"$tmp/threads.$1"
+	}
+	turns threads 1 0
+	row "capture, 50 short threads: record ns, huge / plain" "$(median <"$tmp/threads.1") / $(median <"$tmp/threads.0")"
 fi
 
 # ---- the framework layer: tensors of the stand-in for PyTorch's caching allocator -------------
