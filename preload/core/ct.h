@@ -13,6 +13,7 @@
 #ifndef CT_PRELOAD_H
 #define CT_PRELOAD_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -354,6 +355,14 @@ CT_HIDDEN void ct_stack_cache_note_id(uint32_t id);
 CT_HIDDEN void ct_stack_cache_prefetch(const void *frame);
 /* Moves on at every ct_stack_reset: ids of an older generation are void. */
 CT_HIDDEN uint32_t ct_stack_generation(void);
+/*
+ * A thread's own cache of stacks (the native stack cache, the Python stack
+ * memo): size bytes mapped private and anonymous (mmap flags: more flags),
+ * made the calling thread's value of key, whose destructor unmaps it at
+ * thread exit; errno kept. NULL when it cannot be had. Not in a signal
+ * handler: pthread_setspecific may allocate.
+ */
+CT_HIDDEN void *ct_thread_map(pthread_key_t key, size_t size, int flags);
 /* Create what the stack cache needs process-wide (at load, from ct_stack_init). */
 CT_HIDDEN void ct_stack_cache_init(void);
 /* "on" when ct_stack_capture_at uses the cache (x86-64, CUMTRACE_STACK_CACHE=1), else "off". */

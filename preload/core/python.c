@@ -64,7 +64,6 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
-#include <errno.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -695,19 +694,9 @@ static struct ct_py_memo *ct_py_memo_set(uint64_t key)
 	if (CT_UNLIKELY(!tab)) {
 		if (ct_in_handler(&ct_tls))
 			return NULL; /* pthread_setspecific may allocate: mapped by a later call */
-		tab = ct_py_memo_none;
-		if (ct_py_memo_key_ok) {
-			int saved = errno;
-			void *mem = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-					 -1, 0);
-			if (mem != MAP_FAILED && pthread_setspecific(ct_py_memo_key, mem) != 0) {
-				munmap(mem, 4096);
-				mem = MAP_FAILED;
-			}
-			errno = saved;
-			if (mem != MAP_FAILED)
-				tab = mem;
-		}
+		tab = ct_py_memo_key_ok ? ct_thread_map(ct_py_memo_key, 4096, 0) : NULL;
+		if (!tab)
+			tab = ct_py_memo_none;
 		ct_py_memo_tab = tab;
 	}
 	if (tab == ct_py_memo_none)

@@ -46,6 +46,8 @@ enum {
 	CT_SELF_STEADY_RECORD,
 	CT_SELF_N
 };
+_Static_assert(CT_SELF_RECORD == CT_SELF_STACK + 2 && CT_SELF_STEADY_RECORD == CT_SELF_STEADY_STACK + 2,
+	       "ct_self_phases: three counters in a row");
 static _Atomic uint64_t ct_self[CT_SELF_N];
 static _Atomic uint64_t ct_self_first_ticks, ct_self_first_ns;
 
@@ -63,6 +65,14 @@ static void ct_self_split(int n, uint64_t start, uint64_t mid, uint64_t end)
 	atomic_fetch_add_explicit(&ct_self[n + 2], end - mid, memory_order_relaxed);
 }
 
+/* The three phases of a call (stack, Python, record) into counters n, n + 1, n + 2. */
+static void ct_self_phases(int n, uint64_t stack, uint64_t python, uint64_t record)
+{
+	atomic_fetch_add_explicit(&ct_self[n], stack, memory_order_relaxed);
+	atomic_fetch_add_explicit(&ct_self[n + 1], python, memory_order_relaxed);
+	atomic_fetch_add_explicit(&ct_self[n + 2], record, memory_order_relaxed);
+}
+
 /*
  * Add one call's phases: t0 entry, t1 the real call's return, then the ends of
  * stack, Python, record; known: its stack id came from the stack cache;
@@ -78,9 +88,7 @@ static void ct_selftime_add(uint64_t t0, uint64_t t1, uint64_t ts, uint64_t tp, 
 		atomic_store(&ct_self_first_ns, ct_now_ns());
 	atomic_fetch_add_explicit(&ct_self[CT_SELF_CALLS], 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&ct_self[CT_SELF_REAL], t1 - t0, memory_order_relaxed);
-	atomic_fetch_add_explicit(&ct_self[CT_SELF_STACK], ts - t1, memory_order_relaxed);
-	atomic_fetch_add_explicit(&ct_self[CT_SELF_PYTHON], tp - ts, memory_order_relaxed);
-	atomic_fetch_add_explicit(&ct_self[CT_SELF_RECORD], te - tp, memory_order_relaxed);
+	ct_self_phases(CT_SELF_STACK, ts - t1, tp - ts, te - tp);
 	atomic_fetch_add_explicit(&ct_self[CT_SELF_KNOWN], (uint64_t)known, memory_order_relaxed);
 	atomic_fetch_add_explicit(&ct_self[CT_SELF_UNWOUND], (uint64_t)unwound, memory_order_relaxed);
 	ct_self_split(CT_SELF_HITS, t1, mark[CT_SELF_MARK_SET], mark[CT_SELF_MARK_CHECKED]);
@@ -96,9 +104,7 @@ static void ct_selftime_add(uint64_t t0, uint64_t t1, uint64_t ts, uint64_t tp, 
 	 */
 	if (known && (!mark[CT_SELF_MARK_PYSTATE] || mark[CT_SELF_MARK_PYMEMO])) {
 		atomic_fetch_add_explicit(&ct_self[CT_SELF_STEADY], 1, memory_order_relaxed);
-		atomic_fetch_add_explicit(&ct_self[CT_SELF_STEADY_STACK], ts - t1, memory_order_relaxed);
-		atomic_fetch_add_explicit(&ct_self[CT_SELF_STEADY_PYTHON], tp - ts, memory_order_relaxed);
-		atomic_fetch_add_explicit(&ct_self[CT_SELF_STEADY_RECORD], te - tp, memory_order_relaxed);
+		ct_self_phases(CT_SELF_STEADY_STACK, ts - t1, tp - ts, te - tp);
 	}
 }
 
@@ -123,6 +129,9 @@ void ct_selftime_report(void)
 	double py = (double)atomic_load(&ct_self[CT_SELF_PYTHON]) * per;
 	double rec = (double)atomic_load(&ct_self[CT_SELF_RECORD]) * per;
 	double real = (double)atomic_load(&ct_self[CT_SELF_REAL]) * per;
+	double sst = ct_self_mean(CT_SELF_STEADY_STACK, CT_SELF_STEADY, tick_ns);
+	double spy = ct_self_mean(CT_SELF_STEADY_PYTHON, CT_SELF_STEADY, tick_ns);
+	double srec = ct_self_mean(CT_SELF_STEADY_RECORD, CT_SELF_STEADY, tick_ns);
 	ct_warn_once(&said,
 		     "self time: %llu calls with stacks, per call %.0f ns in the shim after the real "
 		     "call (native stack %.0f, Python frames %.0f, record %.0f), real call %.0f ns; "
@@ -142,12 +151,7 @@ void ct_selftime_report(void)
 		     ct_self_mean(CT_SELF_PYWALK, CT_SELF_WALKS, tick_ns),
 		     (unsigned long long)atomic_load(&ct_self[CT_SELF_PYMEMO]),
 		     (unsigned long long)atomic_load(&ct_self[CT_SELF_STEADY]),
-		     ct_self_mean(CT_SELF_STEADY_STACK, CT_SELF_STEADY, tick_ns) +
-			     ct_self_mean(CT_SELF_STEADY_PYTHON, CT_SELF_STEADY, tick_ns) +
-			     ct_self_mean(CT_SELF_STEADY_RECORD, CT_SELF_STEADY, tick_ns),
-		     ct_self_mean(CT_SELF_STEADY_STACK, CT_SELF_STEADY, tick_ns),
-		     ct_self_mean(CT_SELF_STEADY_PYTHON, CT_SELF_STEADY, tick_ns),
-		     ct_self_mean(CT_SELF_STEADY_RECORD, CT_SELF_STEADY, tick_ns));
+		     sst + spy + srec, sst, spy, srec);
 }
 
 static uint32_t ct_thread_tid(struct ct_thread *t)

@@ -6,6 +6,7 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <errno.h>
 #include <link.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -76,6 +77,18 @@ void ct_stack_init(void)
 {
 	dl_iterate_phdr(ct_find_self, (void *)(uintptr_t)&ct_stack_init);
 	ct_stack_cache_init();
+}
+
+void *ct_thread_map(pthread_key_t key, size_t size, int flags)
+{
+	int saved = errno;
+	void *mem = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | flags, -1, 0);
+	if (mem != MAP_FAILED && pthread_setspecific(key, mem) != 0) {
+		munmap(mem, size);
+		mem = MAP_FAILED;
+	}
+	errno = saved;
+	return mem == MAP_FAILED ? NULL : mem;
 }
 
 int ct_is_own_address(const void *p)

@@ -150,15 +150,8 @@ static struct ct_stack_cache *ct_sc_attach(int max)
 		sets /= 2;
 	size_t size = sizeof(struct ct_stack_cache) + sets * CT_SC_WAYS * esize;
 	if (ct_sc_key_ok) {
-		int saved = errno;
-		void *mem = mmap(NULL, size, PROT_READ | PROT_WRITE,
-				 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-		if (mem != MAP_FAILED && pthread_setspecific(ct_sc_key, mem) != 0) {
-			munmap(mem, size);
-			mem = MAP_FAILED;
-		}
-		errno = saved;
-		if (mem != MAP_FAILED) {
+		void *mem = ct_thread_map(ct_sc_key, size, MAP_NORESERVE);
+		if (mem) {
 			sc = mem; /* zero-filled: every entry empty, bounds unknown */
 			sc->map_size = size;
 			sc->sets = sets;

@@ -100,19 +100,20 @@ expect_eq "memo: calls with stacks" "$calls" 1200
 [ -n "$found" ] && [ "$found" -ge 1130 ] && [ "$found" -le 1176 ] ||
 	fail "memo: $found of 1200 walks found in the memo, expected 1130-1176: $(cat "$T/memo.err")"
 # and what it hands out is right: the last round's allocation of function k,
-# 4096 * (k + 1) bytes, leaks at k's own line
-report "$T/memo.json" leaks --top 30 "$(dump_of memo)"
-expect_eq "memo: leaked sites at their lines" \
-	"$(jget "$T/memo.json" 'sorted((s["bytes"] // 4096 - 1, [f["line"] for f in s["stack"] if f.get("python")][0]) for s in j["leaks"]["sites"])')" \
-	"$(python3 -c 'import sys; print(sorted(tuple(map(int, l.split())) for l in open(sys.argv[1])))' "$T/memo.lines")"
+# 4096 * (k + 1) bytes, leaks at k's own line, as py_memo.py printed them.
+# memo_sites NAME TOP: the run NAME's leaked sites against $T/NAME.lines
+memo_sites() {
+	report "$T/$1.json" leaks --top "$2" "$(dump_of "$1")"
+	expect_eq "$1: leaked sites at their lines" \
+		"$(jget "$T/$1.json" 'sorted((s["bytes"] // 4096 - 1, [f["line"] for f in s["stack"] if f.get("python")][0]) for s in j["leaks"]["sites"])')" \
+		"$(python3 -c 'import sys; print(sorted(tuple(map(int, l.split())) for l in open(sys.argv[1])))' "$T/$1.lines")"
+}
+memo_sites memo 30
 # More stacks than the memo holds (600 lines, 256 entries): entries leave their sets
 # all the time, and every leaked site is still at its own line.
 traced memo600 python3 "$ROOT/tests/e2e/py_memo.py" "$FAKE" 3 600 >"$T/memo600.lines" ||
 	fail "py_memo.py 600 exited $?"
-report "$T/memo600.json" leaks --top 700 "$(dump_of memo600)"
-expect_eq "memo, 600 lines: leaked sites at their lines" \
-	"$(jget "$T/memo600.json" 'sorted((s["bytes"] // 4096 - 1, [f["line"] for f in s["stack"] if f.get("python")][0]) for s in j["leaks"]["sites"])')" \
-	"$(python3 -c 'import sys; print(sorted(tuple(map(int, l.split())) for l in open(sys.argv[1])))' "$T/memo600.lines")"
+memo_sites memo600 700
 # CUMTRACE_PYTHON=0: no Python frames.
 CUMTRACE_PYTHON=0 traced py3 python3 "$script" "$FAKE"
 report "$T/off.json" leaks "$(dump_of py3)"
