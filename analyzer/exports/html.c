@@ -1012,6 +1012,9 @@ static void html_notes(FILE *f, const struct ct_model *m)
 		fprintf(f, "<p class=\"warn\"><strong>%" PRIu64 " %s not recorded</strong>: the data "
 			   "is incomplete.</p>\n",
 			m->dropped_signal, ct_signal_drops_text(m->dropped_signal));
+	if (m->dropped_records)
+		fprintf(f, "<p class=\"warn\">%" PRIu64 " %s.</p>\n", m->dropped_records,
+			ct_record_drops_text(m->dropped_records));
 }
 
 static void card(FILE *f, int bad, const char *attrs, const char *value, const char *label)

@@ -1645,6 +1645,10 @@ static void on_module(void *ctx, const struct ct_rec_module *mod, const uint8_t 
 static void on_drops(void *ctx, const struct ct_rec_drops *d)
 {
 	struct ct_model *m = ctx;
+	if (d->rec.flags & CT_DROPS_F_RECORDS) { /* not events */
+		m->dropped_records = ct_sat_add(m->dropped_records, d->count);
+		return;
+	}
 	m->dropped = ct_sat_add(m->dropped, d->count);
 	if (d->rec.flags & CT_DROPS_F_SIGNAL)
 		m->dropped_signal = ct_sat_add(m->dropped_signal, d->count);

@@ -272,6 +272,7 @@ struct ct_model {
 	uint64_t unmatched_frees, double_allocs, null_allocs;
 	uint64_t dropped;	 /* sum of CT_REC_DROPS */
 	uint64_t dropped_signal; /* the part of it made inside signal handlers (CT_DROPS_F_SIGNAL) */
+	uint64_t dropped_records; /* marks, counters, samples not recorded (CT_DROPS_F_RECORDS) */
 	uint64_t marks, modules;
 	int end_seen;
 	/* the program's exit point (CT_MARK_EXIT) and the sites whose blocks live there were kept

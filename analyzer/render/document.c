@@ -51,14 +51,15 @@ static void json_imports(struct ct_json *j, const struct ct_imports *im)
 /* "dumps" (one object per dump), "marks" and the totals over the dumps. */
 static void json_dumps(struct ct_json *j, struct ct_model *const *ms, size_t nm)
 {
-	uint64_t allocs = 0, frees = 0, failed = 0, dropped = 0, dropped_signal = 0, unmatched = 0,
-		 doubles = 0;
+	uint64_t allocs = 0, frees = 0, failed = 0, dropped = 0, dropped_signal = 0, dropped_records = 0,
+		 unmatched = 0, doubles = 0;
 	for (size_t d = 0; d < nm; d++) {
 		allocs += ms[d]->allocations;
 		frees += ms[d]->frees;
 		failed += ms[d]->failed_calls;
 		dropped = ct_sat_add(dropped, ms[d]->dropped);
 		dropped_signal = ct_sat_add(dropped_signal, ms[d]->dropped_signal);
+		dropped_records = ct_sat_add(dropped_records, ms[d]->dropped_records);
 		unmatched += ms[d]->unmatched_frees;
 		doubles += ms[d]->double_allocs;
 	}
@@ -89,6 +90,7 @@ static void json_dumps(struct ct_json *j, struct ct_model *const *ms, size_t nm)
 			ct_json_null(j);
 		ct_json_kv_u64(j, "dropped_events", m->dropped);
 		ct_json_kv_u64(j, "dropped_in_signal_handlers", m->dropped_signal);
+		ct_json_kv_u64(j, "dropped_records", m->dropped_records);
 		ct_json_kv_u64(j, "bytes", m->read.file_bytes);
 		ct_json_kv_u64(j, "records", m->read.records);
 		ct_json_kv_u64(j, "events", m->events);
@@ -152,6 +154,7 @@ static void json_dumps(struct ct_json *j, struct ct_model *const *ms, size_t nm)
 	ct_json_kv_u64(j, "failed_calls", failed);
 	ct_json_kv_u64(j, "dropped_events", dropped);
 	ct_json_kv_u64(j, "dropped_in_signal_handlers", dropped_signal);
+	ct_json_kv_u64(j, "dropped_records", dropped_records);
 	ct_json_kv_u64(j, "unmatched_frees", unmatched);
 	ct_json_kv_u64(j, "double_allocations", doubles);
 }

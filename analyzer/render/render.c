@@ -229,6 +229,15 @@ const char *ct_signal_drops_text(uint64_t n)
 	return ct_plural(n, "call made inside a signal handler was", "calls made inside signal handlers were");
 }
 
+const char *ct_record_drops_text(uint64_t n)
+{
+	return ct_plural(n,
+			 "mark, counter or memory sample was not recorded (ring buffers full): "
+			 "steps, counters and the device memory line may miss it",
+			 "marks, counters or memory samples were not recorded (ring buffers full): "
+			 "steps, counters and the device memory line may miss them");
+}
+
 void ct_imports_put_text(FILE *f, const struct ct_imports *im)
 {
 	char b1[32], b2[32], b3[32];
@@ -280,6 +289,9 @@ void ct_put_notes(FILE *f, const struct ct_model *m)
 		fprintf(f,
 			"  WARNING: %" PRIu64 " %s not recorded: THE DATA IS INCOMPLETE\n",
 			m->dropped_signal, ct_signal_drops_text(m->dropped_signal));
+	if (m->dropped_records)
+		fprintf(f, "  WARNING: %" PRIu64 " %s\n", m->dropped_records,
+			ct_record_drops_text(m->dropped_records));
 }
 
 /* ---- stacks ---------------------------------------------------------------------------- */

@@ -69,6 +69,8 @@ void ct_put_notes(FILE *f, const struct ct_model *m);
 void ct_imports_put_text(FILE *f, const struct ct_imports *im);
 /* What n calls lost in signal handlers were, after the number: "call made inside a signal handler was". */
 const char *ct_signal_drops_text(uint64_t n);
+/* The same for n marks, counters or memory samples lost (CT_DROPS_F_RECORDS): "mark, ... was not recorded ...". */
+const char *ct_record_drops_text(uint64_t n);
 /* 1 when the model allocated on more than one device. */
 int ct_multi_device(const struct ct_model *m);
 

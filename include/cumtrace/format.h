@@ -699,7 +699,11 @@ struct ct_rec_module {
  * thread, or tracing's start-up, or the call would have had to wait for the
  * writer); those records have tid 0 and count for the whole process. A
  * reader that does not know the flag counts them as dropped events, which
- * they are.
+ * they are. With CT_DROPS_F_RECORDS instead (tid 0) they count records that
+ * are not events and were not recorded: marks, counters, memory samples
+ * (a full ring in drop mode, a signal handler, start-up). They are never
+ * dropped events (CT_REC_END's dropped leaves them out); a reader older than
+ * the flag counts them as such.
  */
 struct ct_rec_drops {
 	struct ct_rec rec;
@@ -709,6 +713,7 @@ struct ct_rec_drops {
 	uint32_t reserved;
 };
 #define CT_DROPS_F_SIGNAL 0x0001u
+#define CT_DROPS_F_RECORDS 0x0002u
 
 /* CT_REC_BATCH: see "Ordering" above. */
 struct ct_rec_batch {

@@ -447,7 +447,7 @@ void ct_record_raw(const void *rec, uint32_t len)
 {
 	struct ct_thread *t = &ct_tls;
 	if (t->in_hook == CT_HOOK_SIGNAL && ct_in_handler(t)) {
-		ct_count_lost_signal();
+		ct_count_lost_record();
 		return;
 	}
 	if (t->in_hook)
@@ -456,7 +456,7 @@ void ct_record_raw(const void *rec, uint32_t len)
 	int state = atomic_load_explicit(&ct_state, memory_order_acquire);
 	if (state != CT_STATE_RUNNING && state != CT_STATE_FINISHED) {
 		if (in_signal && state != CT_STATE_DISABLED) {
-			ct_count_lost_signal();
+			ct_count_lost_record();
 			return;
 		}
 		state = ct_ensure_started();
@@ -478,13 +478,11 @@ void ct_record_raw(const void *rec, uint32_t len)
 		if (p) {
 			memcpy(p, rec, len);
 			ct_ring_commit(ring);
-		} else if (!in_signal) {
-			atomic_fetch_add_explicit(&ring->dropped, 1, memory_order_relaxed);
 		}
 		ct_ring_unlock(ring);
 	}
-	if (!p && in_signal)
-		ct_count_lost_signal();
+	if (!p) /* not an event: never counted as a dropped one */
+		ct_count_lost_record();
 	atomic_signal_fence(memory_order_seq_cst);
 	t->in_hook = CT_HOOK_NONE;
 	errno = saved_errno;

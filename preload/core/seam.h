@@ -37,6 +37,12 @@ CT_HIDDEN void ct_flush_sync(void);
  * as a CT_REC_DROPS with CT_DROPS_F_SIGNAL. Async-signal-safe.
  */
 CT_HIDDEN void ct_count_lost_signal(void);
+/*
+ * Count a record that is not an event (a mark, counter, memory sample) and
+ * was not recorded: written as a CT_REC_DROPS with CT_DROPS_F_RECORDS, never
+ * counted as a dropped event. Async-signal-safe.
+ */
+CT_HIDDEN void ct_count_lost_record(void);
 
 /* ---- the CUPTI backend (hooks/cupti.c) ---------------------------------------------------- */
 

@@ -124,6 +124,11 @@ void ct_count_lost_signal(void)
 	atomic_fetch_add_explicit(&ct_session.lost_signal, 1, memory_order_relaxed);
 }
 
+void ct_count_lost_record(void)
+{
+	atomic_fetch_add_explicit(&ct_session.lost_records, 1, memory_order_relaxed);
+}
+
 /* ---- start ------------------------------------------------------------------------ */
 
 /*

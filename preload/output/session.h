@@ -58,6 +58,8 @@ struct ct_session {
 	uint64_t lost_reported;
 	_Atomic uint64_t lost_signal; /* ct_count_lost_signal */
 	uint64_t lost_signal_reported;
+	_Atomic uint64_t lost_records; /* ct_count_lost_record: not events */
+	uint64_t lost_records_reported;
 	/* The rounds (writer.c, under ct_round_lock). */
 	uint64_t batch_seq;
 	size_t wbuf_len;

@@ -281,6 +281,15 @@ static void ct_put_drops(uint32_t tid, uint64_t count, uint16_t flags)
 	ct_wbuf_put(&d, sizeof d);
 }
 
+/* A CT_REC_DROPS (tid 0) for what *lost counts beyond *reported, when live. */
+static void ct_put_lost(_Atomic uint64_t *lost, uint64_t *reported, uint16_t flags, int live)
+{
+	uint64_t n = atomic_load(lost);
+	if (live && n != *reported)
+		ct_put_drops(0, n - *reported, flags);
+	*reported = n;
+}
+
 /*
  * Copy every ring to the file. Caller holds ct_round_lock. in_signal = 1 in
  * a fatal signal's handler: no dl_iterate_phdr (it takes the loader's lock,
@@ -327,14 +336,11 @@ void ct_round_ex(int in_signal)
 		if (dead && atomic_load(&r->head) == end)
 			atomic_store(&r->state, CT_RING_FREE);
 	}
-	uint64_t lost = atomic_load(&ct_session.lost);
-	if (live && lost != ct_session.lost_reported)
-		ct_put_drops(0, lost - ct_session.lost_reported, 0);
-	ct_session.lost_reported = lost;
-	lost = atomic_load(&ct_session.lost_signal);
-	if (live && lost != ct_session.lost_signal_reported)
-		ct_put_drops(0, lost - ct_session.lost_signal_reported, CT_DROPS_F_SIGNAL);
-	ct_session.lost_signal_reported = lost;
+	ct_put_lost(&ct_session.lost, &ct_session.lost_reported, 0, live);
+	ct_put_lost(&ct_session.lost_signal, &ct_session.lost_signal_reported, CT_DROPS_F_SIGNAL,
+		    live);
+	ct_put_lost(&ct_session.lost_records, &ct_session.lost_records_reported,
+		    CT_DROPS_F_RECORDS, live);
 	ct_wbuf_flush();
 	ct_session.in_signal = 0;
 }

@@ -5,7 +5,9 @@
 #  B. lossless, CUMTRACE_BUFFER_MB=1 (16 private 64 KiB rings, the other 16
 #     threads share the locked overflow ring), 2 waves of 32 threads so rings
 #     of exited threads are reused: exact again, 0 dropped
-#  C. drop mode, CUMTRACE_BUFFER_MB=1: events seen + dropped == made, exactly
+#  C. drop mode, CUMTRACE_BUFFER_MB=1, a cumtrace_mark every 50 pairs, no
+#     memory samples: events seen + dropped == made, exactly, and marks seen
+#     + dropped records == marks made (a lost mark is not a dropped event)
 . tests/e2e/lib.sh
 export CUMTRACE_STACK_DEPTH=0
 run() { # name settings threads pairs waves
@@ -21,7 +23,7 @@ run() { # name settings threads pairs waves
 }
 run A "CUMTRACE_DROP=0" 32 15625 1
 run B "CUMTRACE_DROP=0 CUMTRACE_BUFFER_MB=1" 32 5000 2
-run C "CUMTRACE_DROP=1 CUMTRACE_BUFFER_MB=1" 32 15625 1
+run C "CUMTRACE_DROP=1 CUMTRACE_BUFFER_MB=1 CUMTRACE_MEMSAMPLE_MS=0" 32 15625 1 50
 if python3 - "$T" <<'PY'
 import json, sys
 T = sys.argv[1]
@@ -47,7 +49,12 @@ j, e = json.load(open(f"{T}/C.json")), expect("C")
 d = j["dumps"][0]
 seen = d["events"]
 check("C seen + dropped", seen + d["dropped_events"], e["events"])
-print(f"C: made {e['events']}, seen {seen}, dropped {d['dropped_events']}")
+check("C marks seen + dropped records", d["marks"] + d["dropped_records"], e["marks"])
+print(f"C: made {e['events']}, seen {seen}, dropped {d['dropped_events']}; "
+      f"marks made {e['marks']}, seen {d['marks']}, dropped {d['dropped_records']}")
+if not d["dropped_records"]:
+    print("NOT OK: no mark was dropped: the check above proved nothing")
+    bad.append("C dropped_records")
 sys.exit(1 if bad else 0)
 PY
 then
