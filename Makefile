@@ -239,6 +239,15 @@ $(CTTLS): tests/e2e/libs/cttls.c
 	@echo "  CC      $@"
 	$(Q)$(CC) $(TLIB_FLAGS) -Wl,-soname,libcttls.so -o $@ $< $(ALL_LDFLAGS)
 
+# A thread with a Python thread state and no frame, for tests/e2e/t_python.sh;
+# loaded by python3, which no sanitizer runtime instruments: built without one.
+PYNOFRAME := $(TLIB_DIR)/libpynoframe.so
+
+$(PYNOFRAME): tests/e2e/libs/pynoframe.c
+	@mkdir -p $(@D)
+	@echo "  CC      $@"
+	$(Q)$(CC) -O1 -g -fPIC -shared -Wl,-soname,libpynoframe.so -o $@ $< -ldl -lpthread
+
 # hostile_signal exports its gethostname, which the shim calls during start-up.
 $(BUILD)/tests/progs/hostile_signal: PROG_CFLAGS += -rdynamic
 
@@ -362,7 +371,7 @@ $(BUILD)/tests/progs/nccl_comms: tests/e2e/progs/nccl_comms.c tests/fake/nccl.h 
 		-Wl,-rpath,'$$ORIGIN/../nccl' -Xlinker -rpath-link -Xlinker $(FAKE_DIR) -ldl -lpthread $(ALL_LDFLAGS)
 tests: $(FAKE_NCCL)
 
-tests: all $(FAKE_CUDART) $(FAKE_CUDA) $(FAKE_CUPTI) $(NULLRT) $(TLIBS) $(CTTLS) $(TWIN_LIB) $(TWIN_LIB12) $(FAKE_C10) $(PROGS) $(UNITS) $(GENDUMP)
+tests: all $(FAKE_CUDART) $(FAKE_CUDA) $(FAKE_CUPTI) $(NULLRT) $(TLIBS) $(CTTLS) $(PYNOFRAME) $(TWIN_LIB) $(TWIN_LIB12) $(FAKE_C10) $(PROGS) $(UNITS) $(GENDUMP)
 
 check: tests
 	$(Q)BUILD=$(BUILD) SANITIZE=$(SANITIZE) sh tests/run.sh

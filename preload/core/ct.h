@@ -443,6 +443,7 @@ enum {
 	CT_SELF_MARK_PYSTATE, /* the Python thread state found */
 	CT_SELF_MARK_PYWALK,  /* the Python frames walked to their memo key */
 	CT_SELF_MARK_PYMEMO,  /* the key was in the memo: no frame read, no record written */
+	CT_SELF_MARK_PYNONE,  /* the thread state held no frame */
 	CT_SELF_MARKS
 };
 

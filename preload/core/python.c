@@ -586,12 +586,15 @@ static int ct_py_where(const char *f, const char **code, int *addr)
 
 /*
  * The Python frames of thread state ts, innermost first, into frames (at most
- * CT_PY_DEPTH); returns how many, 0 when the chain looks wrong. With frames
- * NULL it fills nothing and sets *key instead: a hash of each frame's code
- * object, offset, first line, file and name str and line table (the site
- * cache's key without the strings' contents: the memo below). With frames,
- * *dropped is set to 1 if a string's record was dropped (the stack's record
- * then names a string no record defines yet).
+ * CT_PY_DEPTH); returns how many, 0 when there are none (a thread that runs no
+ * Python code now, such as torch's autograd threads, keeps a thread state
+ * without frames), -1 when the chain looks wrong. With frames NULL it fills
+ * nothing and sets *key instead: a hash of each frame's code object, offset,
+ * first line, file and name str and line table (the site cache's key without
+ * the strings' contents: the memo below), in four lanes of one multiply per
+ * frame each, which overlap (a lane of two in a row made the chain longer).
+ * With frames, *dropped is set to 1 if a string's record was dropped (the
+ * stack's record then names a string no record defines yet).
  */
 static int ct_py_walk(const char *ts, struct ct_pyframe *frames, ct_py_emit_fn emit, void *ctx,
 		      uint64_t *key, int *dropped)
@@ -604,32 +607,34 @@ static int ct_py_walk(const char *ts, struct ct_pyframe *frames, ct_py_emit_fn e
 	unsigned steps = 0, lap = 1, since = 0;
 	while (f && depth < CT_PY_DEPTH) {
 		if (++steps > CT_PY_WALK_MAX)
-			return 0;
+			return -1;
 		const char *code;
 		int addr;
 		int r = ct_py_where(f, &code, &addr);
 		if (r == CT_PY_BAD)
-			return 0;
+			return -1;
 		if (r == CT_PY_FRAME) {
 			if (frames) {
 				int got = ct_py_frame(code, addr, &frames[depth], emit, ctx);
 				if (!got)
-					return 0;
+					return -1;
 				if (got == 2)
 					*dropped = 1;
 			} else {
+				/* name and line table in one word: two str/bytes objects' addresses, rotated apart */
 				uint64_t first = (uint32_t)CT_PY_AT(int, code, o->co_firstlineno);
+				uint64_t name = CT_PY_AT(uint64_t, code, o->co_name);
+				uint64_t lines = CT_PY_AT(uint64_t, code, o->co_lines);
 				lane[0] = ct_hash_step(lane[0], (uint64_t)(uintptr_t)code);
 				lane[1] = ct_hash_step(lane[1], (uint64_t)(uint32_t)addr << 32 | first);
 				lane[2] = ct_hash_step(lane[2], CT_PY_AT(uint64_t, code, o->co_filename));
-				lane[3] = ct_hash_step(ct_hash_step(lane[3], CT_PY_AT(uint64_t, code, o->co_name)),
-						    CT_PY_AT(uint64_t, code, o->co_lines));
+				lane[3] = ct_hash_step(lane[3], name ^ (lines << 29 | lines >> 35));
 			}
 			depth++;
 		}
 		f = CT_PY_AT(const char *, f, py.o->fr_back);
 		if (f == mark)
-			return 0;
+			return -1;
 		if (++since == lap) {
 			mark = f;
 			lap *= 2;
@@ -759,6 +764,10 @@ uint32_t ct_py_capture(ct_py_emit_fn emit, void *ctx)
 	struct ct_py_memo *m = NULL;
 	int walked = ct_py_walk(ts, NULL, NULL, NULL, &key, NULL);
 	ct_self_mark(CT_SELF_MARK_PYWALK);
+	if (walked == 0) {
+		ct_self_mark(CT_SELF_MARK_PYNONE);
+		return 0; /* no frame: nothing to record, nothing to walk again */
+	}
 	if (walked > 0) {
 		m = ct_py_memo_set(key);
 		uint32_t known = ct_py_memo_get(m, key, gen);
@@ -770,7 +779,7 @@ uint32_t ct_py_capture(ct_py_emit_fn emit, void *ctx)
 	struct ct_pyframe frames[CT_PY_DEPTH];
 	int dropped = 0;
 	int depth = ct_py_walk(ts, frames, emit, ctx, NULL, &dropped);
-	if (!depth)
+	if (depth <= 0)
 		return 0;
 	if (dropped)
 		m = NULL; /* a string's record is missing: the next capture must write it */

@@ -40,6 +40,7 @@ enum {
 	CT_SELF_PYSTATE, /* the native stack's end to the thread state found */
 	CT_SELF_PYWALK,	 /* the frames walked to their memo key */
 	CT_SELF_PYMEMO,	 /* walks whose key was in the memo */
+	CT_SELF_PYNONE,	 /* walks that found no frame */
 	CT_SELF_STEADY,	 /* calls that met only known stacks (below), then their three phases: */
 	CT_SELF_STEADY_STACK,
 	CT_SELF_STEADY_PYTHON,
@@ -95,14 +96,17 @@ static void ct_selftime_add(uint64_t t0, uint64_t t1, uint64_t ts, uint64_t tp, 
 	ct_self_split(CT_SELF_WALKS, ts, mark[CT_SELF_MARK_PYSTATE], mark[CT_SELF_MARK_PYWALK]);
 	atomic_fetch_add_explicit(&ct_self[CT_SELF_PYMEMO], mark[CT_SELF_MARK_PYMEMO] != 0,
 				  memory_order_relaxed);
+	atomic_fetch_add_explicit(&ct_self[CT_SELF_PYNONE], mark[CT_SELF_MARK_PYNONE] != 0,
+				  memory_order_relaxed);
 	/*
 	 * The steady state of a loop: the native stack's id from the stack
-	 * cache, the Python stack's (if the thread runs Python) from the memo,
-	 * so nothing was unwound, interned or written but the event. The
+	 * cache, the Python stack's (if the thread runs Python code now) from
+	 * the memo, so nothing was unwound, interned or written but the event. The
 	 * other calls (a place's first calls, a cache's fills, new strings)
 	 * are paid once and would weigh on the means above in a short run.
 	 */
-	if (known && (!mark[CT_SELF_MARK_PYSTATE] || mark[CT_SELF_MARK_PYMEMO])) {
+	if (known && (!mark[CT_SELF_MARK_PYSTATE] || mark[CT_SELF_MARK_PYMEMO] ||
+		      mark[CT_SELF_MARK_PYNONE])) {
 		atomic_fetch_add_explicit(&ct_self[CT_SELF_STEADY], 1, memory_order_relaxed);
 		ct_self_phases(CT_SELF_STEADY_STACK, ts - t1, tp - ts, te - tp);
 	}
@@ -137,7 +141,8 @@ void ct_selftime_report(void)
 		     "call (native stack %.0f, Python frames %.0f, record %.0f), real call %.0f ns; "
 		     "stacks: %llu unwound, %llu known to the stack cache; parts: %llu cache hits "
 		     "(lookup %.0f ns, checks %.0f ns), %llu Python walks (thread state %.0f ns, "
-		     "frames to their key %.0f ns), %llu found in the memo; steady (stacks known, "
+		     "frames to their key %.0f ns), %llu with no frame, %llu found in the memo; "
+		     "steady (stacks known, "
 		     "nothing new written): %llu calls, per call %.0f ns (native stack %.0f, Python "
 		     "frames %.0f, record %.0f)",
 		     (unsigned long long)calls, st + py + rec, st, py, rec, real,
@@ -149,6 +154,7 @@ void ct_selftime_report(void)
 		     (unsigned long long)atomic_load(&ct_self[CT_SELF_WALKS]),
 		     ct_self_mean(CT_SELF_PYSTATE, CT_SELF_WALKS, tick_ns),
 		     ct_self_mean(CT_SELF_PYWALK, CT_SELF_WALKS, tick_ns),
+		     (unsigned long long)atomic_load(&ct_self[CT_SELF_PYNONE]),
 		     (unsigned long long)atomic_load(&ct_self[CT_SELF_PYMEMO]),
 		     (unsigned long long)atomic_load(&ct_self[CT_SELF_STEADY]),
 		     sst + spy + srec, sst, spy, srec);

@@ -122,3 +122,21 @@ expect_eq off_no_python \
 # A native program (no Python symbols) is unaffected.
 traced nat "$PROGS/basic" >/dev/null
 expect_eq native_prog_pystacks "$(python3 "$ROOT/tests/e2e/ctrec.py" count 11 "$(dump_of nat)")" 0
+# A thread with a Python thread state and no frame (torch's autograd threads keep
+# one): its 101 calls with stacks (cudaFree takes none) walk no frame, count as steady when their native stack is known,
+# and carry no Python stack; the main thread's carry theirs.
+nf=$ROOT/tests/e2e/py_noframe.py
+CUMTRACE_SELFTIME=1 traced noframe python3 "$nf" "$FAKE" "$ROOT/$BUILD/tests/libs/libpynoframe.so" 100 \
+	2>"$T/noframe.err" || fail "py_noframe.py exited $?: $(cat "$T/noframe.err")"
+expect_eq "noframe: walks with no frame" \
+	"$(sed -n 's/.*, \([0-9]*\) with no frame, .*/\1/p' "$T/noframe.err")" 101
+# Steady: every call whose native stack the cache knew, but the leaking line's
+# (its Python stack is new); none without the cache (ThreadSanitizer).
+known=$(sed -n 's/.* \([0-9]*\) known to the stack cache; parts: .*/\1/p' "$T/noframe.err")
+expect_eq "noframe: steady calls (stack cache knew $known)" \
+	"$(sed -n 's/.*; steady (stacks known, nothing new written): \([0-9]*\) calls, .*/\1/p' "$T/noframe.err")" \
+	"$((known > 0 ? known - 1 : 0))"
+report "$T/noframe.json" leaks "$(dump_of noframe)"
+expect_eq "noframe: leaked blocks' Python lines" \
+	"$(jget "$T/noframe.json" 'sorted((s["bytes"], [f["line"] for f in s["stack"] if f.get("python")][:1]) for s in j["leaks"]["sites"])')" \
+	"[(555, [$(grep -n NOFRAME-LEAK-LINE "$nf" | tail -1 | cut -d: -f1)]), (777, [])]"

@@ -60,7 +60,9 @@ PARTS = re.compile(r"parts: (\d+) cache hits \(lookup (\d+) ns, checks (\d+) ns\
 # the steady calls (shims from 2026-12-05 on): both stacks known, nothing new written. The means
 # above include each place's first calls (unwinding, interning, new strings), paid once: in a
 # run of a few hundred steps they weigh on them; a long training run pays the steady figure.
-MEMO = re.compile(r"frames to their key \d+ ns\), (\d+) found in the memo")
+# walks that found no frame (shims from stop 23 on: torch's autograd threads keep a thread state
+# without frames), then those found in the memo
+MEMO = re.compile(r"frames to their key \d+ ns\), (?:(\d+) with no frame, )?(\d+) found in the memo")
 STEADY = re.compile(r"steady \(stacks known, nothing new written\): (\d+) calls, per call (\d+) ns "
                     r"\(native stack (\d+), Python frames (\d+), record (\d+)\)")
 
@@ -90,7 +92,9 @@ def run(args, script, mode, traced, layer):
         res["parts"] = [int(x) for x in parts.groups()]
     memo = MEMO.search(p.stderr)
     if memo:
-        res["memo"] = int(memo.group(1))
+        res["memo"] = int(memo.group(2))
+        if memo.group(1) is not None:
+            res["noframe"] = int(memo.group(1))
     steady = STEADY.search(p.stderr)
     if steady:
         res["steady"] = [int(x) for x in steady.groups()]
@@ -150,6 +154,7 @@ def main():
                 print("%-11s %-7s parts: %d cache hits (lookup %d ns, checks %d ns), %d Python walks "
                       "(thread state %d ns, frames %d ns)" % (mode, name, hits, look, checks, walks, pyst,
                                                              pywalk)
+                      + (", %d with no frame" % r["noframe"] if "noframe" in r else "")
                       + (", %d found in the memo" % r["memo"] if "memo" in r else ""))
             if "steady" in r:
                 n, sper, sst, spy, srec = r["steady"]
