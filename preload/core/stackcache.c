@@ -6,9 +6,9 @@
  * instructions (issue #6). So each thread keeps the stacks it unwound, keyed
  * by the wrapper's return address into its caller and the caller's stack
  * pointer, together with the words of stack memory that unwind depended on
- * ("checks": an address and the value it held). A cached stack is returned
- * only when every check still holds; otherwise the stack is unwound afresh
- * and cached in its turn.
+ * ("checks": their places, and one weighted sum of the values they held,
+ * below). A cached stack is returned only when the sum of those words is the
+ * same; otherwise the stack is unwound afresh and cached in its turn.
  *
  * Why the checks prove the stack. libunwind finds frame k+1 from frame k's
  * registers and its CFI, a function of frame k's IP alone: the CFA (the
@@ -80,14 +80,24 @@
  */
 #define CT_SC_RETRY 64
 
-/* The word at addr held val when the stack was unwound. */
-struct ct_sc_check {
-	uint64_t addr, val;
-};
+/*
+ * An entry's checks are the words' places, in words from the wrapper's saved
+ * frame pointer (sp0 - 16), and one weighted sum of the words they held: a
+ * hit reads its entry's first lines and the stack, no table of values, and
+ * adds without a branch per word. A word that changed always changes the sum
+ * (odd weights); two or more could cancel only if their changes weighted by
+ * the weights below summed to 0 mod 2^64, as unlikely as two stacks of one
+ * 64-bit hash, which the stack table (ct_stack_intern) and the Python memo
+ * take as one already.
+ */
+#define CT_SC_OFF_MAX 0xffffu /* words from sp0 - 16: 512 KiB of stack */
+#define CT_SC_W0 0x9e3779b97f4a7c15ull /* the first check's weight; then + CT_SC_WD each */
+#define CT_SC_WD 0xc2b2ae3d27d4eb4eull /* even: every weight stays odd */
 
 struct ct_sc_entry {
 	uint64_t ip0, sp0; /* the key; sp0 == 0: empty */
 	uint64_t hash;	   /* ct_stack_hash of the frames */
+	uint64_t sum;	   /* the checked words' weighted sum (ct_sc_sum) */
 	uint32_t used;	   /* the cache's clock when last returned or filled */
 	uint16_t max;	   /* the frame limit it was unwound with */
 	uint16_t nips;	   /* 0: this place's stacks cannot be cached (below) */
@@ -95,7 +105,8 @@ struct ct_sc_entry {
 	uint16_t skips;	   /* nips 0: plain unwinds since the last try */
 	uint16_t reserved[2];
 	uint32_t id, gen;  /* the stack's interned id, whose record is written, and ct_stack_gen */
-	/* then cap_checks struct ct_sc_check, then cap_ips frames: what a hit reads comes first */
+	/* then cap_checks uint16_t places (rounded up to 8 bytes), then cap_ips frames: what a
+	 * hit reads comes first */
 };
 
 struct ct_stack_cache {
@@ -138,8 +149,7 @@ static struct ct_stack_cache *ct_sc_attach(int max)
 {
 	struct ct_stack_cache *sc = &ct_sc_none;
 	size_t cap_ips = (size_t)max, cap_checks = 2 * (size_t)max + 4;
-	size_t esize = sizeof(struct ct_sc_entry) + cap_ips * 8 +
-		       cap_checks * sizeof(struct ct_sc_check);
+	size_t esize = sizeof(struct ct_sc_entry) + cap_ips * 8 + ((cap_checks * 2 + 7) & ~(size_t)7);
 	/* under an address-space limit (ulimit -v) the program may need every byte: the
 	 * small cache of before (CT_SC_BYTES_LIMITED) */
 	struct rlimit rl;
@@ -172,26 +182,31 @@ static inline struct ct_sc_entry *ct_sc_entry(const struct ct_stack_cache *sc, u
 				      ((size_t)set * CT_SC_WAYS + way) * sc->entry_size);
 }
 
-static inline struct ct_sc_check *ct_sc_checks(struct ct_sc_entry *e)
+static inline uint16_t *ct_sc_checks(struct ct_sc_entry *e)
 {
-	return (struct ct_sc_check *)(e + 1);
+	return (uint16_t *)(e + 1);
 }
 
 static inline uint64_t *ct_sc_ips(const struct ct_stack_cache *sc, struct ct_sc_entry *e)
 {
-	return (uint64_t *)(ct_sc_checks(e) + sc->cap_checks);
+	return (uint64_t *)((char *)ct_sc_checks(e) + ((sc->cap_checks * 2 + 7) & ~7u));
 }
 
 /*
- * Do the n checks all hold? Each address was vetted when the entry was made
- * (ct_sc_add): a word of the running thread's stack above the wrapper's frame.
+ * The weighted sum of the n checked words of the stack whose wrapper's saved
+ * frame pointer is at base (sp0 - 16). Each place was vetted when the entry
+ * was made (ct_sc_add): a word of the running thread's stack above the
+ * wrapper's frame, read now as another function's frame, which sanitizers
+ * must not judge.
  */
-__attribute__((no_sanitize_address)) static int ct_sc_holds(const struct ct_sc_check *k, int n)
+__attribute__((no_sanitize_address)) static uint64_t ct_sc_sum(const uint16_t *off, int n,
+							       uint64_t base)
 {
-	for (int i = 0; i < n; i++)
-		if (*(const volatile uint64_t *)(uintptr_t)k[i].addr != k[i].val)
-			return 0;
-	return 1;
+	const volatile uint64_t *w = (const volatile uint64_t *)(uintptr_t)base;
+	uint64_t sum = 0, k = CT_SC_W0;
+	for (int i = 0; i < n; i++, k += CT_SC_WD)
+		sum += w[off[i]] * k;
+	return sum;
 }
 
 /* ---- the thread's stack: bounds from /proc/self/maps -------------------------------- */
@@ -326,23 +341,23 @@ __attribute__((no_sanitize_address)) static uint64_t ct_sc_word(uint64_t addr)
 }
 
 /*
- * Append the check "the word at addr holds val" to e. Returns 0 when the fast
- * path may not read addr, the entry is full, or the word does not hold val
- * now: the stack is then not cached.
+ * Append the check "the word at addr holds val" to e (its place; the sum is
+ * taken when the entry is complete). Returns 0 when the fast path may not
+ * read addr, it lies too far up, the entry is full, or the word does not hold
+ * val now: the stack is then not cached.
  */
 static int ct_sc_add(const struct ct_stack_cache *sc, struct ct_sc_entry *e, uint64_t sp0,
 		     uint64_t addr, uint64_t val)
 {
-	if (!ct_sc_readable(sc, sp0, addr) || e->nchecks >= sc->cap_checks ||
+	uint64_t off = (addr - (sp0 - 16)) / 8;
+	if (!ct_sc_readable(sc, sp0, addr) || off > CT_SC_OFF_MAX || e->nchecks >= sc->cap_checks ||
 	    ct_sc_word(addr) != val)
 		return 0;
-	struct ct_sc_check *k = ct_sc_checks(e);
+	uint16_t *k = ct_sc_checks(e);
 	for (int i = 0; i < e->nchecks; i++)
-		if (k[i].addr == addr)
+		if (k[i] == off)
 			return 1;
-	k[e->nchecks].addr = addr;
-	k[e->nchecks].val = val;
-	e->nchecks++;
+	k[e->nchecks++] = (uint16_t)off;
 	return 1;
 }
 
@@ -456,6 +471,7 @@ static int ct_sc_unwind(struct ct_stack_cache *sc, struct ct_sc_entry *e, uint64
 		return ct_stack_capture(ips, max);
 	}
 	memcpy(ct_sc_ips(sc, e), ips, (size_t)n * 8);
+	e->sum = ct_sc_sum(ct_sc_checks(e), e->nchecks, sp0 - 16);
 	e->hash = ct_stack_hash(ips, n);
 	e->nips = (uint16_t)n;
 	e->id = 0;
@@ -501,7 +517,8 @@ int ct_stack_capture_at(uint64_t *ips, int max, const void *frame, uint64_t *has
 		if (e->ip0 == ip0 && e->sp0 == sp0 && e->max == max) {
 			if (!e->nips) {
 				plain = e;
-			} else if ((ct_self_mark(CT_SELF_MARK_SET), ct_sc_holds(ct_sc_checks(e), e->nchecks))) {
+			} else if ((ct_self_mark(CT_SELF_MARK_SET),
+				    ct_sc_sum(ct_sc_checks(e), e->nchecks, sp0 - 16) == e->sum)) {
 				ct_self_mark(CT_SELF_MARK_CHECKED);
 				e->used = now;
 				if (sc->credit < CT_SC_CREDIT_MAX)
