@@ -569,6 +569,15 @@ CT_HIDDEN void ct_py_reset(void);
 CT_HIDDEN void ct_py_init(void); /* at load: the memo's thread-exit key */
 /* A symbol of the interpreter, dlsym(RTLD_DEFAULT) through the real dlsym; NULL if none. */
 CT_HIDDEN void *ct_py_sym(const char *name);
+/*
+ * With the GIL (the Python bootstrap's pending call): add a code watcher
+ * (CPython 3.12+) that counts code objects freed, so that the memo of Python
+ * stacks may find a stack without reading its code objects (python.c).
+ * Nothing on older versions or when every watcher slot is taken.
+ */
+CT_HIDDEN void ct_py_watch_code(void);
+/* CUMTRACE_SELFTIME: the memo's hits on code pointers alone (no code object read) so far. */
+CT_HIDDEN uint64_t ct_py_quick_hits(void);
 
 /* What the core calls in the other stages, declared by the core (seam.h). */
 #include "seam.h"

@@ -185,6 +185,7 @@ static int ct_pyboot_run(void *arg)
 {
 	(void)arg;
 	char dir[PATH_MAX + 64];
+	void *type, *value, *tb;
 	if (ct_pyboot_resolve()) {
 		ct_pyboot_warn("Python bootstrap failed (a CPython function is missing): "
 			       "no automatic steps, CuPy or JAX records");
@@ -192,12 +193,14 @@ static int ct_pyboot_run(void *arg)
 	}
 	if (!cpy.is_initialized())
 		return 0; /* finalizing */
+	cpy.err_fetch(&type, &value, &tb);
+	ct_py_watch_code(); /* clears what it raises */
+	cpy.err_restore(type, value, tb);
 	if (ct_pyboot_find(dir, sizeof dir)) {
 		ct_pyboot_warn("Python bootstrap failed (%s): no automatic steps, CuPy or JAX records",
 			       dir);
 		return 0;
 	}
-	void *type, *value, *tb;
 	cpy.err_fetch(&type, &value, &tb);
 	const char *why = NULL;
 	char msg[256];

@@ -24,6 +24,7 @@
 enum {
 	CT_PY_OB_TYPE = 8,	   /* PyObject.ob_type */
 	CT_PY_OB_SIZE = 16,	   /* PyVarObject.ob_size */
+	CT_PY_TS_INTERP = 16,	   /* PyThreadState.interp */
 	CT_PY_TP_NAME = 24,	   /* PyTypeObject.tp_name */
 	CT_PY_TP_MEMBERS = 240,	   /* PyTypeObject.tp_members */
 	CT_PY_BYTES_DATA = 32,	   /* PyBytesObject.ob_sval */

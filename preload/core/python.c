@@ -649,29 +649,120 @@ static int ct_py_walk(const char *ts, struct ct_pyframe *frames, ct_py_emit_fn e
 }
 
 /*
- * The thread's memo of whole stacks: walk key (ct_py_walk) -> CT_REC_PYSTACK
- * id, for a stack seen before whose record is written. A hit costs the walk
- * and the key, none of the site cache's lookups, string reads or interning.
- * Like the site cache it holds for a code object freed and another made at
- * its address only when its strings and line table lie where the old ones
- * did; a generation (ct_py_reset) retires every entry. Only the owning thread
- * touches it, in the shim's own work, which no signal handler's call enters
- * (a traced call in a handler finds the thread busy and is not recorded).
+ * Code objects that died, counted by a code watcher (CPython 3.12+), which
+ * the Python bootstrap (pyboot.c) adds on the main thread with the GIL:
+ * CPython calls it before it frees a code object. While the count stands
+ * still, no code object was freed, so none was made again at a freed one's
+ * address: a frame's code pointer and instruction pointer then name the same
+ * code as when the memo entry was made (below).
+ */
+static _Atomic uint32_t ct_py_code_deaths;
+static _Atomic int ct_py_watching; /* 1: the watcher is in */
+/* The interpreter it watches (watchers are per interpreter): the quick key is for its threads only. */
+static const void *_Atomic ct_py_watched;
+/* Memo hits on the quick key alone, in timed calls (CUMTRACE_SELFTIME: ct_py_quick_hits). */
+static _Atomic uint64_t ct_py_quick;
+
+uint64_t ct_py_quick_hits(void)
+{
+	return atomic_load(&ct_py_quick);
+}
+
+#define CT_PY_CODE_EVENT_DESTROY 1 /* PY_CODE_EVENT_DESTROY, 3.12 and 3.13 */
+
+/* The PyCode_WatchCallback: with the GIL, on the thread that frees the code object. */
+static int ct_py_code_event(int event, void *code)
+{
+	(void)code;
+	if (event == CT_PY_CODE_EVENT_DESTROY)
+		atomic_fetch_add_explicit(&ct_py_code_deaths, 1, memory_order_release);
+	return 0;
+}
+
+void ct_py_watch_code(void)
+{
+	if (!ct_py_enabled() || py.o->minor < 12 || atomic_load(&ct_py_watching))
+		return;
+	const char *ts = ct_py_tstate();
+	if (!ts)
+		return;
+	int (*add)(int (*)(int, void *)) = (int (*)(int (*)(int, void *)))ct_py_sym("PyCode_AddWatcher");
+	void (*clear)(void) = (void (*)(void))ct_py_sym("PyErr_Clear");
+	if (!add || !clear)
+		return;
+	if (add(ct_py_code_event) < 0) {
+		clear(); /* every watcher slot taken: each memo hit reads the code objects */
+		return;
+	}
+	atomic_store_explicit(&ct_py_watched, CT_PY_AT(const void *, ts, CT_PY_TS_INTERP),
+			      memory_order_relaxed);
+	atomic_store_explicit(&ct_py_watching, 1, memory_order_release);
+}
+
+/*
+ * The memo's quick key, with the watcher in: each frame's code pointer and
+ * instruction pointer as they stand, no code object read (3.11+ frames).
+ * Looks at the first CT_PY_WALK_MAX frames, all that ct_py_walk may; returns
+ * how many, 0 for none, -1 when the chain looks wrong.
+ */
+static int ct_py_walk_quick(const char *ts, uint64_t *key)
+{
+	const struct ct_py_offsets *o = py.o;
+	const char *f = ct_py_top(ts), *mark = f;
+	uint64_t a = 0x5079u, b = 0x9e3779b97f4a7c15ull;
+	int depth = 0;
+	unsigned lap = 1, since = 0;
+	while (f && depth < CT_PY_WALK_MAX) {
+		if ((uintptr_t)f & 7)
+			return -1;
+		a = ct_hash_step(a, CT_PY_AT(uint64_t, f, o->fr_code));
+		b = ct_hash_step(b, CT_PY_AT(uint64_t, f, o->fr_instr));
+		depth++;
+		f = CT_PY_AT(const char *, f, o->fr_back);
+		if (f == mark)
+			return -1;
+		if (++since == lap) {
+			mark = f;
+			lap *= 2;
+			since = 0;
+		}
+	}
+	*key = ct_hash_step(ct_hash_step(a, b), (uint64_t)depth);
+	return depth;
+}
+
+/*
+ * The thread's memo of whole stacks: walk key -> CT_REC_PYSTACK id, for a
+ * stack seen before whose record is written. Each entry holds two keys: the
+ * full one (ct_py_walk), which reads each frame's code object, and the one it
+ * is found by: the quick one (ct_py_walk_quick) while the code watcher is in,
+ * else the full one again. A hit on the quick key stands when no code object
+ * died since the entry was made; after one did, the full key decides, and
+ * the entry takes the new count. Like the site cache, the full key holds for
+ * a code object freed and another made at its address only when its strings
+ * and line table lie where the old ones did; a generation (ct_py_reset)
+ * retires every entry. A hit costs the walk and the key, none of the site
+ * cache's lookups, string reads or interning. Only the owning thread touches
+ * it, in the shim's own work, which no signal handler's call enters (a traced
+ * call in a handler finds the thread busy and is not recorded).
  *
- * 256 entries in sets of four, one page mapped at the thread's first capture
+ * 256 entries in sets of four, two pages mapped at the thread's first capture
  * and unmapped at its exit: a training step's few dozen allocating lines stay
  * in it (64 direct-mapped entries in TLS evicted each other: a loop over 24
  * lines found 57-82% of its walks there, now 98%, t_python). A new entry goes
- * in front of its set, the oldest leaves it. A thread whose page cannot be
+ * in front of its set, the oldest leaves it. A thread whose pages cannot be
  * mapped has no memo.
  */
 #define CT_PY_MEMO_WAYS 4
 #define CT_PY_MEMO_SET_BITS 6
+#define CT_PY_MEMO_BYTES 8192
 struct ct_py_memo {
-	uint64_t key;
+	uint64_t key, full;
 	uint32_t id, gen;
+	uint32_t deaths, pad; /* ct_py_code_deaths when made or last confirmed */
 };
-_Static_assert(sizeof(struct ct_py_memo) << (CT_PY_MEMO_SET_BITS + 2) == 4096, "one page");
+_Static_assert(sizeof(struct ct_py_memo) << (CT_PY_MEMO_SET_BITS + 2) == CT_PY_MEMO_BYTES,
+	       "the memo's pages");
 static __thread struct ct_py_memo *ct_py_memo_tab __attribute__((tls_model("initial-exec")));
 static pthread_key_t ct_py_memo_key;
 static int ct_py_memo_key_ok;
@@ -681,7 +772,7 @@ static void ct_py_memo_exit(void *tab)
 {
 	if (ct_py_memo_tab == tab)
 		ct_py_memo_tab = NULL;
-	munmap(tab, 4096);
+	munmap(tab, CT_PY_MEMO_BYTES);
 }
 
 void ct_py_init(void)
@@ -699,7 +790,7 @@ static struct ct_py_memo *ct_py_memo_set(uint64_t key)
 	if (CT_UNLIKELY(!tab)) {
 		if (ct_in_handler(&ct_tls))
 			return NULL; /* pthread_setspecific may allocate: mapped by a later call */
-		tab = ct_py_memo_key_ok ? ct_thread_map(ct_py_memo_key, 4096, 0) : NULL;
+		tab = ct_py_memo_key_ok ? ct_thread_map(ct_py_memo_key, CT_PY_MEMO_BYTES, 0) : NULL;
 		if (!tab)
 			tab = ct_py_memo_none;
 		ct_py_memo_tab = tab;
@@ -709,21 +800,27 @@ static struct ct_py_memo *ct_py_memo_set(uint64_t key)
 	return tab + ((key * 0x9e3779b97f4a7c15ull) >> (64 - CT_PY_MEMO_SET_BITS)) * CT_PY_MEMO_WAYS;
 }
 
-/* key's id in its set (set may be NULL), 0 when none of this generation. */
-static uint32_t ct_py_memo_get(const struct ct_py_memo *set, uint64_t key, uint32_t gen)
+/* key's entry in its set (set may be NULL), NULL when none of this generation. */
+static struct ct_py_memo *ct_py_memo_get(struct ct_py_memo *set, uint64_t key, uint32_t gen)
 {
 	for (int w = 0; set && w < CT_PY_MEMO_WAYS; w++)
 		if (set[w].key == key && set[w].gen == gen && set[w].id)
-			return set[w].id;
-	return 0;
+			return &set[w];
+	return NULL;
 }
 
-static void ct_py_memo_put(struct ct_py_memo *set, uint64_t key, uint32_t id, uint32_t gen)
+static void ct_py_memo_put(struct ct_py_memo *set, uint64_t key, uint64_t full, uint32_t id,
+			   uint32_t gen, uint32_t deaths)
 {
 	memmove(set + 1, set, (CT_PY_MEMO_WAYS - 1) * sizeof *set);
-	set[0].key = key;
-	set[0].id = id;
-	set[0].gen = gen;
+	set[0] = (struct ct_py_memo){key, full, id, gen, deaths, 0};
+}
+
+/* The full key of ts's frames (ct_py_walk), 0 when the chain looks wrong or holds none. */
+static uint64_t ct_py_full_key(const char *ts)
+{
+	uint64_t key = 0;
+	return ct_py_walk(ts, NULL, NULL, NULL, &key, NULL) > 0 && key ? key : 0;
 }
 
 void ct_py_reset(void)
@@ -759,21 +856,33 @@ uint32_t ct_py_capture(ct_py_emit_fn emit, void *ctx)
 	if (!ts)
 		return 0;
 	ct_self_mark(CT_SELF_MARK_PYSTATE);
-	uint64_t key = 0;
+	uint64_t key = 0, full = 0;
 	uint32_t gen = atomic_load_explicit(&ct_py_gen, memory_order_relaxed);
+	/* read before the walk: a code object that dies during it counts after */
+	int quick = atomic_load_explicit(&ct_py_watching, memory_order_acquire) &&
+		    CT_PY_AT(const void *, ts, CT_PY_TS_INTERP) ==
+			    atomic_load_explicit(&ct_py_watched, memory_order_relaxed);
+	uint32_t deaths = atomic_load_explicit(&ct_py_code_deaths, memory_order_acquire);
 	struct ct_py_memo *m = NULL;
-	int walked = ct_py_walk(ts, NULL, NULL, NULL, &key, NULL);
+	int walked = quick ? ct_py_walk_quick(ts, &key) : ct_py_walk(ts, NULL, NULL, NULL, &key, NULL);
 	ct_self_mark(CT_SELF_MARK_PYWALK);
 	if (walked == 0) {
 		ct_self_mark(CT_SELF_MARK_PYNONE);
 		return 0; /* no frame: nothing to record, nothing to walk again */
 	}
 	if (walked > 0) {
+		if (!quick)
+			full = key;
 		m = ct_py_memo_set(key);
-		uint32_t known = ct_py_memo_get(m, key, gen);
-		if (known) {
+		struct ct_py_memo *e = ct_py_memo_get(m, key, gen);
+		if (e && !full && e->deaths != deaths)
+			full = ct_py_full_key(ts); /* code objects died since: the full key decides */
+		if (e && (e->deaths == deaths || (full && e->full == full))) {
+			if (CT_UNLIKELY(ct_tls.self_on) && quick && !full)
+				atomic_fetch_add_explicit(&ct_py_quick, 1, memory_order_relaxed);
+			e->deaths = deaths;
 			ct_self_mark(CT_SELF_MARK_PYMEMO);
-			return known;
+			return e->id;
 		}
 	}
 	struct ct_pyframe frames[CT_PY_DEPTH];
@@ -804,7 +913,9 @@ uint32_t ct_py_capture(ct_py_emit_fn emit, void *ctx)
 		written = emit(ctx, &r, size);
 		ct_intern_written(slot, written);
 	}
-	if (m && written)
-		ct_py_memo_put(m, key, id, gen);
+	if (m && written && !full)
+		full = ct_py_full_key(ts);
+	if (m && written && full)
+		ct_py_memo_put(m, key, full, id, gen, deaths);
 	return id;
 }

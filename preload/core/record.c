@@ -141,7 +141,8 @@ void ct_selftime_report(void)
 		     "call (native stack %.0f, Python frames %.0f, record %.0f), real call %.0f ns; "
 		     "stacks: %llu unwound, %llu known to the stack cache; parts: %llu cache hits "
 		     "(lookup %.0f ns, checks %.0f ns), %llu Python walks (thread state %.0f ns, "
-		     "frames to their key %.0f ns), %llu with no frame, %llu found in the memo; "
+		     "frames to their key %.0f ns), %llu with no frame, %llu found by code pointers "
+		     "alone, %llu found in the memo; "
 		     "steady (stacks known, "
 		     "nothing new written): %llu calls, per call %.0f ns (native stack %.0f, Python "
 		     "frames %.0f, record %.0f)",
@@ -155,6 +156,7 @@ void ct_selftime_report(void)
 		     ct_self_mean(CT_SELF_PYSTATE, CT_SELF_WALKS, tick_ns),
 		     ct_self_mean(CT_SELF_PYWALK, CT_SELF_WALKS, tick_ns),
 		     (unsigned long long)atomic_load(&ct_self[CT_SELF_PYNONE]),
+		     (unsigned long long)ct_py_quick_hits(),
 		     (unsigned long long)atomic_load(&ct_self[CT_SELF_PYMEMO]),
 		     (unsigned long long)atomic_load(&ct_self[CT_SELF_STEADY]),
 		     sst + spy + srec, sst, spy, srec);

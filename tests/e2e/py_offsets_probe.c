@@ -55,6 +55,7 @@ int main(void)
 #endif
 	CHECK_CONST(CT_PY_OB_TYPE, offsetof(PyObject, ob_type));
 	CHECK_CONST(CT_PY_OB_SIZE, offsetof(PyVarObject, ob_size));
+	CHECK_CONST(CT_PY_TS_INTERP, offsetof(PyThreadState, interp));
 	CHECK_CONST(CT_PY_TP_NAME, offsetof(PyTypeObject, tp_name));
 	CHECK_CONST(CT_PY_TP_MEMBERS, offsetof(PyTypeObject, tp_members));
 	CHECK_CONST(CT_PY_BYTES_DATA, offsetof(PyBytesObject, ob_sval));

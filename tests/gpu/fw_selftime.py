@@ -62,7 +62,8 @@ PARTS = re.compile(r"parts: (\d+) cache hits \(lookup (\d+) ns, checks (\d+) ns\
 # run of a few hundred steps they weigh on them; a long training run pays the steady figure.
 # walks that found no frame (shims from stop 23 on: torch's autograd threads keep a thread state
 # without frames), then those found in the memo
-MEMO = re.compile(r"frames to their key \d+ ns\), (?:(\d+) with no frame, )?(\d+) found in the memo")
+MEMO = re.compile(r"frames to their key \d+ ns\), (?:(\d+) with no frame, )?"
+                  r"(?:(\d+) found by code pointers alone, )?(\d+) found in the memo")
 STEADY = re.compile(r"steady \(stacks known, nothing new written\): (\d+) calls, per call (\d+) ns "
                     r"\(native stack (\d+), Python frames (\d+), record (\d+)\)")
 
@@ -92,9 +93,11 @@ def run(args, script, mode, traced, layer):
         res["parts"] = [int(x) for x in parts.groups()]
     memo = MEMO.search(p.stderr)
     if memo:
-        res["memo"] = int(memo.group(2))
+        res["memo"] = int(memo.group(3))
         if memo.group(1) is not None:
             res["noframe"] = int(memo.group(1))
+        if memo.group(2) is not None:
+            res["quick"] = int(memo.group(2))
     steady = STEADY.search(p.stderr)
     if steady:
         res["steady"] = [int(x) for x in steady.groups()]
@@ -155,6 +158,7 @@ def main():
                       "(thread state %d ns, frames %d ns)" % (mode, name, hits, look, checks, walks, pyst,
                                                              pywalk)
                       + (", %d with no frame" % r["noframe"] if "noframe" in r else "")
+                      + (", %d by code pointers alone" % r["quick"] if "quick" in r else "")
                       + (", %d found in the memo" % r["memo"] if "memo" in r else ""))
             if "steady" in r:
                 n, sper, sst, spy, srec = r["steady"]
