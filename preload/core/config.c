@@ -193,7 +193,7 @@ void ct_warn_once(_Atomic int *key, const char *fmt, ...)
 	if (atomic_exchange(key, 1) || ct_quiet())
 		return;
 	int saved = errno;
-	char msg[512];
+	char msg[1024]; /* the CUMTRACE_SELFTIME line takes about 600 */
 	int n = snprintf(msg, sizeof msg, "cumtrace: ");
 	va_list ap;
 	va_start(ap, fmt);
