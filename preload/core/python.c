@@ -585,6 +585,28 @@ static int ct_py_where(const char *f, const char **code, int *addr)
 }
 
 /*
+ * Brent's cycle check along a frame chain: the mark moves to the frame
+ * reached after 1, 2, 4, ... steps; a chain that comes back to it loops.
+ */
+struct ct_py_cycle {
+	const char *mark;
+	unsigned lap, since;
+};
+
+/* The chain's next frame is f: 1 when it closes a loop. */
+static inline int ct_py_loops(struct ct_py_cycle *c, const char *f)
+{
+	if (f == c->mark)
+		return 1;
+	if (++c->since == c->lap) {
+		c->mark = f;
+		c->lap *= 2;
+		c->since = 0;
+	}
+	return 0;
+}
+
+/*
  * The Python frames of thread state ts, innermost first, into frames (at most
  * CT_PY_DEPTH); returns how many, 0 when there are none (a thread that runs no
  * Python code now, such as torch's autograd threads, keeps a thread state
@@ -600,11 +622,11 @@ static int ct_py_walk(const char *ts, struct ct_pyframe *frames, ct_py_emit_fn e
 		      uint64_t *key, int *dropped)
 {
 	const struct ct_py_offsets *o = py.o;
-	const char *f = ct_py_top(ts), *mark = f;
+	const char *f = ct_py_top(ts);
+	struct ct_py_cycle cyc = {f, 1, 0};
 	int depth = 0;
 	uint64_t lane[4] = {0x5079u, 0x9e3779b97f4a7c15ull, 0xc2b2ae3d27d4eb4full, 0x165667b19e3779f9ull};
-	/* Brent's cycle check: mark moves to f after 1, 2, 4, ... steps */
-	unsigned steps = 0, lap = 1, since = 0;
+	unsigned steps = 0;
 	while (f && depth < CT_PY_DEPTH) {
 		if (++steps > CT_PY_WALK_MAX)
 			return -1;
@@ -633,13 +655,8 @@ static int ct_py_walk(const char *ts, struct ct_pyframe *frames, ct_py_emit_fn e
 			depth++;
 		}
 		f = CT_PY_AT(const char *, f, py.o->fr_back);
-		if (f == mark)
+		if (ct_py_loops(&cyc, f))
 			return -1;
-		if (++since == lap) {
-			mark = f;
-			lap *= 2;
-			since = 0;
-		}
 	}
 	if (!frames)
 		*key = ct_hash_step(
@@ -708,10 +725,10 @@ void ct_py_watch_code(void)
 static int ct_py_walk_quick(const char *ts, uint64_t *key)
 {
 	const struct ct_py_offsets *o = py.o;
-	const char *f = ct_py_top(ts), *mark = f;
+	const char *f = ct_py_top(ts);
+	struct ct_py_cycle cyc = {f, 1, 0};
 	uint64_t a = 0x5079u, b = 0x9e3779b97f4a7c15ull;
 	int depth = 0;
-	unsigned lap = 1, since = 0;
 	while (f && depth < CT_PY_WALK_MAX) {
 		if ((uintptr_t)f & 7)
 			return -1;
@@ -719,13 +736,8 @@ static int ct_py_walk_quick(const char *ts, uint64_t *key)
 		b = ct_hash_step(b, CT_PY_AT(uint64_t, f, o->fr_instr));
 		depth++;
 		f = CT_PY_AT(const char *, f, o->fr_back);
-		if (f == mark)
+		if (ct_py_loops(&cyc, f))
 			return -1;
-		if (++since == lap) {
-			mark = f;
-			lap *= 2;
-			since = 0;
-		}
 	}
 	*key = ct_hash_step(ct_hash_step(a, b), (uint64_t)depth);
 	return depth;
