@@ -192,10 +192,14 @@ if command -v python3 >/dev/null 2>&1; then
 		done
 	}
 	psb=$root/tests/e2e/py_sites_bench.py
+	# steady ERRFILE: the self-time line's calls, every call's mean ns, steady calls, steady ns,
+	# and its native stack, Python frames and record ns
+	steady() {
+		sed -n 's/^cumtrace: self time: \([0-9]*\) calls with stacks, per call \([0-9]*\) ns .*; steady (stacks known, nothing new written): \([0-9]*\) calls, per call \([0-9]*\) ns (native stack \([0-9]*\), Python frames \([0-9]*\), record \([0-9]*\))$/\1 \2 \3 \4 \5 \6 \7/p' "$1"
+	}
 	sites() { # PAGES
 		selftime "$tmp/ps.err" python3 "$psb" "$fake" "${PS_STEPS:-300}" "$1"
-		sed -n 's/^cumtrace: self time: \([0-9]*\) calls with stacks, per call \([0-9]*\) ns .*; steady (stacks known, nothing new written): \([0-9]*\) calls, per call \([0-9]*\) ns (native stack \([0-9]*\), Python frames \([0-9]*\), record \([0-9]*\))$/\1 \2 \3 \4 \5 \6 \7/p' \
-			"$tmp/ps.err" >>"$tmp/sites.$1"
+		steady "$tmp/ps.err" >>"$tmp/sites.$1"
 	}
 	turns sites 0 4096
 	for pages in 0 4096; do
@@ -205,6 +209,27 @@ if command -v python3 >/dev/null 2>&1; then
 		row "  native stack / Python frames / record" "$(col 5) / $(col 6) / $(col 7)"
 		row "  steady calls, % / every call's mean ns" "$(calc "100 * $(col 3) / $(col 1)") / $(col 2)"
 	done
+	# The same loop, 4096 pages apart, on the newest CPython 3.12+ found (tests/e2e/py_lib.sh):
+	# the memo by code pointers alone (the bootstrap's code watcher) against the memo that reads
+	# each frame's code object (CUMTRACE_PYTHON_BOOT=0: no watcher); taking turns, medians.
+	py12=$(. "$root/tests/e2e/py_lib.sh" && py_interpreters | awk '$1 ~ /^3\.1[2-9]$/ { p = $2 } END { print p }')
+	watch() { # CUMTRACE_PYTHON_BOOT
+		selftime "$tmp/pw.err" CUMTRACE_PYTHON_BOOT="$1" "$py12" "$psb" "$fake" "${PS_STEPS:-300}" 4096
+		steady "$tmp/pw.err" >>"$tmp/watch.$1"
+	}
+	if [ -n "$py12" ]; then
+		turns watch 1 0
+		pyname=$("$py12" -c 'import sys; print("python%d.%d" % sys.version_info[:2])')
+		for boot in 1 0; do
+			col() { awk -v c="$1" '{ print $c }' "$tmp/watch.$boot" | median; }
+			what="watcher $([ "$boot" = 1 ] && echo on || echo off)"
+			[ -s "$tmp/watch.$boot" ] || { row "capture, $pyname, $what" "no figures"; continue; }
+			row "capture, $pyname, 4096 pages apart, $what: steady ns" "$(col 4)"
+			row "  native stack / Python frames / record" "$(col 5) / $(col 6) / $(col 7)"
+		done
+	else
+		row "capture, CPython 3.12+, code watcher on / off" "none here"
+	fi
 	# Short-lived threads (tests/e2e/py_threads_bench.py: 5 rounds of 10 threads, 400 calls
 	# each): the record part of a call (CUMTRACE_SELFTIME), each new ring's first event in it,
 	# with huge-page rings (for the first 4 threads) and without; taking turns, medians.
