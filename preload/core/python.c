@@ -610,13 +610,14 @@ static inline int ct_py_loops(struct ct_py_cycle *c, const char *f)
  * The Python frames of thread state ts, innermost first, into frames (at most
  * CT_PY_DEPTH); returns how many, 0 when there are none (a thread that runs no
  * Python code now, such as torch's autograd threads, keeps a thread state
- * without frames), -1 when the chain looks wrong. With frames NULL it fills
- * nothing and sets *key instead: a hash of each frame's code object, offset,
- * first line, file and name str and line table (the site cache's key without
- * the strings' contents: the memo below), in four lanes of one multiply per
- * frame each, which overlap (a lane of two in a row made the chain longer).
- * With frames, *dropped is set to 1 if a string's record was dropped (the
- * stack's record then names a string no record defines yet).
+ * without frames), -1 when the chain looks wrong. frames may be NULL (nothing
+ * filled). With key, it also sets *key: a hash of each frame's code object,
+ * offset, first line, file and name str and line table (the site cache's key
+ * without the strings' contents: the memo below), in four lanes of one
+ * multiply per frame each, which overlap (a lane of two in a row made the
+ * chain longer). With frames, *dropped is set to 1 if a
+ * string's record was dropped (the stack's record then names a string no
+ * record defines yet).
  */
 static int ct_py_walk(const char *ts, struct ct_pyframe *frames, ct_py_emit_fn emit, void *ctx,
 		      uint64_t *key, int *dropped)
@@ -642,7 +643,8 @@ static int ct_py_walk(const char *ts, struct ct_pyframe *frames, ct_py_emit_fn e
 					return -1;
 				if (got == 2)
 					*dropped = 1;
-			} else {
+			}
+			if (key) {
 				/* name and line table in one word: two str/bytes objects' addresses, rotated apart */
 				uint64_t first = (uint32_t)CT_PY_AT(int, code, o->co_firstlineno);
 				uint64_t name = CT_PY_AT(uint64_t, code, o->co_name);
@@ -658,7 +660,7 @@ static int ct_py_walk(const char *ts, struct ct_pyframe *frames, ct_py_emit_fn e
 		if (ct_py_loops(&cyc, f))
 			return -1;
 	}
-	if (!frames)
+	if (key)
 		*key = ct_hash_step(
 			ct_hash_step(ct_hash_step(lane[0], lane[1]) ^ (uint64_t)depth, lane[2]),
 			lane[3]);
@@ -899,7 +901,8 @@ uint32_t ct_py_capture(ct_py_emit_fn emit, void *ctx)
 	}
 	struct ct_pyframe frames[CT_PY_DEPTH];
 	int dropped = 0;
-	int depth = ct_py_walk(ts, frames, emit, ctx, NULL, &dropped);
+	/* the full key too, for the memo, unless the lookup above already had it */
+	int depth = ct_py_walk(ts, frames, emit, ctx, full ? NULL : &full, &dropped);
 	if (depth <= 0)
 		return 0;
 	if (dropped)
@@ -925,8 +928,6 @@ uint32_t ct_py_capture(ct_py_emit_fn emit, void *ctx)
 		written = emit(ctx, &r, size);
 		ct_intern_written(slot, written);
 	}
-	if (m && written && !full)
-		full = ct_py_full_key(ts);
 	if (m && written && full)
 		ct_py_memo_put(m, key, full, id, gen, deaths);
 	return id;
