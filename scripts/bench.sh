@@ -201,13 +201,17 @@ if command -v python3 >/dev/null 2>&1; then
 		selftime "$tmp/ps.err" python3 "$psb" "$fake" "${PS_STEPS:-300}" "$1"
 		steady "$tmp/ps.err" >>"$tmp/sites.$1"
 	}
+	# col FILE N: the median of column N of FILE (steady's figures, a line per run)
+	col() { awk -v c="$2" '{ print $c }' "$1" | median; }
+	# phases FILE: the row of the steady calls' native stack, Python frames and record
+	phases() { row "  native stack / Python frames / record" "$(col "$1" 5) / $(col "$1" 6) / $(col "$1" 7)"; }
 	turns sites 0 4096
 	for pages in 0 4096; do
-		col() { awk -v c="$1" '{ print $c }' "$tmp/sites.$pages" | median; }
-		[ -s "$tmp/sites.$pages" ] || { row "capture, python3, 18 places, $pages pages apart" "no figures"; continue; }
-		row "capture, python3, 18 places, $pages pages apart: steady ns" "$(col 4)"
-		row "  native stack / Python frames / record" "$(col 5) / $(col 6) / $(col 7)"
-		row "  steady calls, % / every call's mean ns" "$(calc "100 * $(col 3) / $(col 1)") / $(col 2)"
+		f=$tmp/sites.$pages
+		[ -s "$f" ] || { row "capture, python3, 18 places, $pages pages apart" "no figures"; continue; }
+		row "capture, python3, 18 places, $pages pages apart: steady ns" "$(col "$f" 4)"
+		phases "$f"
+		row "  steady calls, % / every call's mean ns" "$(calc "100 * $(col "$f" 3) / $(col "$f" 1)") / $(col "$f" 2)"
 	done
 	# The same loop, 4096 pages apart, on the newest CPython 3.12+ found (tests/e2e/py_lib.sh):
 	# the memo by code pointers alone (the bootstrap's code watcher) against the memo that reads
@@ -221,11 +225,11 @@ if command -v python3 >/dev/null 2>&1; then
 		turns watch 1 0
 		pyname=$("$py12" -c 'import sys; print("python%d.%d" % sys.version_info[:2])')
 		for boot in 1 0; do
-			col() { awk -v c="$1" '{ print $c }' "$tmp/watch.$boot" | median; }
+			f=$tmp/watch.$boot
 			what="watcher $([ "$boot" = 1 ] && echo on || echo off)"
-			[ -s "$tmp/watch.$boot" ] || { row "capture, $pyname, $what" "no figures"; continue; }
-			row "capture, $pyname, 4096 pages apart, $what: steady ns" "$(col 4)"
-			row "  native stack / Python frames / record" "$(col 5) / $(col 6) / $(col 7)"
+			[ -s "$f" ] || { row "capture, $pyname, $what" "no figures"; continue; }
+			row "capture, $pyname, 4096 pages apart, $what: steady ns" "$(col "$f" 4)"
+			phases "$f"
 		done
 	else
 		row "capture, CPython 3.12+, code watcher on / off" "none here"
