@@ -16,3 +16,13 @@ py_interpreters() {
 	done
 	return 0
 }
+
+# py_sites_at_lines NAME TOP: run NAME's leaked sites (report --top TOP), each as (its
+# bytes / 4096 - 1, its first Python frame's line), against the "k LINE" lines that the
+# script printed into $T/NAME.lines (tests/e2e/py_memo.py, py_churn.py; other lines skipped)
+py_sites_at_lines() {
+	report "$T/$1.json" leaks --top "$2" "$(dump_of "$1")"
+	expect_eq "$1: leaked sites at their lines" \
+		"$(jget "$T/$1.json" 'sorted((s["bytes"] // 4096 - 1, [f["line"] for f in s["stack"] if f.get("python")][0]) for s in j["leaks"]["sites"])')" \
+		"$(python3 -c 'import sys; print(sorted(tuple(map(int, l.split())) for l in open(sys.argv[1]) if l.split()[0].isdigit()))' "$T/$1.lines")"
+}

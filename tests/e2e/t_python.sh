@@ -2,6 +2,7 @@
 # file, function and line at the leak site, with the GIL held during the call
 # (ctypes.PyDLL) and released (ctypes.CDLL).
 . tests/e2e/lib.sh
+. tests/e2e/py_lib.sh
 command -v python3 >/dev/null || { echo "python3 not found"; exit 77; }
 script=$ROOT/tests/e2e/py_leaky.py
 line=$(grep -n 'LEAK-LINE' "$script" | cut -d: -f1)
@@ -101,19 +102,12 @@ expect_eq "memo: calls with stacks" "$calls" 1200
 	fail "memo: $found of 1200 walks found in the memo, expected 1130-1176: $(cat "$T/memo.err")"
 # and what it hands out is right: the last round's allocation of function k,
 # 4096 * (k + 1) bytes, leaks at k's own line, as py_memo.py printed them.
-# memo_sites NAME TOP: the run NAME's leaked sites against $T/NAME.lines
-memo_sites() {
-	report "$T/$1.json" leaks --top "$2" "$(dump_of "$1")"
-	expect_eq "$1: leaked sites at their lines" \
-		"$(jget "$T/$1.json" 'sorted((s["bytes"] // 4096 - 1, [f["line"] for f in s["stack"] if f.get("python")][0]) for s in j["leaks"]["sites"])')" \
-		"$(python3 -c 'import sys; print(sorted(tuple(map(int, l.split())) for l in open(sys.argv[1])))' "$T/$1.lines")"
-}
-memo_sites memo 30
+py_sites_at_lines memo 30
 # More stacks than the memo holds (600 lines, 256 entries): entries leave their sets
 # all the time, and every leaked site is still at its own line.
 traced memo600 python3 "$ROOT/tests/e2e/py_memo.py" "$FAKE" 3 600 >"$T/memo600.lines" ||
 	fail "py_memo.py 600 exited $?"
-memo_sites memo600 700
+py_sites_at_lines memo600 700
 # CUMTRACE_PYTHON=0: no Python frames.
 CUMTRACE_PYTHON=0 traced py3 python3 "$script" "$FAKE"
 report "$T/off.json" leaks "$(dump_of py3)"

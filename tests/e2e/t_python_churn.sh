@@ -11,16 +11,14 @@
 py_interpreters >"$T/pys"
 script=$ROOT/tests/e2e/py_churn.py
 n=0
-# run NAME PYTHON [VAR=VALUE...]: the script traced; its lines in $T/NAME.lines, the shim's in $T/NAME.err
+# run NAME PYTHON [VAR=VALUE...]: the script traced; its lines in $T/NAME.lines, the shim's
+# in $T/NAME.err; each kept block at its round's line
 run() {
 	name=$1 p=$2
 	shift 2
 	CUMTRACE_SELFTIME=1 traced "$name" env "$@" "$p" "$script" "$FAKE" 40 100 >"$T/$name.lines" 2>"$T/$name.err" ||
 		fail "$name: py_churn.py exited $?: $(cat "$T/$name.err")"
-	report "$T/$name.json" leaks --top 100 "$(dump_of "$name")"
-	expect_eq "$name: kept blocks at their rounds' lines" \
-		"$(jget "$T/$name.json" 'sorted((s["bytes"] // 4096 - 1, [f["line"] for f in s["stack"] if f.get("python")][0]) for s in j["leaks"]["sites"])')" \
-		"$(grep -v reused "$T/$name.lines" | python3 -c 'import sys; print(sorted(tuple(map(int, l.split())) for l in sys.stdin))')"
+	py_sites_at_lines "$name" 100
 }
 # quick NAME: the memo's hits by code pointers alone in run NAME
 quick() { sed -n 's/.*, \([0-9]*\) found by code pointers alone, .*/\1/p' "$T/$1.err"; }
