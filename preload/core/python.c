@@ -763,9 +763,12 @@ static int ct_py_walk_quick(const char *ts, uint64_t *key)
  * 256 entries in sets of four, two pages mapped at the thread's first capture
  * and unmapped at its exit: a training step's few dozen allocating lines stay
  * in it (64 direct-mapped entries in TLS evicted each other: a loop over 24
- * lines found 57-82% of its walks there, now 98%, t_python). A new entry goes
- * in front of its set, the oldest leaves it. A thread whose pages cannot be
- * mapped has no memo.
+ * lines found 57-82% of its walks there, now 98%, t_python). Each key may
+ * stand in either of two sets (ct_py_memo_put): with one, five stacks of a
+ * loop that fell on one set of four evicted each other on every call, all
+ * five missing every round (one run in a few hundred of t_python's 24 lines;
+ * a training step's 74 in about four runs of ten). A thread whose pages
+ * cannot be mapped has no memo.
  */
 #define CT_PY_MEMO_WAYS 4
 #define CT_PY_MEMO_SET_BITS 6
@@ -795,10 +798,10 @@ void ct_py_init(void)
 }
 
 /*
- * The calling thread's set for key, its page mapped now if need be (not in a
- * signal handler); NULL: none.
+ * The calling thread's memo, its pages mapped now if need be (not in a signal
+ * handler); NULL: none.
  */
-static struct ct_py_memo *ct_py_memo_set(uint64_t key)
+static struct ct_py_memo *ct_py_memo_table(void)
 {
 	struct ct_py_memo *tab = ct_py_memo_tab;
 	if (CT_UNLIKELY(!tab)) {
@@ -809,25 +812,48 @@ static struct ct_py_memo *ct_py_memo_set(uint64_t key)
 			tab = ct_py_memo_none;
 		ct_py_memo_tab = tab;
 	}
-	if (tab == ct_py_memo_none)
-		return NULL;
-	return tab + ((key * 0x9e3779b97f4a7c15ull) >> (64 - CT_PY_MEMO_SET_BITS)) * CT_PY_MEMO_WAYS;
+	return tab == ct_py_memo_none ? NULL : tab;
 }
 
-/* key's entry in its set (set may be NULL), NULL when none of this generation. */
-static struct ct_py_memo *ct_py_memo_get(struct ct_py_memo *set, uint64_t key, uint32_t gen)
+/* key's first (second 0) or second set in tab: two products of it, which few keys share both of. */
+static struct ct_py_memo *ct_py_memo_in(struct ct_py_memo *tab, uint64_t key, int second)
 {
-	for (int w = 0; set && w < CT_PY_MEMO_WAYS; w++)
-		if (set[w].key == key && set[w].gen == gen && set[w].id)
-			return &set[w];
+	uint64_t mul = second ? 0xc2b2ae3d27d4eb4full : 0x9e3779b97f4a7c15ull;
+	return tab + ((key * mul) >> (64 - CT_PY_MEMO_SET_BITS)) * CT_PY_MEMO_WAYS;
+}
+
+/* key's entry in tab (may be NULL), NULL when none of this generation: its first set, then its second. */
+static struct ct_py_memo *ct_py_memo_get(struct ct_py_memo *tab, uint64_t key, uint32_t gen)
+{
+	for (int s = 0; tab && s < 2; s++) {
+		struct ct_py_memo *set = ct_py_memo_in(tab, key, s);
+		for (int w = 0; w < CT_PY_MEMO_WAYS; w++)
+			if (set[w].key == key && set[w].gen == gen && set[w].id)
+				return &set[w];
+	}
 	return NULL;
 }
 
-static void ct_py_memo_put(struct ct_py_memo *set, uint64_t key, uint64_t full, uint32_t id,
+/*
+ * A new entry goes to a free way (empty, or of an older generation) of key's
+ * first set, else of its second; when both are full, in front of its first
+ * set, whose last entry leaves.
+ */
+static void ct_py_memo_put(struct ct_py_memo *tab, uint64_t key, uint64_t full, uint32_t id,
 			   uint32_t gen, uint32_t deaths)
 {
+	struct ct_py_memo e = {key, full, id, gen, deaths, 0};
+	for (int s = 0; s < 2; s++) {
+		struct ct_py_memo *set = ct_py_memo_in(tab, key, s);
+		for (int w = 0; w < CT_PY_MEMO_WAYS; w++)
+			if (!set[w].id || set[w].gen != gen) {
+				set[w] = e;
+				return;
+			}
+	}
+	struct ct_py_memo *set = ct_py_memo_in(tab, key, 0);
 	memmove(set + 1, set, (CT_PY_MEMO_WAYS - 1) * sizeof *set);
-	set[0] = (struct ct_py_memo){key, full, id, gen, deaths, 0};
+	set[0] = e;
 }
 
 /* The full key of ts's frames (ct_py_walk), 0 when the chain looks wrong or holds none. */
@@ -887,7 +913,7 @@ uint32_t ct_py_capture(ct_py_emit_fn emit, void *ctx)
 	if (walked > 0) {
 		if (!quick)
 			full = key;
-		m = ct_py_memo_set(key);
+		m = ct_py_memo_table();
 		struct ct_py_memo *e = ct_py_memo_get(m, key, gen);
 		if (e && !full && e->deaths != deaths)
 			full = ct_py_full_key(ts); /* code objects died since: the full key decides */
