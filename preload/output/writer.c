@@ -281,13 +281,12 @@ static void ct_put_drops(uint32_t tid, uint64_t count, uint16_t flags)
 	ct_wbuf_put(&d, sizeof d);
 }
 
-/* A CT_REC_DROPS of tid for what *lost counts beyond *reported, when live. */
-static void ct_put_lost(_Atomic uint64_t *lost, uint64_t *reported, uint32_t tid, uint16_t flags,
-			int live)
+/* A CT_REC_DROPS (tid 0) for what *lost counts beyond *reported, when live. */
+static void ct_put_lost(_Atomic uint64_t *lost, uint64_t *reported, uint16_t flags, int live)
 {
 	uint64_t n = atomic_load(lost);
 	if (live && n != *reported)
-		ct_put_drops(tid, n - *reported, flags);
+		ct_put_drops(0, n - *reported, flags);
 	*reported = n;
 }
 
@@ -330,14 +329,17 @@ void ct_round_ex(int in_signal)
 			put(p1, n1);
 		if (spans)
 			ct_ring_release(r, end);
-		ct_put_lost(&r->dropped, &r->dropped_reported, r->tid, 0, live);
+		uint64_t dropped = atomic_load(&r->dropped);
+		if (live && dropped != r->dropped_reported)
+			ct_put_drops(r->tid, dropped - r->dropped_reported, 0);
+		r->dropped_reported = dropped;
 		if (dead && atomic_load(&r->head) == end)
 			atomic_store(&r->state, CT_RING_FREE);
 	}
-	ct_put_lost(&ct_session.lost, &ct_session.lost_reported, 0, 0, live);
-	ct_put_lost(&ct_session.lost_signal, &ct_session.lost_signal_reported, 0, CT_DROPS_F_SIGNAL,
+	ct_put_lost(&ct_session.lost, &ct_session.lost_reported, 0, live);
+	ct_put_lost(&ct_session.lost_signal, &ct_session.lost_signal_reported, CT_DROPS_F_SIGNAL,
 		    live);
-	ct_put_lost(&ct_session.lost_records, &ct_session.lost_records_reported, 0,
+	ct_put_lost(&ct_session.lost_records, &ct_session.lost_records_reported,
 		    CT_DROPS_F_RECORDS, live);
 	ct_wbuf_flush();
 	ct_session.in_signal = 0;
