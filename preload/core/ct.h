@@ -220,7 +220,9 @@ struct ct_ring {
 	_Alignas(64) _Atomic uint64_t tail; /* bytes ever consumed */
 	uint64_t dropped_reported;	    /* last CT_REC_DROPS total */
 	_Atomic int state;		    /* enum ct_ring_state */
-	uint32_t tid;			    /* the owner, set when a thread takes the ring */
+	/* the owner, stored (release) when a thread takes the ring, before any event or drop of
+	 * its own; the writer reads it after a drop it saw (ring->dropped, release) */
+	_Atomic uint32_t tid;
 	_Alignas(64) _Atomic uint64_t dropped; /* events the producer dropped */
 };
 

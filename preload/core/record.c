@@ -418,7 +418,8 @@ static CT_ALWAYS_INLINE inline void ct_call_end_full(struct ct_call *call, uint6
 	} else if (in_signal) {
 		ct_count_lost_signal();
 	} else {
-		atomic_fetch_add_explicit(&ring->dropped, 1, memory_order_relaxed);
+		/* release: the writer that sees this drop sees the ring's tid (ct_thread_ring) */
+		atomic_fetch_add_explicit(&ring->dropped, 1, memory_order_release);
 	}
 	ct_ring_nudge(ring); /* under the lock: cached_tail is the producer's */
 	ct_ring_unlock(ring);

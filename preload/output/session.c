@@ -107,7 +107,7 @@ struct ct_ring *ct_thread_ring(void)
 		}
 	}
 	if (!ring->shared) {
-		ring->tid = tid;
+		atomic_store_explicit(&ring->tid, tid, memory_order_release);
 		pthread_setspecific(ct_thread_key, ring);
 	}
 	t->ring = ring;

@@ -331,7 +331,8 @@ void ct_round_ex(int in_signal)
 			ct_ring_release(r, end);
 		uint64_t dropped = atomic_load(&r->dropped);
 		if (live && dropped != r->dropped_reported)
-			ct_put_drops(r->tid, dropped - r->dropped_reported, 0);
+			ct_put_drops(atomic_load_explicit(&r->tid, memory_order_relaxed),
+				     dropped - r->dropped_reported, 0);
 		r->dropped_reported = dropped;
 		if (dead && atomic_load(&r->head) == end)
 			atomic_store(&r->state, CT_RING_FREE);
