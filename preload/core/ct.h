@@ -569,6 +569,16 @@ CT_HIDDEN uint32_t ct_py_capture(ct_py_emit_fn emit, void *ctx);
 /* Forget every interned Python string and stack (fork child). */
 CT_HIDDEN void ct_py_reset(void);
 CT_HIDDEN void ct_py_init(void); /* at load: the memo's thread-exit key */
+/*
+ * How the function at fn (one returning a thread local's value) finds the
+ * variable, when its code is exactly one of the x86-64 TLS sequences
+ * (python.c): CT_TLS_TP, at the thread pointer plus *tp_off; CT_TLS_GD, at
+ * __tls_get_addr(*ti); CT_TLS_CALL, neither: call it.
+ */
+enum { CT_TLS_CALL = 0, CT_TLS_TP = 1, CT_TLS_GD = 2 };
+CT_HIDDEN int ct_tls_var_code(const void *fn, long *tp_off, const void **ti);
+/* How the Python thread state is found (CUMTRACE_SELFTIME's line), in words. */
+CT_HIDDEN const char *ct_py_tstate_how(void);
 /* A symbol of the interpreter, dlsym(RTLD_DEFAULT) through the real dlsym; NULL if none. */
 CT_HIDDEN void *ct_py_sym(const char *name);
 /*

@@ -36,6 +36,8 @@ enum {
 	CT_PY_STR_ASCII_BIT = 6,   /*   ascii */
 	CT_PY_OWNED_BY_GENERATOR = 1, /* _PyInterpreterFrame.owner (3.11+) */
 	CT_PY_OWNED_BY_CSTACK = 3,    /* 3.12+: the C entry ("shim") frame, not Python code */
+	CT_PY_TSS_CREATED = 0,	      /* Py_tss_t._is_initialized (int) */
+	CT_PY_TSS_KEY = 4,	      /* Py_tss_t._key (pthread_key_t) */
 };
 
 /* How a code object maps instruction offsets to lines. */
@@ -74,6 +76,10 @@ struct ct_py_offsets {
 	uint16_t str_utf8;	   /* PyCompactUnicodeObject.utf8 */
 	uint16_t str_compact_data; /* sizeof(PyCompactUnicodeObject): data of a compact str */
 	uint16_t str_data;	   /* PyUnicodeObject.data: data of a legacy str */
+	/* _PyRuntimeState: what Py_IsInitialized and PyGILState_GetThisThreadState read */
+	uint16_t rt_initialized;  /* int initialized */
+	uint16_t rt_auto_tss;	  /* Py_tss_t autoTSSkey (gilstate.autoTSSkey before 3.12) */
+	uint16_t rt_auto_interp;  /* 3.8-3.11: gilstate.autoInterpreterState; NULL: no thread state */
 };
 
 #define CT_PY_MINOR_FIRST 8
@@ -88,6 +94,7 @@ static const struct ct_py_offsets ct_py_offsets_table[] = {
 		.co_code = 48, .co_firsttraceable = CT_PY_ABSENT,
 		.str_ascii_data = 48, .str_utf8_length = 48, .str_utf8 = 56,
 		.str_compact_data = 72, .str_data = 72,
+		.rt_initialized = 12, .rt_auto_tss = 1392, .rt_auto_interp = 1384,
 	},
 	{
 		.minor = 9, .lines = CT_PY_LNOTAB, .frame_obj = 1, .lasti_scale = 1,
@@ -97,6 +104,7 @@ static const struct ct_py_offsets ct_py_offsets_table[] = {
 		.co_code = 48, .co_firsttraceable = CT_PY_ABSENT,
 		.str_ascii_data = 48, .str_utf8_length = 48, .str_utf8 = 56,
 		.str_compact_data = 72, .str_data = 72,
+		.rt_initialized = 12, .rt_auto_tss = 584, .rt_auto_interp = 576,
 	},
 	{
 		.minor = 10, .lines = CT_PY_LINETABLE, .frame_obj = 1, .lasti_scale = 2,
@@ -106,6 +114,7 @@ static const struct ct_py_offsets ct_py_offsets_table[] = {
 		.co_code = 48, .co_firsttraceable = CT_PY_ABSENT,
 		.str_ascii_data = 48, .str_utf8_length = 48, .str_utf8 = 56,
 		.str_compact_data = 72, .str_data = 72,
+		.rt_initialized = 12, .rt_auto_tss = 584, .rt_auto_interp = 576,
 	},
 	{
 		.minor = 11, .lines = CT_PY_LOCATIONS, .frame_obj = 0, .lasti_scale = 0,
@@ -115,6 +124,7 @@ static const struct ct_py_offsets ct_py_offsets_table[] = {
 		.co_code = 184, .co_firsttraceable = 168,
 		.str_ascii_data = 48, .str_utf8_length = 48, .str_utf8 = 56,
 		.str_compact_data = 72, .str_data = 72,
+		.rt_initialized = 16, .rt_auto_tss = 592, .rt_auto_interp = 584,
 	},
 	{
 		.minor = 12, .lines = CT_PY_LOCATIONS, .frame_obj = 0, .lasti_scale = 0,
@@ -124,6 +134,7 @@ static const struct ct_py_offsets ct_py_offsets_table[] = {
 		.co_code = 192, .co_firsttraceable = 176,
 		.str_ascii_data = 40, .str_utf8_length = 40, .str_utf8 = 48,
 		.str_compact_data = 56, .str_data = 56,
+		.rt_initialized = 16, .rt_auto_tss = 1544, .rt_auto_interp = CT_PY_ABSENT,
 	},
 	{
 		.minor = 13, .lines = CT_PY_LOCATIONS, .frame_obj = 0, .lasti_scale = 0,
@@ -133,6 +144,7 @@ static const struct ct_py_offsets ct_py_offsets_table[] = {
 		.co_code = 200, .co_firsttraceable = 184,
 		.str_ascii_data = 40, .str_utf8_length = 40, .str_utf8 = 48,
 		.str_compact_data = 56, .str_data = 56,
+		.rt_initialized = 600, .rt_auto_tss = 2160, .rt_auto_interp = CT_PY_ABSENT,
 	},
 };
 

@@ -91,6 +91,15 @@ static struct {
 	const char *(*this_tstate)(void);    /* PyGILState_GetThisThreadState */
 	const char *(*current_tstate)(void); /* 3.12+: the thread-local current state */
 	const void *code_type, *frame_type, *bytes_type, *unicode_type;
+	/* _PyRuntime, read as the first two functions read it (ct_py_initialized,
+	 * ct_py_this_tstate); NULL: they are called */
+	const char *runtime;
+	/* how ct_py_current_at finds the current state's thread local: CT_TLS_* (ct.h); set
+	 * to CT_TLS_CALL for good when ct_py_check_current finds it wrong */
+	_Atomic int cur_tls;
+	long cur_tp_off;		   /* CT_TLS_TP: its offset from the thread pointer */
+	void *(*tls_get_addr)(const void *); /* CT_TLS_GD: __tls_get_addr, and its argument */
+	const void *cur_ti;
 } py;
 
 void *ct_py_sym(const char *name)
@@ -124,6 +133,220 @@ static int ct_py_type_named(const void *type, const char *name)
 {
 	const char *tp_name = type ? CT_PY_AT(const char *, type, CT_PY_TP_NAME) : NULL;
 	return tp_name && !strcmp(tp_name, name);
+}
+
+/*
+ * Py_IsInitialized and PyGILState_GetThisThreadState without calling them.
+ * In a shared libpython the second is four calls through the PLT (it, then
+ * PyThread_tss_is_created, PyThread_tss_get, pthread_getspecific), each on
+ * its own page of code, which a training step's work between two traced
+ * calls can push out of the caches and the TLB: finding the thread state
+ * took 89-115 ns of a steady call on the H200 host (runs 35-36) against
+ * 18-37 ns on the VM. The functions read _PyRuntime: initialized, and the
+ * autoTSSkey (a Py_tss_t: whether it is created, then the pthread key) whose
+ * value on this thread is its auto thread state; 3.8..3.11 first require
+ * gilstate.autoInterpreterState. The same reads here, at the offsets of
+ * pyoffsets.h (checked against each version's internal headers), after
+ * ct_py_setup compared their results with the functions' own on its thread.
+ */
+static int ct_py_initialized(void)
+{
+	return py.runtime ? CT_PY_AT(int, py.runtime, py.o->rt_initialized) : py.is_initialized();
+}
+
+static const char *ct_py_this_tstate(void)
+{
+	const char *rt = py.runtime;
+	if (!rt)
+		return py.this_tstate();
+	const struct ct_py_offsets *o = py.o;
+	if (o->rt_auto_interp != CT_PY_ABSENT ? !CT_PY_AT(const void *, rt, o->rt_auto_interp)
+					      : !CT_PY_AT(int, rt, o->rt_auto_tss + CT_PY_TSS_CREATED))
+		return NULL;
+	return pthread_getspecific(CT_PY_AT(pthread_key_t, rt, o->rt_auto_tss + CT_PY_TSS_KEY));
+}
+
+/*
+ * The current thread state of 3.12+ is the thread local _Py_tss_tstate, which
+ * no symbol names; _PyThreadState_UncheckedGet (PyThreadState_GetUnchecked
+ * in 3.13) returns it, through __tls_get_addr in a shared libpython. Where
+ * that function's code is one of the x86-64 ABI's three sequences for a
+ * thread local's address, exactly (an endbr64 before it allowed), the
+ * address is found as the sequence finds it: the thread pointer plus an
+ * offset (local-exec: an executable; initial-exec: the offset in the GOT),
+ * or __tls_get_addr of its GOT argument (general-dynamic), once per thread,
+ * the variable's address staying put while the thread lives. Any other code
+ * (TLS descriptors, another compiler's choices, another architecture): the
+ * function is called.
+ */
+static inline const char *ct_thread_pointer(void)
+{
+#if defined(__x86_64__)
+	const char *tp;
+	__asm__("mov %%fs:0, %0" : "=r"(tp));
+	return tp;
+#else
+	return NULL;
+#endif
+}
+
+#if defined(__x86_64__)
+/* Does the code at p start with n bytes matching want (0x100: any byte)? Stops at the first difference. */
+static int ct_py_code_is(const uint8_t *p, const uint16_t *want, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (want[i] != 0x100 && p[i] != want[i])
+			return 0;
+	return 1;
+}
+
+static int32_t ct_py_rel32(const uint8_t *p)
+{
+	int32_t v;
+	memcpy(&v, p, 4);
+	return v;
+}
+
+#endif
+
+int ct_tls_var_code(const void *fn, long *tp_off, const void **ti)
+{
+#if defined(__x86_64__)
+#define X 0x100
+	static const uint16_t endbr[] = {0xf3, 0x0f, 0x1e, 0xfa};
+	/* mov %fs:disp32, %rax; ret */
+	static const uint16_t le[] = {0x64, 0x48, 0x8b, 0x04, 0x25, X, X, X, X, 0xc3};
+	/* mov off@gottpoff(%rip), %rax; mov %fs:(%rax), %rax; ret */
+	static const uint16_t ie[] = {0x48, 0x8b, 0x05, X, X, X, X, 0x64, 0x48, 0x8b, 0x00, 0xc3};
+	/* sub $8, %rsp; data16 lea ti(%rip), %rdi; data16 data16 rex.W call __tls_get_addr;
+	 * mov (%rax), %rax; add $8, %rsp; ret */
+	static const uint16_t gd[] = {0x48, 0x83, 0xec, 0x08, 0x66, 0x48, 0x8d, 0x3d, X,    X,
+				      X,    X,	  0x66, 0x66, 0x48, 0xe8, X,    X,    X,    X,
+				      0x48, 0x8b, 0x00, 0x48, 0x83, 0xc4, 0x08, 0xc3};
+#undef X
+	const uint8_t *c = fn;
+	if (!c)
+		return CT_TLS_CALL;
+	if (ct_py_code_is(c, endbr, 4))
+		c += 4;
+	if (ct_py_code_is(c, le, (int)(sizeof le / sizeof le[0]))) {
+		*tp_off = ct_py_rel32(c + 5);
+		return CT_TLS_TP;
+	}
+	if (ct_py_code_is(c, ie, (int)(sizeof ie / sizeof ie[0]))) {
+		*tp_off = *(const long *)(c + 7 + ct_py_rel32(c + 3));
+		return CT_TLS_TP;
+	}
+	if (ct_py_code_is(c, gd, (int)(sizeof gd / sizeof gd[0]))) {
+		*ti = c + 12 + ct_py_rel32(c + 8);
+		return CT_TLS_GD;
+	}
+#else
+	(void)fn;
+	(void)tp_off;
+	(void)ti;
+#endif
+	return CT_TLS_CALL;
+}
+
+static void ct_py_find_current(void)
+{
+	py.cur_tls = ct_tls_var_code((const void *)(uintptr_t)py.current_tstate, &py.cur_tp_off,
+				     &py.cur_ti);
+	if (py.cur_tls == CT_TLS_GD &&
+	    !(py.tls_get_addr = (void *(*)(const void *))ct_py_sym("__tls_get_addr")))
+		py.cur_tls = CT_TLS_CALL;
+}
+
+/* This thread's _Py_tss_tstate, found once (ct_py_find_current); NULL: call the function. */
+static __thread const char *const *ct_py_cur_at __attribute__((tls_model("initial-exec")));
+
+static const char *const *ct_py_current_at(int how)
+{
+	const char *const *at = ct_py_cur_at;
+	if (CT_LIKELY(at))
+		return at;
+	if (how == CT_TLS_TP)
+		at = (const char *const *)(ct_thread_pointer() + py.cur_tp_off);
+	else if (!ct_in_handler(&ct_tls)) /* __tls_get_addr may allocate the thread's block */
+		at = py.tls_get_addr(py.cur_ti);
+	ct_py_cur_at = at;
+	return at;
+}
+
+static const char *ct_py_current_tstate(void)
+{
+	int how = atomic_load_explicit(&py.cur_tls, memory_order_relaxed);
+	const char *const *at = how != CT_TLS_CALL ? ct_py_current_at(how) : NULL;
+	return at ? *at : py.current_tstate();
+}
+
+/* ct_py_check_current found the thread local where the function finds it, with the GIL held. */
+static _Atomic int ct_py_current_checked;
+
+/*
+ * Use the reads above only where they give what the functions give on this
+ * thread (the one that sets up, holding the GIL or not).
+ */
+static void ct_py_setup_direct(void)
+{
+	py.runtime = ct_py_sym("_PyRuntime");
+	if (py.runtime && (ct_py_initialized() != py.is_initialized() ||
+			   ct_py_this_tstate() != py.this_tstate()))
+		py.runtime = NULL;
+	if (!py.current_tstate)
+		return;
+	ct_py_find_current();
+	if (py.cur_tls == CT_TLS_CALL)
+		return;
+	const char *const *at = ct_py_current_at(py.cur_tls);
+	if (!at || *at != py.current_tstate()) {
+		py.cur_tls = CT_TLS_CALL;
+		ct_py_cur_at = NULL;
+	}
+}
+
+/*
+ * With the GIL held (the bootstrap's pending call), where the current state is
+ * not NULL: the thread local read in place must be the function's result, or
+ * the function is called from now on (warned once).
+ */
+static void ct_py_check_current(const char *ts)
+{
+	int how = atomic_load_explicit(&py.cur_tls, memory_order_relaxed);
+	if (how == CT_TLS_CALL || atomic_load(&ct_py_current_checked))
+		return;
+	const char *cur = py.current_tstate();
+	const char *const *at = ct_py_current_at(how);
+	if (cur && cur == ts && at && *at == cur) {
+		atomic_store(&ct_py_current_checked, 1);
+		return;
+	}
+	atomic_store_explicit(&py.cur_tls, CT_TLS_CALL, memory_order_relaxed);
+	static _Atomic int warned;
+	ct_warn_once(&warned,
+		     "the Python thread state's thread local, read in place, is not what "
+		     "the interpreter's own function returns: that function is called instead");
+}
+
+const char *ct_py_tstate_how(void)
+{
+	if (atomic_load(&ct_py_state) != CT_PY_ON)
+		return "none read";
+	if (!py.current_tstate)
+		return py.runtime ? "read in place" : "by calls";
+	static const char *how[2][2][3] = {
+		{{"by calls", "by a call, then the current one in place",
+		  "by a call, then the current one through __tls_get_addr once a thread"},
+		 {"read in place, the current one by a call", "read in place",
+		  "read in place, the current one through __tls_get_addr once a thread"}},
+		{{"by calls", "by a call, then the current one in place (checked with the GIL)",
+		  "by a call, then the current one through __tls_get_addr once a thread (checked "
+		  "with the GIL)"},
+		 {"read in place, the current one by a call", "read in place (checked with the GIL)",
+		  "read in place, the current one through __tls_get_addr once a thread (checked "
+		  "with the GIL)"}}};
+	return how[atomic_load(&ct_py_current_checked)][py.runtime != NULL][atomic_load(&py.cur_tls)];
 }
 
 static int ct_py_setup(void)
@@ -173,6 +396,7 @@ static int ct_py_setup(void)
 			     (lnotab && !ct_py_member_at(py.frame_type, "f_lasti", o->fr_instr))))
 		return 0;
 	py.o = o;
+	ct_py_setup_direct();
 	return 1;
 }
 
@@ -517,11 +741,11 @@ static int ct_py_frame(const char *code, int addr, struct ct_pyframe *out, ct_py
 /* The calling thread's own PyThreadState, or NULL. */
 static const char *ct_py_tstate(void)
 {
-	const char *ts = py.this_tstate();
+	const char *ts = ct_py_this_tstate();
 	if (!ts)
 		return NULL; /* no Python state here (then never touch the thread local) */
 	if (py.current_tstate) {
-		const char *cur = py.current_tstate();
+		const char *cur = ct_py_current_tstate();
 		if (cur)
 			ts = cur;
 	}
@@ -705,6 +929,7 @@ void ct_py_watch_code(void)
 	const char *ts = ct_py_tstate();
 	if (!ts)
 		return;
+	ct_py_check_current(ts);
 	int (*add)(int (*)(int, void *)) = (int (*)(int (*)(int, void *)))ct_py_sym("PyCode_AddWatcher");
 	void (*clear)(void) = (void (*)(void))ct_py_sym("PyErr_Clear");
 	if (!add || !clear)
@@ -890,7 +1115,7 @@ uint32_t ct_py_capture(ct_py_emit_fn emit, void *ctx)
 {
 	if (CT_LIKELY(!ct_py_enabled()))
 		return 0;
-	if (!py.is_initialized())
+	if (!ct_py_initialized())
 		return 0;
 	const char *ts = ct_py_tstate();
 	if (!ts)

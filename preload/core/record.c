@@ -139,7 +139,8 @@ void ct_selftime_report(void)
 	ct_warn_once(&said,
 		     "self time: %llu calls with stacks, per call %.0f ns in the shim after the real "
 		     "call (native stack %.0f, Python frames %.0f, record %.0f), real call %.0f ns; "
-		     "stacks: %llu unwound, %llu known to the stack cache; parts: %llu cache hits "
+		     "stacks: %llu unwound, %llu known to the stack cache; Python thread state %s; "
+		     "parts: %llu cache hits "
 		     "(lookup %.0f ns, checks %.0f ns), %llu Python walks (thread state %.0f ns, "
 		     "frames to their key %.0f ns), %llu with no frame, %llu found by code pointers "
 		     "alone, %llu found in the memo; "
@@ -148,7 +149,7 @@ void ct_selftime_report(void)
 		     "frames %.0f, record %.0f)",
 		     (unsigned long long)calls, st + py + rec, st, py, rec, real,
 		     (unsigned long long)atomic_load(&ct_self[CT_SELF_UNWOUND]),
-		     (unsigned long long)atomic_load(&ct_self[CT_SELF_KNOWN]),
+		     (unsigned long long)atomic_load(&ct_self[CT_SELF_KNOWN]), ct_py_tstate_how(),
 		     (unsigned long long)atomic_load(&ct_self[CT_SELF_HITS]),
 		     ct_self_mean(CT_SELF_LOOKUP, CT_SELF_HITS, tick_ns),
 		     ct_self_mean(CT_SELF_CHECKS, CT_SELF_HITS, tick_ns),

@@ -12,6 +12,11 @@
 #if PY_MINOR_VERSION >= 11
 #include <internal/pycore_frame.h>
 #endif
+#if PY_MINOR_VERSION >= 9
+#include <internal/pycore_runtime.h>
+#else
+#include <internal/pycore_pystate.h>
+#endif
 #include <stdio.h>
 #include <string.h>
 
@@ -69,7 +74,21 @@ int main(void)
 	check("sizeof(thread_id)", sizeof(unsigned long), sizeof(((PyThreadState *)0)->thread_id));
 	check("sizeof(co_firstlineno)", sizeof(int), sizeof(((PyCodeObject *)0)->co_firstlineno));
 
+	CHECK_CONST(CT_PY_TSS_CREATED, offsetof(Py_tss_t, _is_initialized));
+	CHECK_CONST(CT_PY_TSS_KEY, offsetof(Py_tss_t, _key));
+	check("sizeof(Py_tss_t._is_initialized)", sizeof(int), sizeof(((Py_tss_t *)0)->_is_initialized));
+	check("sizeof(Py_tss_t._key)", sizeof(pthread_key_t), sizeof(((Py_tss_t *)0)->_key));
+	check("sizeof(_PyRuntime.initialized)", sizeof(int), sizeof(_PyRuntime.initialized));
+
 	CHECK(minor, PY_MINOR_VERSION);
+	CHECK(rt_initialized, offsetof(_PyRuntimeState, initialized));
+#if PY_MINOR_VERSION >= 12
+	CHECK(rt_auto_tss, offsetof(_PyRuntimeState, autoTSSkey));
+	CHECK(rt_auto_interp, CT_PY_ABSENT);
+#else
+	CHECK(rt_auto_tss, offsetof(_PyRuntimeState, gilstate.autoTSSkey));
+	CHECK(rt_auto_interp, offsetof(_PyRuntimeState, gilstate.autoInterpreterState));
+#endif
 	CHECK(ts_thread_id, offsetof(PyThreadState, thread_id));
 	CHECK(co_filename, offsetof(PyCodeObject, co_filename));
 	CHECK(co_firstlineno, offsetof(PyCodeObject, co_firstlineno));

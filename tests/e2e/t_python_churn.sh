@@ -22,6 +22,8 @@ run() {
 }
 # quick NAME: the memo's hits by code pointers alone in run NAME
 quick() { sed -n 's/.*, \([0-9]*\) found by code pointers alone, .*/\1/p' "$T/$1.err"; }
+# how NAME: how run NAME found the Python thread state
+how() { sed -n 's/.*; Python thread state \([^;]*\); parts: .*/\1/p' "$T/$1.err"; }
 while read -r ver p; do
 	m=${ver#3.}
 	[ "$m" -ge 8 ] || continue
@@ -29,6 +31,12 @@ while read -r ver p; do
 	echo "== python $ver ($p)"
 	run "v$n" "$p"
 	tail -n 1 "$T/v$n.lines"
+	case $m:$(how "v$n") in
+	8:"read in place" | 9:"read in place" | 10:"read in place" | 11:"read in place") ;;
+	1[23]:"read in place (checked with the GIL)") ;;
+	1[23]:"read in place, the current one through __tls_get_addr once a thread (checked with the GIL)") ;;
+	*) fail "$ver: Python thread state '$(how "v$n")', expected read in place" ;;
+	esac
 	if [ "$m" -ge 12 ]; then
 		[ "$(sed -n 's/^reused //p' "$T/v$n.lines")" -gt 0 ] ||
 			fail "$ver: no code object took a freed one's address: the run proves nothing"

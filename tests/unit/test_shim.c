@@ -237,6 +237,64 @@ START_TEST(event_finish)
 }
 END_TEST
 
+/* A thread local read as an executable reads it (local-exec), not instrumented by any sanitizer. */
+static __thread void *tls_le_var __attribute__((tls_model("local-exec")));
+__attribute__((noinline, no_sanitize("address", "thread", "undefined"))) static void *tls_le_get(void)
+{
+	return tls_le_var;
+}
+
+/* code[] holds the bytes of one sequence; a 32-bit field at `at` points (rip-relative, from
+ * `from`) at target. */
+static void tls_point(uint8_t *code, int at, int from, const void *target)
+{
+	int32_t rel = (int32_t)((const char *)target - (const char *)(code + from));
+	memcpy(code + at, &rel, 4);
+}
+
+/* ct_tls_var_code: the x86-64 ABI's sequences for a thread local, and nothing else. */
+START_TEST(tls_sequences)
+{
+#if defined(__x86_64__)
+	long off = 0;
+	const void *ti = NULL;
+	/* a compiled local-exec read: the thread pointer plus the offset is the variable */
+	ck_assert_int_eq(ct_tls_var_code((const void *)(uintptr_t)tls_le_get, &off, &ti), CT_TLS_TP);
+	char *tp;
+	__asm__("mov %%fs:0, %0" : "=r"(tp));
+	ck_assert_ptr_eq(tp + off, (void *)&tls_le_var);
+	tls_le_var = &off;
+	ck_assert_ptr_eq(tls_le_get(), &off);
+
+	/* initial-exec, after an endbr64: the offset is in the GOT slot */
+	static long got = -4096 + 24;
+	static uint8_t ie[] = {0xf3, 0x0f, 0x1e, 0xfa, 0x48, 0x8b, 0x05, 0, 0, 0, 0,
+			       0x64, 0x48, 0x8b, 0x00, 0xc3};
+	tls_point(ie, 7, 11, &got);
+	off = 0;
+	ck_assert_int_eq(ct_tls_var_code(ie, &off, &ti), CT_TLS_TP);
+	ck_assert_int_eq(off, -4096 + 24);
+
+	/* general-dynamic: __tls_get_addr's argument */
+	static uint64_t tls_index[2];
+	static uint8_t gd[] = {0x48, 0x83, 0xec, 0x08, 0x66, 0x48, 0x8d, 0x3d, 0, 0, 0, 0, 0x66, 0x66,
+			       0x48, 0xe8, 1, 2, 3, 4, 0x48, 0x8b, 0x00, 0x48, 0x83, 0xc4, 0x08, 0xc3};
+	tls_point(gd, 8, 12, tls_index);
+	ck_assert_int_eq(ct_tls_var_code(gd, &off, &ti), CT_TLS_GD);
+	ck_assert_ptr_eq(ti, tls_index);
+
+	/* one byte else (a mov of another register, no ret, a TLS descriptor call): call it */
+	gd[22] = 0x01;
+	ck_assert_int_eq(ct_tls_var_code(gd, &off, &ti), CT_TLS_CALL);
+	ie[15] = 0x90;
+	ck_assert_int_eq(ct_tls_var_code(ie, &off, &ti), CT_TLS_CALL);
+	static const uint8_t desc[] = {0x48, 0x8d, 0x05, 0, 0, 0, 0, 0xff, 0x10, 0x64, 0x48, 0x8b, 0x00, 0xc3};
+	ck_assert_int_eq(ct_tls_var_code(desc, &off, &ti), CT_TLS_CALL);
+	ck_assert_int_eq(ct_tls_var_code(NULL, &off, &ti), CT_TLS_CALL);
+#endif
+}
+END_TEST
+
 static Suite *shim_suite(void)
 {
 	Suite *s = suite_create("shim");
@@ -249,6 +307,7 @@ static Suite *shim_suite(void)
 	tcase_add_test(tc, clock_conversion);
 	tcase_add_test(tc, clock_long_history);
 	tcase_add_test(tc, event_finish);
+	tcase_add_test(tc, tls_sequences);
 	suite_add_tcase(s, tc);
 	return s;
 }
