@@ -31,3 +31,13 @@ expect_eq "batch: selftime" "$(sed -n 3p "$T/batch.txt" | cut -d: -f1)" "selftim
 expect_eq "batch: overhead-ab@async" "$(sed -n 4p "$T/batch.txt" | sed 's/ --kit.*//')" \
 	"overhead-ab_async 420: python3 $ROOT/tests/gpu/fw_overhead_ab.py"
 expect_eq "batch: an unknown step" "$(sed -n 5p "$T/batch.txt")" "batch: unknown step 'bogus'"
+# scripts/gpu-variants.sh: bad usage is one line and exit 2, before anything is built.
+for args in "" "kit=HEAD" "a/b=HEAD" "=HEAD" "name"; do
+	set +e
+	# shellcheck disable=SC2086
+	bash "$ROOT/scripts/gpu-variants.sh" $args >"$T/variants.out" 2>"$T/variants.err"
+	rc=$?
+	set -e
+	expect_eq "gpu-variants.sh '$args': exit status" "$rc" 2
+	expect_eq "gpu-variants.sh '$args': lines on stderr" "$(wc -l <"$T/variants.err")" 1
+done
