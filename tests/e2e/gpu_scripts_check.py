@@ -63,6 +63,8 @@ def main():
                 r"^async +(on|off) +%s +%s +\d+ \(\d+, \d+, \d+\) +\d+ +%s +%s%%" % (num, num, num, num),
                 r"^async +(on|off) +parts: \d+ cache hits .*, \d+ with no frame, \d+ by code pointers alone, \d+ found in the memo$",
                 r"^async +(on|off) +steady: [1-9]\d* of \d+ calls \(%s%%\), \d+ ns a call" % num,
+                r"^async +(on|off) +clock reads \([^)]+\) \d+ ns each: the steady call less eight of them "
+                r"\d+ ns, %s%% of the untraced step; thread state \S" % num,
                 r"^async +(on|off) +timed steps: "]
         for pat in need:
             if len(re.findall(pat, text, re.M)) < (1 if "untraced" in pat else 2):

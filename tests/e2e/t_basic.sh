@@ -47,7 +47,7 @@ n=$(sed -n 's/^cumtrace: self time: \([0-9]*\) calls with stacks, per call [0-9]
 expect_eq "selftime calls = events with a stack" "$n" \
 	"$(python3 "$ROOT/bin/ctdump.py" "$(dump_of self)" | grep -c ' event .* stack=[1-9]')"
 # its parts: every stack the cache knew was a cache hit; a C program has no Python walk
-known=$(sed -n 's/.* \([0-9]*\) known to the stack cache; Python thread state [^;]*; parts: .*/\1/p' "$T/self.err")
+known=$(sed -n 's/.* \([0-9]*\) known to the stack cache; Python thread state [^;]*; clock reads [^;]*; parts: .*/\1/p' "$T/self.err")
 hits=$(sed -n 's/.*; parts: \([0-9]*\) cache hits (lookup [0-9]* ns, checks [0-9]* ns), .*/\1/p' "$T/self.err")
 walks=$(sed -n 's/.*, \([0-9]*\) Python walks (thread state .*/\1/p' "$T/self.err")
 [ -n "$known" ] && [ -n "$hits" ] && [ "$hits" -ge "$known" ] && [ "$hits" -le "$n" ] ||

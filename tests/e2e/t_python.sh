@@ -126,7 +126,7 @@ expect_eq "noframe: walks with no frame" \
 	"$(sed -n 's/.*, \([0-9]*\) with no frame, .*/\1/p' "$T/noframe.err")" 101
 # Steady: every call whose native stack the cache knew, but the leaking line's
 # (its Python stack is new); none without the cache (ThreadSanitizer).
-known=$(sed -n 's/.* \([0-9]*\) known to the stack cache; Python thread state [^;]*; parts: .*/\1/p' "$T/noframe.err")
+known=$(sed -n 's/.* \([0-9]*\) known to the stack cache; Python thread state [^;]*; clock reads [^;]*; parts: .*/\1/p' "$T/noframe.err")
 expect_eq "noframe: steady calls (stack cache knew $known)" \
 	"$(sed -n 's/.*; steady (stacks known, nothing new written): \([0-9]*\) calls, .*/\1/p' "$T/noframe.err")" \
 	"$((known > 0 ? known - 1 : 0))"

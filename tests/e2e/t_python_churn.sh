@@ -23,7 +23,7 @@ run() {
 # quick NAME: the memo's hits by code pointers alone in run NAME
 quick() { sed -n 's/.*, \([0-9]*\) found by code pointers alone, .*/\1/p' "$T/$1.err"; }
 # how NAME: how run NAME found the Python thread state
-how() { sed -n 's/.*; Python thread state \([^;]*\); parts: .*/\1/p' "$T/$1.err"; }
+how() { sed -n 's/.*; Python thread state \([^;]*\); clock reads .*/\1/p' "$T/$1.err"; }
 while read -r ver p; do
 	m=${ver#3.}
 	[ "$m" -ge 8 ] || continue
