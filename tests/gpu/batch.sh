@@ -53,6 +53,11 @@ if [ -z "${BATCH_DRY:-}" ]; then
 	nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader >"$OUT/env.txt" 2>&1
 	# where the GPU sits against the CPUs (NUMA), for pinning the timed runs (OVH_CPUS)
 	{ nvidia-smi topo -m; lscpu | grep -i 'numa\|^CPU(s)\|model name'; } >"$OUT/topo.txt" 2>&1
+	# the shim's clock: the CPU's counter when /proc/cpuinfo lists both flags (preload/core/clock.c)
+	{
+		echo "tsc flags: $(grep -o -w 'constant_tsc\|nonstop_tsc' /proc/cpuinfo | sort -u | tr '\n' ' ')"
+		echo "clocksource: $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)"
+	} >>"$OUT/topo.txt" 2>&1
 fi
 git -C "$ROOT" log -1 --format='%H %s' >>"$OUT/env.txt" 2>/dev/null
 cat "$KIT/MANIFEST.txt" >>"$OUT/env.txt" 2>/dev/null
