@@ -92,8 +92,9 @@ static struct {
 	const char *(*current_tstate)(void); /* 3.12+: the thread-local current state */
 	const void *code_type, *frame_type, *bytes_type, *unicode_type;
 	/* _PyRuntime, read as the first two functions read it (ct_py_initialized,
-	 * ct_py_this_tstate); NULL: they are called */
+	 * ct_py_this_tstate) once rt_state is CT_PY_RT_OK */
 	const char *runtime;
+	_Atomic int rt_state;
 	/* how ct_py_current_at finds the current state's thread local: CT_TLS_* (ct.h); set
 	 * to CT_TLS_CALL for good when ct_py_check_current finds it wrong */
 	_Atomic int cur_tls;
@@ -146,24 +147,45 @@ static int ct_py_type_named(const void *type, const char *name)
  * autoTSSkey (a Py_tss_t: whether it is created, then the pthread key) whose
  * value on this thread is its auto thread state; 3.8..3.11 first require
  * gilstate.autoInterpreterState. The same reads here, at the offsets of
- * pyoffsets.h (checked against each version's internal headers), after
- * ct_py_setup compared their results with the functions' own on its thread.
+ * pyoffsets.h (checked against each version's internal headers). _PyRuntime
+ * is internal, and a bugfix release could move its fields: the reads are
+ * used only once they gave the functions' own results on a thread that has
+ * a thread state (CT_PY_RT_OK; until then the functions are called, and a
+ * disagreement keeps calling them). Before that check nothing they yield is
+ * dereferenced.
  */
-static int ct_py_initialized(void)
-{
-	return py.runtime ? CT_PY_AT(int, py.runtime, py.o->rt_initialized) : py.is_initialized();
-}
+enum { CT_PY_RT_UNCHECKED = 0, CT_PY_RT_OK = 1, CT_PY_RT_BAD = 2 };
 
-static const char *ct_py_this_tstate(void)
+static const char *ct_py_rt_this_tstate(void)
 {
 	const char *rt = py.runtime;
-	if (!rt)
-		return py.this_tstate();
 	const struct ct_py_offsets *o = py.o;
 	if (o->rt_auto_interp != CT_PY_ABSENT ? !CT_PY_AT(const void *, rt, o->rt_auto_interp)
 					      : !CT_PY_AT(int, rt, o->rt_auto_tss + CT_PY_TSS_CREATED))
 		return NULL;
 	return pthread_getspecific(CT_PY_AT(pthread_key_t, rt, o->rt_auto_tss + CT_PY_TSS_KEY));
+}
+
+static int ct_py_initialized(void)
+{
+	if (CT_LIKELY(atomic_load_explicit(&py.rt_state, memory_order_relaxed) == CT_PY_RT_OK))
+		return CT_PY_AT(int, py.runtime, py.o->rt_initialized);
+	return py.is_initialized();
+}
+
+static const char *ct_py_this_tstate(void)
+{
+	int st = atomic_load_explicit(&py.rt_state, memory_order_relaxed);
+	if (CT_LIKELY(st == CT_PY_RT_OK))
+		return ct_py_rt_this_tstate();
+	const char *ts = py.this_tstate();
+	if (st == CT_PY_RT_UNCHECKED && ts) {
+		int ok = ct_py_rt_this_tstate() == ts &&
+			 CT_PY_AT(int, py.runtime, py.o->rt_initialized) == py.is_initialized();
+		int expect = CT_PY_RT_UNCHECKED;
+		atomic_compare_exchange_strong(&py.rt_state, &expect, ok ? CT_PY_RT_OK : CT_PY_RT_BAD);
+	}
+	return ts;
 }
 
 /*
@@ -285,15 +307,16 @@ static const char *ct_py_current_tstate(void)
 static _Atomic int ct_py_current_checked;
 
 /*
- * Use the reads above only where they give what the functions give on this
- * thread (the one that sets up, holding the GIL or not).
+ * _PyRuntime's reads wait for their check (ct_py_this_tstate); the current
+ * state's thread local is used where it gives what the function gives on
+ * this thread (the one that sets up, holding the GIL or not: often NULL
+ * both), its address coming from the function's own code, and it is checked
+ * again with the GIL (ct_py_check_current).
  */
 static void ct_py_setup_direct(void)
 {
 	py.runtime = ct_py_sym("_PyRuntime");
-	if (py.runtime && (ct_py_initialized() != py.is_initialized() ||
-			   ct_py_this_tstate() != py.this_tstate()))
-		py.runtime = NULL;
+	py.rt_state = py.runtime ? CT_PY_RT_UNCHECKED : CT_PY_RT_BAD;
 	if (!py.current_tstate)
 		return;
 	ct_py_find_current();
@@ -333,8 +356,9 @@ const char *ct_py_tstate_how(void)
 {
 	if (atomic_load(&ct_py_state) != CT_PY_ON)
 		return "none read";
+	int rt = atomic_load(&py.rt_state) == CT_PY_RT_OK;
 	if (!py.current_tstate)
-		return py.runtime ? "read in place" : "by calls";
+		return rt ? "read in place" : "by calls";
 	static const char *how[2][2][3] = {
 		{{"by calls", "by a call, then the current one in place",
 		  "by a call, then the current one through __tls_get_addr once a thread"},
@@ -346,7 +370,7 @@ const char *ct_py_tstate_how(void)
 		 {"read in place, the current one by a call", "read in place (checked with the GIL)",
 		  "read in place, the current one through __tls_get_addr once a thread (checked "
 		  "with the GIL)"}}};
-	return how[atomic_load(&ct_py_current_checked)][py.runtime != NULL][atomic_load(&py.cur_tls)];
+	return how[atomic_load(&ct_py_current_checked)][rt][atomic_load(&py.cur_tls)];
 }
 
 static int ct_py_setup(void)
