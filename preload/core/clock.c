@@ -32,7 +32,7 @@
 
 #include "ct.h"
 
-int ct_clock_tsc;
+CT_HOT_DATA int ct_clock_tsc;
 
 #define CT_KNOTS 4096
 #define CT_ONE (1ull << 32) /* 1 ns per tick in 32.32 fixed point */

@@ -20,7 +20,7 @@ struct ct_option_desc {
 	const char *str;
 };
 
-long ct_option_values[CT_OPT_COUNT];
+CT_HOT_DATA long ct_option_values[CT_OPT_COUNT];
 
 static struct ct_option_desc ct_options[CT_OPT_COUNT] = {
 	[CT_OPT_OUTPUT] = {"CUMTRACE_OUTPUT", 0, 0, 0, 1, NULL},

@@ -26,6 +26,16 @@
 #define CT_LIKELY(x) __builtin_expect(!!(x), 1)
 #define CT_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define CT_ALWAYS_INLINE __attribute__((always_inline))
+/*
+ * The globals every traced call reads, gathered in one section (the linker
+ * puts every object's "ct_hot" together): 392 bytes on one page, where they
+ * lay on six pages of .data and .bss, each a possible TLB miss after the
+ * program's own work between two traced calls.
+ */
+#define CT_HOT_DATA __attribute__((section("ct_hot")))
+/* The functions of a traced call's steady path: .text.hot, together (about 7.5 KB) where they lay
+ * pages apart among the rest. */
+#define CT_HOT __attribute__((hot))
 
 /* ---- options (config.c) ---------------------------------------------------- */
 

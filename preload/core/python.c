@@ -83,9 +83,9 @@
 #define CT_PY_AT(T, p, off) (*(const T *)((const char *)(p) + (off)))
 
 enum { CT_PY_UNKNOWN = 0, CT_PY_ON = 1, CT_PY_OFF = 2, CT_PY_INIT = 3 };
-static _Atomic int ct_py_state;
+CT_HOT_DATA static _Atomic int ct_py_state;
 
-static struct {
+CT_HOT_DATA static struct {
 	const struct ct_py_offsets *o;
 	int (*is_initialized)(void);
 	const char *(*this_tstate)(void);    /* PyGILState_GetThisThreadState */
@@ -156,7 +156,7 @@ static int ct_py_type_named(const void *type, const char *name)
  */
 enum { CT_PY_RT_UNCHECKED = 0, CT_PY_RT_OK = 1, CT_PY_RT_BAD = 2 };
 
-static const char *ct_py_rt_this_tstate(void)
+CT_HOT static const char *ct_py_rt_this_tstate(void)
 {
 	const char *rt = py.runtime;
 	const struct ct_py_offsets *o = py.o;
@@ -166,14 +166,14 @@ static const char *ct_py_rt_this_tstate(void)
 	return pthread_getspecific(CT_PY_AT(pthread_key_t, rt, o->rt_auto_tss + CT_PY_TSS_KEY));
 }
 
-static int ct_py_initialized(void)
+CT_HOT static int ct_py_initialized(void)
 {
 	if (CT_LIKELY(atomic_load_explicit(&py.rt_state, memory_order_relaxed) == CT_PY_RT_OK))
 		return CT_PY_AT(int, py.runtime, py.o->rt_initialized);
 	return py.is_initialized();
 }
 
-static const char *ct_py_this_tstate(void)
+CT_HOT static const char *ct_py_this_tstate(void)
 {
 	int st = atomic_load_explicit(&py.rt_state, memory_order_relaxed);
 	if (CT_LIKELY(st == CT_PY_RT_OK))
@@ -296,7 +296,7 @@ static const char *const *ct_py_current_at(int how)
 	return at;
 }
 
-static const char *ct_py_current_tstate(void)
+CT_HOT static const char *ct_py_current_tstate(void)
 {
 	int how = atomic_load_explicit(&py.cur_tls, memory_order_relaxed);
 	const char *const *at = how != CT_TLS_CALL ? ct_py_current_at(how) : NULL;
@@ -672,7 +672,7 @@ struct ct_py_site {
 	struct ct_pyframe frame;
 };
 static struct ct_py_site ct_py_sites[CT_PY_SITES];
-static _Atomic uint32_t ct_py_gen = 1;
+CT_HOT_DATA static _Atomic uint32_t ct_py_gen = 1;
 
 static int ct_py_site_get(struct ct_py_site *e, const struct ct_py_site_key *k,
 			  struct ct_pyframe *out)
@@ -763,7 +763,7 @@ static int ct_py_frame(const char *code, int addr, struct ct_pyframe *out, ct_py
 /* ---- the walk ----------------------------------------------------------------------------- */
 
 /* The calling thread's own PyThreadState, or NULL. */
-static const char *ct_py_tstate(void)
+CT_HOT static const char *ct_py_tstate(void)
 {
 	const char *ts = ct_py_this_tstate();
 	if (!ts)
@@ -780,7 +780,7 @@ static const char *ct_py_tstate(void)
 }
 
 /* The innermost frame of thread state ts. */
-static const char *ct_py_top(const char *ts)
+CT_HOT static const char *ct_py_top(const char *ts)
 {
 	const struct ct_py_offsets *o = py.o;
 	const char *f = CT_PY_AT(const char *, ts, o->ts_frame);
@@ -923,10 +923,10 @@ static int ct_py_walk(const char *ts, struct ct_pyframe *frames, ct_py_emit_fn e
  * address: a frame's code pointer and instruction pointer then name the same
  * code as when the memo entry was made (below).
  */
-static _Atomic uint32_t ct_py_code_deaths;
-static _Atomic int ct_py_watching; /* 1: the watcher is in */
+CT_HOT_DATA static _Atomic uint32_t ct_py_code_deaths;
+CT_HOT_DATA static _Atomic int ct_py_watching; /* 1: the watcher is in */
 /* The interpreter it watches (watchers are per interpreter): the quick key is for its threads only. */
-static const void *_Atomic ct_py_watched;
+CT_HOT_DATA static const void *_Atomic ct_py_watched;
 /* Memo hits on the quick key alone, in timed calls (CUMTRACE_SELFTIME: ct_py_quick_hits). */
 static _Atomic uint64_t ct_py_quick;
 
@@ -973,7 +973,7 @@ void ct_py_watch_code(void)
  * Looks at the first CT_PY_WALK_MAX frames, all that ct_py_walk may; returns
  * how many, 0 for none, -1 when the chain looks wrong.
  */
-static int ct_py_walk_quick(const char *ts, uint64_t *key)
+CT_HOT static int ct_py_walk_quick(const char *ts, uint64_t *key)
 {
 	const struct ct_py_offsets *o = py.o;
 	const char *f = ct_py_top(ts);
@@ -1072,7 +1072,7 @@ static struct ct_py_memo *ct_py_memo_in(struct ct_py_memo *tab, uint64_t key, in
 }
 
 /* key's entry in tab (may be NULL), NULL when none of this generation: its first set, then its second. */
-static struct ct_py_memo *ct_py_memo_get(struct ct_py_memo *tab, uint64_t key, uint32_t gen)
+CT_HOT static struct ct_py_memo *ct_py_memo_get(struct ct_py_memo *tab, uint64_t key, uint32_t gen)
 {
 	for (int s = 0; tab && s < 2; s++) {
 		struct ct_py_memo *set = ct_py_memo_in(tab, key, s);
@@ -1135,7 +1135,7 @@ static uint64_t ct_py_stack_hash(const struct ct_pyframe *f, int depth)
 	return h ? h : 1;
 }
 
-uint32_t ct_py_capture(ct_py_emit_fn emit, void *ctx)
+CT_HOT uint32_t ct_py_capture(ct_py_emit_fn emit, void *ctx)
 {
 	if (CT_LIKELY(!ct_py_enabled()))
 		return 0;

@@ -447,7 +447,7 @@ static CT_ALWAYS_INLINE inline void ct_call_end_full(struct ct_call *call, uint6
 				depth > 0 && !hash, t->self_mark);
 }
 
-void ct_call_prefetch(const struct ct_call *call)
+CT_HOT void ct_call_prefetch(const struct ct_call *call)
 {
 	if (ct_option(CT_OPT_STACK_DEPTH) <= 0)
 		return;
@@ -461,7 +461,7 @@ void ct_call_prefetch(const struct ct_call *call)
 	}
 }
 
-void ct_call_end_slow(struct ct_call *call, uint64_t t1)
+CT_HOT void ct_call_end_slow(struct ct_call *call, uint64_t t1)
 {
 	struct ct_thread *t = &ct_tls;
 	int saved_errno = errno;

@@ -245,7 +245,7 @@ void ct_stack_written(void *slot, int ok)
 	ct_intern_written(slot, ok);
 }
 
-static _Atomic uint32_t ct_stack_gen = 1;
+CT_HOT_DATA static _Atomic uint32_t ct_stack_gen = 1;
 
 void ct_stack_reset(void)
 {
@@ -253,7 +253,7 @@ void ct_stack_reset(void)
 	ct_intern_reset(&ct_stacks);
 }
 
-uint32_t ct_stack_generation(void)
+CT_HOT uint32_t ct_stack_generation(void)
 {
 	return atomic_load_explicit(&ct_stack_gen, memory_order_relaxed);
 }

@@ -485,7 +485,7 @@ static inline uint32_t ct_sc_set(const struct ct_stack_cache *sc, uint64_t ip0, 
 	return (uint32_t)(h >> 40) & (sc->sets - 1);
 }
 
-int ct_stack_capture_at(uint64_t *ips, int max, const void *frame, uint64_t *hash, uint32_t *id)
+CT_HOT int ct_stack_capture_at(uint64_t *ips, int max, const void *frame, uint64_t *hash, uint32_t *id)
 {
 	struct ct_stack_cache *sc = ct_tls.stacks;
 	*hash = 0;
@@ -556,7 +556,7 @@ int ct_stack_capture_at(uint64_t *ips, int max, const void *frame, uint64_t *has
 	return n;
 }
 
-void ct_stack_cache_prefetch(const void *frame)
+CT_HOT void ct_stack_cache_prefetch(const void *frame)
 {
 	struct ct_stack_cache *sc = ct_tls.stacks;
 	if (!sc || !frame || !sc->sets || !ct_option(CT_OPT_STACK_CACHE))

@@ -42,7 +42,7 @@
 #include "arrays.h"
 #include "hooks.h"
 
-_Atomic int ct_backend_cupti;
+CT_HOT_DATA _Atomic int ct_backend_cupti;
 
 /* ---- the table: which callbacks, and what an event takes from their params ----------- */
 

@@ -75,7 +75,7 @@
 #include "hooks.h"
 #include "torchoffsets.h"
 
-_Atomic int ct_torch_watch = 1;
+CT_HOT_DATA _Atomic int ct_torch_watch = 1;
 
 enum ct_torch_state {
 	CT_TORCH_WATCHING = 0, /* looking at callers */
@@ -95,8 +95,8 @@ static _Atomic int ct_torch_warned;
 #define CT_TORCH_OTHERS 128
 static struct ct_torch_span ct_torch_others[CT_TORCH_OTHERS]; /* hi published last: 0 = not ready */
 static _Atomic unsigned ct_torch_nothers;
-static struct ct_torch_span ct_torch_nowhere; /* empty: holds no address */
-struct ct_torch_span *_Atomic ct_torch_last = &ct_torch_nowhere;
+CT_HOT_DATA static struct ct_torch_span ct_torch_nowhere; /* empty: holds no address */
+CT_HOT_DATA struct ct_torch_span *_Atomic ct_torch_last = &ct_torch_nowhere;
 
 /* Is a in a range known not to be libc10_cuda? That range becomes ct_torch_last. */
 static int ct_torch_is_other(uintptr_t a)

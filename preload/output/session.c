@@ -22,7 +22,7 @@
 
 #include "session.h"
 
-_Atomic int ct_state;
+CT_HOT_DATA _Atomic int ct_state;
 struct ct_session ct_session = CT_SESSION_INIT;
 struct ct_output_warnings ct_warned;
 
