@@ -102,7 +102,12 @@ find "$KIT/pydeps" -name __pycache__ -prune -exec rm -rf {} +
 rm -rf "$KIT/src/__pycache__"
 # the hostile programs of the end-to-end tests, for tests/gpu/behaviour.sh
 mkdir -p "$KIT/src/e2e"
-cp -r tests/e2e/progs tests/e2e/libs tests/e2e/paths_twin.py "$KIT/src/e2e/"
+cp -r tests/e2e/progs tests/e2e/libs tests/e2e/paths_twin.py tests/e2e/py_sites_bench.py "$KIT/src/e2e/"
+# the fake CUDA runtime for tests/gpu/host_bench.py (the shim's cost on the GPU machine's CPU alone)
+mkdir -p "$KIT/fake"
+make -j"$(nproc)" "$BUILD/tests/fake/libcudart.so.13" "$BUILD/tests/fake/libcuda.so.1" >/dev/null &&
+	cp -L "$BUILD/tests/fake/libcudart.so.13" "$BUILD/tests/fake/libcuda.so.1" "$KIT/fake/" ||
+	missing+=("fake runtime")
 # GPU_PACK_BENCH=1: the analyzer benchmark against heaptrack_print (tests/gpu/analyzer_bench.sh):
 # a 4M-event dump of bench_alloc (2M pairs, 3 frames) traced on the fake runtime, heaptrack's
 # file of the same loop, heaptrack_print and the Boost libraries it needs

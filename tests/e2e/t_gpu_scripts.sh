@@ -21,7 +21,7 @@ done
 # 2026-12-05 "selftime-variants@async" was taken by the "selftime*" branch above it: the
 # variants would not have run.
 OUT=$T/batch BATCH_DRY=1 bash "$ROOT/tests/gpu/batch.sh" "$kit" selftime-variants@async:400 \
-	selftime@async,nocache:200 selftime overhead-ab@async:420 bogus >"$T/batch.txt" 2>&1
+	selftime@async,nocache:200 selftime overhead-ab@async:420 bogus hostbench:120 >"$T/batch.txt" 2>&1
 cat "$T/batch.txt"
 expect_eq "batch: selftime-variants@async" "$(sed -n 1p "$T/batch.txt")" \
 	"selftime-variants_async 400: bash $ROOT/tests/gpu/selftime_variants.sh $kit async 200 "
@@ -31,6 +31,8 @@ expect_eq "batch: selftime" "$(sed -n 3p "$T/batch.txt" | cut -d: -f1)" "selftim
 expect_eq "batch: overhead-ab@async" "$(sed -n 4p "$T/batch.txt" | sed 's/ --kit.*//')" \
 	"overhead-ab_async 420: python3 $ROOT/tests/gpu/fw_overhead_ab.py"
 expect_eq "batch: an unknown step" "$(sed -n 5p "$T/batch.txt")" "batch: unknown step 'bogus'"
+expect_eq "batch: hostbench" "$(sed -n 6p "$T/batch.txt")" \
+	"hostbench 120: python3 $ROOT/tests/gpu/host_bench.py --kit $kit --reps 4"
 # scripts/gpu-variants.sh: bad usage is one line and exit 2, before anything is built.
 for args in "" "kit=HEAD" "a/b=HEAD" "=HEAD" "name"; do
 	set +e
@@ -40,4 +42,18 @@ for args in "" "kit=HEAD" "a/b=HEAD" "=HEAD" "name"; do
 	set -e
 	expect_eq "gpu-variants.sh '$args': exit status" "$rc" 2
 	expect_eq "gpu-variants.sh '$args': lines on stderr" "$(wc -l <"$T/variants.err")" 1
+done
+# host_bench.py runs here as it would there (the fake runtime is what it measures on): the kit's
+# shim and a variant (the same shim again), every figure on its lines.
+ln -s "$FAKE" "$kit/fake"
+mkdir -p "$kit/variants"
+ln -s "$SHIM" "$kit/variants/again.so"
+python3 "$ROOT/tests/gpu/host_bench.py" --kit "$kit" --pages 0,64 --reps 1 --steps 10 >"$T/host.txt" 2>&1 ||
+	{ cat "$T/host.txt"; fail "host_bench.py exited $?"; }
+cat "$T/host.txt"
+for b in kit again; do
+	expect_eq "host_bench: $b's rows (untimed at 0 pages, timed at both)" \
+		"$(grep -cE "^  $b +(-?[0-9]+|-) +\| +[0-9]+ \([0-9]+, [0-9]+, [0-9]+\)( +[0-9]+){4} \| +[0-9]+ \| +-?[0-9]+$" "$T/host.txt")" 2
+	expect_eq "host_bench: $b's untimed figure at 0 pages" \
+		"$(grep -cE "^  $b +-?[0-9]+ +\|" "$T/host.txt")" 1
 done

@@ -32,6 +32,9 @@
 #                       frames and native stacks off (bare)
 #   selftime[@MODES]    fw_selftime.py: the shim's own time per call and per step (CUMTRACE_SELFTIME=1)
 #                       in the training loop, layer on and off, per allocator mode (OVH_CPUS pins)
+#   hostbench           host_bench.py: the shim's cost per call on this machine's CPU alone (the
+#                       18-place Python loop on the kit's fake CUDA runtime, no GPU), for the kit's
+#                       shim and each KIT/variants/NAME.so, taking turns (HOST_REPS, default 4)
 #   selftime-variants[@MODES]  selftime_variants.sh: fw_selftime.py for the kit's shim and each
 #                       KIT/variants/NAME.so (other builds of the shim), in turn and then in reverse
 #                       order (default mode async; SELF_STEPS, default 200)
@@ -112,6 +115,9 @@ for arg in "$@"; do
 		step "cost_$mode" "$secs" env "${menv[@]}" python3 "$ROOT/tests/gpu/fw_cost.py" --kit "$KIT" \
 			--out "/tmp/cost-$mode" --cpus 1,2,3,4,5,6,7 --config nopy=CUMTRACE_PYTHON=0 \
 			--config bare=CUMTRACE_PYTHON=0,CUMTRACE_STACK_DEPTH=0 ;;
+	hostbench)
+		step "$name" "$secs" python3 "$ROOT/tests/gpu/host_bench.py" --kit "$KIT" \
+			--reps "${HOST_REPS:-4}" ${OVH_CPUS:+--cpus "$OVH_CPUS"} ;;
 	selftime-variants | selftime-variants@*) # before selftime*, which would take it
 		modes=async
 		case $name in *@*) modes=${name#*@} ;; esac
