@@ -587,8 +587,13 @@ CT_HIDDEN void ct_py_init(void); /* at load: the memo's thread-exit key */
  */
 enum { CT_TLS_CALL = 0, CT_TLS_TP = 1, CT_TLS_GD = 2 };
 CT_HIDDEN int ct_tls_var_code(const void *fn, long *tp_off, const void **ti);
-/* How the Python thread state is found (CUMTRACE_SELFTIME's line), in words. */
+/*
+ * How the Python thread state is found (CUMTRACE_SELFTIME's line), in words,
+ * then " (checked with the GIL)" once the current state's read in place was
+ * checked there, else "".
+ */
 CT_HIDDEN const char *ct_py_tstate_how(void);
+CT_HIDDEN const char *ct_py_tstate_checked(void);
 /* A symbol of the interpreter, dlsym(RTLD_DEFAULT) through the real dlsym; NULL if none. */
 CT_HIDDEN void *ct_py_sym(const char *name);
 /*

@@ -359,18 +359,17 @@ const char *ct_py_tstate_how(void)
 	int rt = atomic_load(&py.rt_state) == CT_PY_RT_OK;
 	if (!py.current_tstate)
 		return rt ? "read in place" : "by calls";
-	static const char *how[2][2][3] = {
-		{{"by calls", "by a call, then the current one in place",
-		  "by a call, then the current one through __tls_get_addr once a thread"},
-		 {"read in place, the current one by a call", "read in place",
-		  "read in place, the current one through __tls_get_addr once a thread"}},
-		{{"by calls", "by a call, then the current one in place (checked with the GIL)",
-		  "by a call, then the current one through __tls_get_addr once a thread (checked "
-		  "with the GIL)"},
-		 {"read in place, the current one by a call", "read in place (checked with the GIL)",
-		  "read in place, the current one through __tls_get_addr once a thread (checked "
-		  "with the GIL)"}}};
-	return how[atomic_load(&ct_py_current_checked)][rt][atomic_load(&py.cur_tls)];
+	static const char *how[2][3] = {
+		{"by calls", "by a call, then the current one in place",
+		 "by a call, then the current one through __tls_get_addr once a thread"},
+		{"read in place, the current one by a call", "read in place",
+		 "read in place, the current one through __tls_get_addr once a thread"}};
+	return how[rt][atomic_load(&py.cur_tls)];
+}
+
+const char *ct_py_tstate_checked(void)
+{
+	return atomic_load(&ct_py_current_checked) ? " (checked with the GIL)" : "";
 }
 
 static int ct_py_setup(void)
@@ -863,9 +862,8 @@ static inline int ct_py_loops(struct ct_py_cycle *c, const char *f)
  * offset, first line, file and name str and line table (the site cache's key
  * without the strings' contents: the memo below), in four lanes of one
  * multiply per frame each, which overlap (a lane of two in a row made the
- * chain longer). With frames, *dropped is set to 1 if a
- * string's record was dropped (the stack's record then names a string no
- * record defines yet).
+ * chain longer). With frames, *dropped is set to 1 if a string's record was
+ * dropped (the stack's record then names a string no record defines yet).
  */
 static int ct_py_walk(const char *ts, struct ct_pyframe *frames, ct_py_emit_fn emit, void *ctx,
 		      uint64_t *key, int *dropped)

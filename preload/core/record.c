@@ -155,7 +155,7 @@ void ct_selftime_report(void)
 	ct_warn_once(&said,
 		     "self time: %llu calls with stacks, per call %.0f ns in the shim after the real "
 		     "call (native stack %.0f, Python frames %.0f, record %.0f), real call %.0f ns; "
-		     "stacks: %llu unwound, %llu known to the stack cache; Python thread state %s; "
+		     "stacks: %llu unwound, %llu known to the stack cache; Python thread state %s%s; "
 		     "clock reads (%s) %.0f ns each, about eight in a steady call's figures; "
 		     "parts: %llu cache hits "
 		     "(lookup %.0f ns, checks %.0f ns), %llu Python walks (thread state %.0f ns, "
@@ -167,6 +167,7 @@ void ct_selftime_report(void)
 		     (unsigned long long)calls, st + py + rec, st, py, rec, real,
 		     (unsigned long long)atomic_load(&ct_self[CT_SELF_UNWOUND]),
 		     (unsigned long long)atomic_load(&ct_self[CT_SELF_KNOWN]), ct_py_tstate_how(),
+		     ct_py_tstate_checked(),
 		     ct_clock_tsc ? "the CPU's counter" : "clock_gettime", ct_self_read_ns(tick_ns),
 		     (unsigned long long)atomic_load(&ct_self[CT_SELF_HITS]),
 		     ct_self_mean(CT_SELF_LOOKUP, CT_SELF_HITS, tick_ns),

@@ -20,17 +20,14 @@ development VM's runs fall in speed bands two-fold apart: judge with several rou
 import argparse
 import glob
 import os
-import re
 import statistics
 import subprocess
 import sys
 
+# the self-time line's parts as the training loop's script reads them
+from fw_selftime import CLOCK, PARTS, STEADY
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-STEADY = re.compile(r"steady \(stacks known, nothing new written\): (\d+) calls, per call (\d+) ns "
-                    r"\(native stack (\d+), Python frames (\d+), record (\d+)\)")
-PARTS = re.compile(r"\(lookup (\d+) ns, checks (\d+) ns\), \d+ Python walks \(thread state (\d+) ns, "
-                   r"frames to their key (\d+) ns\)")
-CLOCK = re.compile(r"Python thread state ([^;]*); clock reads \(([^)]*)\) (\d+) ns each")
 
 
 def fast_median(xs):
@@ -101,7 +98,8 @@ def main():
                         continue
                     # a shim from before stop 24 says neither its clock nor its thread state's way
                     timed.setdefault(name, []).append(
-                        [int(x) for x in s.groups()[1:]] + [int(x) for x in parts.groups()]
+                        [int(x) for x in s.groups()[1:]]
+                        + [int(parts.group(i)) for i in (2, 3, 5, 6)]
                         + [int(clk.group(3)) if clk else 0])
                     timed.setdefault(name + ":how", [clk.group(1), clk.group(2)] if clk else
                                      ["not said (a shim from before stop 24)", "not said"])
