@@ -1015,6 +1015,9 @@ static void html_notes(FILE *f, const struct ct_model *m)
 	if (m->dropped_records)
 		fprintf(f, "<p class=\"warn\">%" PRIu64 " %s.</p>\n", m->dropped_records,
 			ct_record_drops_text(m->dropped_records));
+	if (m->pauses)
+		fprintf(f, "<p class=\"warn\"><strong>%s</strong>: the data is incomplete.</p>\n",
+			ct_pauses_text(m));
 }
 
 static void card(FILE *f, int bad, const char *attrs, const char *value, const char *label)

@@ -1545,6 +1545,8 @@ void ct_model_finish(struct ct_model *m)
 	if (m->finished)
 		return;
 	m->finished = 1;
+	if (m->paused_since && m->have_ts && m->last_ts > m->paused_since)
+		m->paused_ns = ct_sat_add(m->paused_ns, m->last_ts - m->paused_since);
 	/* the END record (read before the last events were released) ends the timeline */
 	if (m->tl.started && m->have_ts)
 		ct_tl_touch(&m->tl, m->last_ts);
@@ -1666,9 +1668,28 @@ static void on_end(void *ctx, const struct ct_rec_end *e)
 		see_ts(m, e->ts_ns);
 }
 
+/* A CT_MARK_PAUSE: tracing paused (aux 1) or resumed; nothing else sees it. */
+static void pause_mark(struct ct_model *m, const struct ct_rec_mark *mk)
+{
+	if (mk->aux && !m->paused_since) {
+		m->pauses++;
+		m->paused_since = mk->ts_ns ? mk->ts_ns : 1;
+	} else if (!mk->aux && m->paused_since) {
+		if (mk->ts_ns > m->paused_since)
+			m->paused_ns = ct_sat_add(m->paused_ns, mk->ts_ns - m->paused_since);
+		m->paused_since = 0;
+	}
+}
+
 static void on_mark(void *ctx, const struct ct_rec_mark *mk, const char *name, size_t len)
 {
 	struct ct_model *m = ctx;
+	if (mk->ts_ns && m->have_ts)
+		see_ts(m, mk->ts_ns);
+	if (mk->kind == CT_MARK_PAUSE) {
+		pause_mark(m, mk);
+		return;
+	}
 	m->marks++;
 	ct_marks_add(m->marks_list, mk->ts_ns, mk->aux, mk->tid, mk->kind, name, len);
 	/* the exit point and the steps it judges by are the model's own */
@@ -1680,8 +1701,6 @@ static void on_mark(void *ctx, const struct ct_rec_mark *mk, const char *name, s
 			m->markq = ct_markq_new();
 		ct_markq_push(m->markq, mk->ts_ns, mk->aux, mk->tid, mk->kind, name, len);
 	}
-	if (mk->ts_ns && m->have_ts)
-		see_ts(m, mk->ts_ns);
 }
 
 static void on_counter(void *ctx, const struct ct_rec_counter *c, const char *name, size_t len)

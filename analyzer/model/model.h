@@ -274,6 +274,9 @@ struct ct_model {
 	uint64_t dropped_signal; /* the part of it made inside signal handlers (CT_DROPS_F_SIGNAL) */
 	uint64_t dropped_records; /* marks, counters, samples not recorded (CT_DROPS_F_RECORDS) */
 	uint64_t marks, modules;
+	/* cumtrace_bench_pause (CT_MARK_PAUSE, not counted in marks): pauses, the time they
+	 * held (one still open at the end runs to the last record), the open one's start */
+	uint64_t pauses, paused_ns, paused_since;
 	int end_seen;
 	/* the program's exit point (CT_MARK_EXIT) and the sites whose blocks live there were kept
 	 * from step to step (a bit per site: leaked there) */

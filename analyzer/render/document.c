@@ -91,6 +91,10 @@ static void json_dumps(struct ct_json *j, struct ct_model *const *ms, size_t nm)
 		ct_json_kv_u64(j, "dropped_events", m->dropped);
 		ct_json_kv_u64(j, "dropped_in_signal_handlers", m->dropped_signal);
 		ct_json_kv_u64(j, "dropped_records", m->dropped_records);
+		if (m->pauses) { /* only in a dump that paused (cumtrace_bench_pause) */
+			ct_json_kv_u64(j, "pauses", m->pauses);
+			ct_json_kv_u64(j, "paused_ns", m->paused_ns);
+		}
 		ct_json_kv_u64(j, "bytes", m->read.file_bytes);
 		ct_json_kv_u64(j, "records", m->read.records);
 		ct_json_kv_u64(j, "events", m->events);

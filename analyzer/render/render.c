@@ -238,6 +238,16 @@ const char *ct_record_drops_text(uint64_t n)
 			 "steps, counters and the device memory line may miss them");
 }
 
+const char *ct_pauses_text(const struct ct_model *m)
+{
+	static char buf[200];
+	snprintf(buf, sizeof buf,
+		 "tracing was paused %" PRIu64 " time%s for %.3f s in all (cumtrace_bench_pause, a "
+		 "measurement of cumtrace's own cost): calls made then were not recorded",
+		 m->pauses, ct_plural_s(m->pauses), (double)m->paused_ns / 1e9);
+	return buf;
+}
+
 void ct_imports_put_text(FILE *f, const struct ct_imports *im)
 {
 	char b1[32], b2[32], b3[32];
@@ -292,6 +302,8 @@ void ct_put_notes(FILE *f, const struct ct_model *m)
 	if (m->dropped_records)
 		fprintf(f, "  WARNING: %" PRIu64 " %s\n", m->dropped_records,
 			ct_record_drops_text(m->dropped_records));
+	if (m->pauses)
+		fprintf(f, "  WARNING: %s: THE DATA IS INCOMPLETE\n", ct_pauses_text(m));
 }
 
 /* ---- stacks ---------------------------------------------------------------------------- */

@@ -71,6 +71,8 @@ void ct_imports_put_text(FILE *f, const struct ct_imports *im);
 const char *ct_signal_drops_text(uint64_t n);
 /* The same for n marks, counters or memory samples lost (CT_DROPS_F_RECORDS): "mark, ... was not recorded ...". */
 const char *ct_record_drops_text(uint64_t n);
+/* "tracing was paused N times for S s in all (...): calls made then were not recorded" */
+const char *ct_pauses_text(const struct ct_model *m);
 /* 1 when the model allocated on more than one device. */
 int ct_multi_device(const struct ct_model *m);
 

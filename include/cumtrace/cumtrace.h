@@ -57,6 +57,18 @@ void cumtrace_counter(const char *name, int device, unsigned long long value);
 void cumtrace_cupy_alloc(int device, unsigned long long ptr, unsigned long long size,
 			 unsigned long long requested);
 void cumtrace_cupy_free(int device, unsigned long long ptr, unsigned long long size);
+/*
+ * For measuring cumtrace's own cost, not for tracing part of a program:
+ * paused (nonzero), every traced call of every thread is forwarded untraced
+ * and no framework event is recorded, until cumtrace_bench_pause(0). So one
+ * process can time its loop traced and untraced in turns (tests/gpu/
+ * fw_overhead_pair.py). A dump with pauses is incomplete (a block allocated
+ * before a pause and freed in it reads as live): the dump records each pause
+ * and resume, and every report says so. Returns 0 when tracing runs and is now
+ * paused or resumed as asked, -1 when this process does not record (then
+ * nothing changes).
+ */
+int cumtrace_bench_pause(int paused);
 
 #ifdef __cplusplus
 }

@@ -763,6 +763,10 @@ enum ct_mark_kind {
 	 * blocks still handed out here are leaked at exit. Name "exit", aux 0. Added without
 	 * a version change: an older reader counts it as a mark of an unknown kind. */
 	CT_MARK_EXIT = 6,
+	/* cumtrace_bench_pause: tracing paused (aux 1, name "pause") or resumed (aux 0,
+	 * "resume"); calls made in between were not recorded. Added without a version
+	 * change: an older reader counts it as a mark of an unknown kind. */
+	CT_MARK_PAUSE = 7,
 };
 
 /*

@@ -520,7 +520,7 @@ static inline int ct_call_wants_stack(const struct ct_call *call)
  */
 CT_HIDDEN void ct_call_prefetch(const struct ct_call *call);
 
-/* ct_call_begin's slow half: tracing not running yet, off, or recorded by CUPTI. */
+/* ct_call_begin's slow half: tracing not running yet, off, paused, or recorded by CUPTI. */
 CT_HIDDEN int ct_call_begin_slow(struct ct_call *call);
 
 /*
@@ -675,14 +675,16 @@ static inline void ct_call_start(struct ct_thread *t, struct ct_call *call)
  * CT_LAYER_FRAMEWORK, op none, result 0) of api on the calling thread, for
  * ct_call_end_slow: tracing is started first if need be (a fork child before
  * its first traced call). Returns 0, recording nothing, when tracing is shut
- * down or off, or when the thread is inside the shim (then counted as lost).
+ * down, off or paused (cumtrace_bench_pause), or when the thread is inside
+ * the shim (then counted as lost).
  */
 static inline int ct_fw_call_begin(struct ct_call *call, unsigned api)
 {
 	int state = atomic_load_explicit(&ct_state, memory_order_acquire);
 	if (state == CT_STATE_UNINIT)
 		state = ct_ensure_started();
-	if (state != CT_STATE_RUNNING)
+	if (state != CT_STATE_RUNNING ||
+	    (atomic_load_explicit(&ct_detour, memory_order_relaxed) & CT_DETOUR_PAUSED))
 		return 0;
 	struct ct_thread *t = &ct_tls;
 	if (t->in_hook) {
@@ -703,7 +705,7 @@ static inline int ct_call_begin(struct ct_call *call)
 	if (t->in_hook)
 		return 0;
 	if (CT_UNLIKELY(atomic_load_explicit(&ct_state, memory_order_acquire) != CT_STATE_RUNNING ||
-			atomic_load_explicit(&ct_backend_cupti, memory_order_relaxed)))
+			atomic_load_explicit(&ct_detour, memory_order_relaxed)))
 		return ct_call_begin_slow(call);
 	ct_call_start(t, call);
 	return 1;

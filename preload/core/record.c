@@ -23,6 +23,8 @@ __thread struct ct_thread ct_tls __attribute__((tls_model("initial-exec")));
 
 _Atomic uint64_t ct_events_recorded;
 
+CT_HOT_DATA _Atomic int ct_detour;
+
 /* ---- CUMTRACE_SELFTIME (ct.h) ---------------------------------------------------- */
 
 enum {
@@ -207,8 +209,8 @@ int ct_call_begin_slow(struct ct_call *call)
 		if (state != CT_STATE_RUNNING && state != CT_STATE_FINISHED)
 			return 0;
 	}
-	if (CT_UNLIKELY(atomic_load_explicit(&ct_backend_cupti, memory_order_relaxed)))
-		return 0; /* CUPTI callbacks record this call (cupti.c) */
+	if (CT_UNLIKELY(atomic_load_explicit(&ct_detour, memory_order_relaxed)))
+		return 0; /* CUPTI callbacks record this call (cupti.c), or tracing is paused */
 	ct_call_start(t, call);
 	return 1;
 }

@@ -47,10 +47,16 @@ CT_HIDDEN void ct_count_lost_record(void);
 /* ---- the CUPTI backend (hooks/cupti.c) ---------------------------------------------------- */
 
 /*
- * 1 once CUPTI callbacks record the traced calls (set only after a successful
- * subscribe): ct_call_begin then records nothing, so nothing counts twice.
+ * Why ct_call_begin takes its slow path while tracing runs (bits, 0 in the
+ * common case: the fast path reads this one word for both):
+ * CT_DETOUR_CUPTI once CUPTI callbacks record the traced calls (set only
+ * after a successful subscribe): ct_call_begin then records nothing, so
+ * nothing counts twice; CT_DETOUR_PAUSED while cumtrace_bench_pause(1) holds
+ * (api.c): every call is forwarded untraced and no framework event is
+ * recorded.
  */
-extern _Atomic int ct_backend_cupti CT_HIDDEN;
+enum { CT_DETOUR_CUPTI = 1, CT_DETOUR_PAUSED = 2 };
+extern _Atomic int ct_detour CT_HIDDEN;
 /*
  * ct_stack_capture for an event seen through CUPTI (layer CT_LAYER_CUPTI):
  * also drops the leading frames inside libcupti, libcuda and libcudart.

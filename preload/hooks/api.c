@@ -87,6 +87,19 @@ CT_EXPORT int cumtrace_active(void)
 	return state == CT_STATE_STARTING || state == CT_STATE_RUNNING;
 }
 
+CT_EXPORT int cumtrace_bench_pause(int paused)
+{
+	if (atomic_load(&ct_state) == CT_STATE_UNINIT)
+		ct_ensure_started();
+	if (atomic_load(&ct_state) != CT_STATE_RUNNING)
+		return -1;
+	int was = paused ? atomic_fetch_or(&ct_detour, CT_DETOUR_PAUSED)
+			 : atomic_fetch_and(&ct_detour, ~CT_DETOUR_PAUSED);
+	if (!(was & CT_DETOUR_PAUSED) != !paused)
+		ct_put_mark(CT_MARK_PAUSE, paused ? "pause" : "resume", paused != 0);
+	return 0;
+}
+
 CT_EXPORT void cumtrace_flush(void)
 {
 	ct_flush_sync();

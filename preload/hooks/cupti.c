@@ -42,8 +42,6 @@
 #include "arrays.h"
 #include "hooks.h"
 
-CT_HOT_DATA _Atomic int ct_backend_cupti;
-
 /* ---- the table: which callbacks, and what an event takes from their params ----------- */
 
 /*
@@ -191,6 +189,8 @@ static int ct_call_begin_cupti(struct ct_call *call)
 	if (state == CT_STATE_UNINIT) /* a fork child's first call */
 		state = ct_ensure_started();
 	if (state != CT_STATE_RUNNING && state != CT_STATE_FINISHED)
+		return 0;
+	if (atomic_load_explicit(&ct_detour, memory_order_relaxed) & CT_DETOUR_PAUSED)
 		return 0;
 	ct_call_start(t, call);
 	call->result = 0;
@@ -533,15 +533,15 @@ void ct_cupti_start(void)
 	uint8_t saved_hook = ct_tls.in_hook;
 	ct_tls.in_hook = 1;
 	if (ct_cupti_subscribe() == 0)
-		atomic_store_explicit(&ct_backend_cupti, 1, memory_order_release);
+		atomic_fetch_or_explicit(&ct_detour, CT_DETOUR_CUPTI, memory_order_release);
 	ct_tls.in_hook = saved_hook;
 	errno = saved_errno;
 }
 
 const char *ct_backend_name(void)
 {
-	return atomic_load_explicit(&ct_backend_cupti, memory_order_relaxed) ? "cupti"
-									     : "interpose";
+	return atomic_load_explicit(&ct_detour, memory_order_relaxed) & CT_DETOUR_CUPTI ? "cupti"
+											 : "interpose";
 }
 
 /*

@@ -158,6 +158,13 @@ expect_eq "error: the warning" "$(grep '^cumtrace:' "$T/fail15.err")" \
 expect_eq "error: setting.backend" "$(evq "$d" 'proc["setting.backend"]')" interpose
 expect_eq "error: interposed events" "$(evq "$d" 'len(ev)')" 5
 
+# ---- cumtrace_bench_pause: the same 18 callbacks while paused record nothing ----------------
+traced paused env CUMTRACE_BACKEND=cupti "$PROGS/cupti_emit" paused >"$T/paused.out" 2>"$T/paused.err" ||
+	fail "cupti_emit paused exited $?: $(cat "$T/paused.err")"
+expect_eq "paused: rc" "$(val "$T/paused.out" pause_rc) $(val "$T/paused.out" resume_rc)" "0 0"
+expect_eq "paused: subscribed" "$(val "$T/paused.out" subscribed)" 1
+expect_eq "paused: events" "$(evq "$(dump_of paused)" 'len(ev)')" 0
+
 # ---- never on by default; a bad value warns and means interpose -----------------------------
 traced default "$PROGS/cupti_emit" preload >"$T/default.out" 2>"$T/default.err" ||
 	fail "cupti_emit (default) exited $?: $(cat "$T/default.err")"

@@ -434,6 +434,10 @@ int main(int argc, char **argv)
 	printf("subscribed %d\n", subscribed());
 	printf("subscribe_calls %u\n", calls());
 	check_enabled(list);
+	/* "paused": every callback below comes while cumtrace_bench_pause(1) holds */
+	int (*bench_pause)(int) = (int (*)(int))dlsym(RTLD_DEFAULT, "cumtrace_bench_pause");
+	if (strcmp(mode, "paused") == 0)
+		printf("pause_rc %d\n", bench_pause ? bench_pause(1) : -2);
 
 	leak_site_a();
 	malloc_free_b();
@@ -447,6 +451,8 @@ int main(int argc, char **argv)
 	threads_k();
 	overlap_l();
 	plain_m();
+	if (strcmp(mode, "paused") == 0)
+		printf("resume_rc %d\n", bench_pause ? bench_pause(0) : -2);
 	fflush(stdout);
 	return 0;
 }
