@@ -6,6 +6,9 @@
 #            deep on the fake CUDA runtime, untraced and traced; heaptrack
 #            traces the same number of malloc/free pairs at the same depth.
 #            Cost per pair = traced - untraced (wall time); per event = half.
+#            "shim paused": the same loop with tracing paused
+#            (cumtrace_bench_pause), the wrappers only forwarding: what
+#            tests/gpu/fw_overhead_pair.py's untraced half still pays.
 #            Python rows: tests/e2e/py_bench.py (ctypes, 10 Python frames);
 #            tests/e2e/py_sites_bench.py (18 places, caches warm and cold):
 #            the shim's own time per steady call (CUMTRACE_SELFTIME);
@@ -93,6 +96,10 @@ row "capture d22: untraced cudaMalloc+cudaFree, ns/pair" "$(wall "$base")"
 row "capture d22: cumtrace ns/pair (clock $clock, $compress)" "$ct22"
 row "capture d22: cumtrace process CPU ns/pair (+ writer)" "$(calc "$(cpu "$d22") - $(cpu "$base")")"
 row "capture d22: cumtrace calling thread's CPU ns/pair" "$(calc "$(thr "$d22") - $(thr "$base")")"
+# what fw_overhead_pair.py's untraced half still pays: the wrappers forwarding (cumtrace_bench_pause)
+paused=$(alloc cuda 22 1 LD_PRELOAD="$shim" BENCH_PAUSED=1)
+rm -f "$tmp"/b.*.dump
+row "capture d22: shim paused, forwarding only: ns/pair" "$(calc "$(wall "$paused") - $(wall "$base")")"
 if [ -x "$heaptrack" ]; then
 	mbase=$(alloc malloc 22 1)
 	ht=$(alloc malloc 22 1 "$heaptrack" -o "$tmp/ht")

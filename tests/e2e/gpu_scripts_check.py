@@ -1,11 +1,11 @@
 """tests/e2e/t_gpu_scripts.sh: a dry run of the GPU kit's cost scripts (tests/gpu/fw_selftime.py,
-tests/gpu/fw_overhead_ab.py) on the fake CUDA runtime, so that a script's own bug does not cost a
+tests/gpu/fw_overhead_ab.py, tests/gpu/fw_overhead_pair.py) on the fake CUDA runtime, so that a script's own bug does not cost a
 device session. Their children's training loop (fw_overhead.MODEL, torch) is replaced by a loop
 of cudaMalloc/cudaFree pairs through ctypes from a few Python lines, and `torch` by the stand-in
-in tests/e2e/gpudry (synchronize only). What the scripts themselves do (children, environments,
+in tests/e2e/gpudry (synchronize and _record_memory_history, doing nothing). What the scripts themselves do (children, environments,
 the shim's lines, the ratios, the printing) is theirs, unchanged.
 
-usage: gpu_scripts_check.py selftime|ab KIT OUT
+usage: gpu_scripts_check.py selftime|ab|pair KIT OUT
 Prints the script's output; exits 1 with a line "FAIL: ..." when a line it must print is missing.
 """
 import contextlib
@@ -47,12 +47,17 @@ def main():
     if what == "selftime":
         import fw_selftime as m
         sys.argv = ["fw_selftime.py", "--kit", kit, "--out", out, "--modes", "async", "--steps", "200"]
+    elif what == "pair":
+        import fw_overhead_pair as m
+        sys.argv = ["fw_overhead_pair.py", "--kit", kit, "--out", out, "--modes", "async,default", "--history",
+                    "--seconds", "1", "--warmup-seconds", "0.2", "--block-seconds", "0.02"]
     else:
         import fw_overhead_ab as m
         sys.argv = ["fw_overhead_ab.py", "--kit", kit, "--out", out, "--modes", "async", "--rounds", "3",
                     "--chunk-seconds", "0.2", "--warmup-seconds", "0.1", "--preroll-seconds", "0.05"]
-    assert fw_overhead.MODEL in m.CHILD
-    m.CHILD = m.CHILD.replace(fw_overhead.MODEL, STEP)
+    child = "CHILD_TORCH" if what == "pair" else "CHILD"
+    assert fw_overhead.MODEL in getattr(m, child)
+    setattr(m, child, getattr(m, child).replace(fw_overhead.MODEL, STEP))
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
         rc = m.main()
@@ -75,6 +80,33 @@ def main():
             if not (r["steady"][0] > 0 and r["memo"] > 0 and r["self"][0] >= r["steady"][0]):
                 fail("%s: steady %s, memo %s, calls %s" % (cfg, r["steady"], r["memo"], r["self"][0]), text)
         if rc != 0:
+            fail("exit %r" % rc, text)
+    elif what == "pair":
+        ratio = r"%s \[%s, %s\]" % (num, num, num)
+        for mode in ("async", "default"):
+            for layer, goal in (("off", "0.99"), ("on", "0.97")):
+                if not re.search(r"^%s kit %s +\d+ pairs of \d+-step blocks, untraced %s steps/s: traced/untraced %s "
+                                 r"(PASS|FAIL|INCONCLUSIVE) \(goal %s\) \| pairs' median deviation %s \| paused "
+                                 r"block after a traced one / after a paused one: %s \(\d+, \d+ blocks\)$"
+                                 % (mode, layer, num, ratio, goal, num, num), text, re.M):
+                    fail("no steps/s line for %s %s" % (mode, layer), text)
+        if not re.search(r"^default history +\d+ pairs of \d+-step blocks, untraced %s steps/s: traced/untraced %s "
+                         r"\| pairs' median" % (num, ratio), text, re.M):
+            fail("no line for torch's history in the default mode", text)
+        if re.search(r"^async history", text, re.M):
+            fail("torch's history in the cudaMallocAsync mode, which refuses it", text)
+        if len(re.findall(r"^\S+ \S+( \S+)? +main thread, steps per CPU second traced/untraced: %s$" % ratio,
+                          text, re.M)) != 5:
+            fail("not five CPU lines", text)
+        raws = re.findall(r"^RAW (\S+) (.*)$", text, re.M)
+        if sorted(k for k, _ in raws) != ["async/kit/off", "async/kit/on", "default/history", "default/kit/off",
+                                          "default/kit/on"]:
+            fail("RAW lines: %s" % [k for k, _ in raws], text)
+        for k, v in raws:
+            rows = json.loads(v)["rows"]
+            if len(rows) < 10 or any(len(r) != 5 or min(r[:4]) <= 0 or r[4] not in (0, 1) for r in rows):
+                fail("%s: rows %s" % (k, rows[:3]), text)
+        if rc not in (0, 1):
             fail("exit %r" % rc, text)
     else:
         ratio = r"%s: %s \[%s, %s\]" % (num, num, num, num)

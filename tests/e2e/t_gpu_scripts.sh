@@ -1,7 +1,7 @@
 # A dry run of the GPU kit's cost scripts on the fake CUDA runtime
 # (tests/e2e/gpu_scripts_check.py): fw_selftime.py must print every line the
 # next GPU session reads (the shim's steady calls, the memo), fw_overhead_ab.py
-# its steps/s verdicts and the CPU-time line. A script's bug found here does not
+# and fw_overhead_pair.py their steps/s verdicts and the CPU-time lines. A script's bug found here does not
 # cost device time.
 . tests/e2e/lib.sh
 command -v python3 >/dev/null || { echo "python3 not found"; exit 77; }
@@ -12,7 +12,7 @@ kit=$T/kit
 mkdir -p "$kit/lib"
 ln -s "$SHIM" "$kit/libcumtrace.so"
 ln -s "$FAKE/libcudart.so.13" "$FAKE/libcuda.so.1" "$kit/lib/"
-for what in selftime ab; do
+for what in selftime ab pair; do
 	python3 "$ROOT/tests/e2e/gpu_scripts_check.py" "$what" "$kit" "$T/$what" >"$T/$what.txt" 2>&1 ||
 		{ cat "$T/$what.txt"; fail "$what: the dry run failed"; }
 	tail -1 "$T/$what.txt"
@@ -21,7 +21,8 @@ done
 # 2026-12-05 "selftime-variants@async" was taken by the "selftime*" branch above it: the
 # variants would not have run.
 OUT=$T/batch BATCH_DRY=1 bash "$ROOT/tests/gpu/batch.sh" "$kit" selftime-variants@async:400 \
-	selftime@async,nocache:200 selftime overhead-ab@async:420 bogus hostbench:120 >"$T/batch.txt" 2>&1
+	selftime@async,nocache:200 selftime overhead-ab@async:420 bogus hostbench:120 overhead-pair@async,default:300 \
+	overhead-pair@fake:100 >"$T/batch.txt" 2>&1
 cat "$T/batch.txt"
 expect_eq "batch: selftime-variants@async" "$(sed -n 1p "$T/batch.txt")" \
 	"selftime-variants_async 400: bash $ROOT/tests/gpu/selftime_variants.sh $kit async 200 "
@@ -33,6 +34,10 @@ expect_eq "batch: overhead-ab@async" "$(sed -n 4p "$T/batch.txt" | sed 's/ --kit
 expect_eq "batch: an unknown step" "$(sed -n 5p "$T/batch.txt")" "batch: unknown step 'bogus'"
 expect_eq "batch: hostbench" "$(sed -n 6p "$T/batch.txt")" \
 	"hostbench 120: python3 $ROOT/tests/gpu/host_bench.py --kit $kit --reps 4"
+expect_eq "batch: overhead-pair@async,default" "$(sed -n 7p "$T/batch.txt")" \
+	"overhead-pair_async_default 300: python3 $ROOT/tests/gpu/fw_overhead_pair.py --kit $kit --out /tmp/overhead-pair --modes async,default --history --layers off,on --seconds 30"
+expect_eq "batch: overhead-pair@fake" "$(sed -n 8p "$T/batch.txt")" \
+	"overhead-pair_fake 100: python3 $ROOT/tests/gpu/fw_overhead_pair.py --kit $kit --out /tmp/overhead-pair --workload fake --pages 0 --layers off,on --seconds 30"
 # scripts/gpu-variants.sh: bad usage is one line and exit 2, before anything is built.
 for args in "" "kit=HEAD" "a/b=HEAD" "=HEAD" "name"; do
 	set +e
@@ -57,3 +62,23 @@ for b in kit again; do
 	expect_eq "host_bench: $b's untimed figure at 0 pages" \
 		"$(grep -cE "^  $b +-?[0-9]+ +\|" "$T/host.txt")" 1
 done
+# fw_overhead_pair.py's fake workload (the 18-place loop, no torch) for the kit's shim and the
+# variant: one line each, with its verdict against the layer-off goal (exit 1: a goal not met,
+# which on this VM proves nothing).
+set +e
+python3 "$ROOT/tests/gpu/fw_overhead_pair.py" --kit "$kit" --out "$T/pairfake" --workload fake --variants \
+	--layers off --seconds 1 --warmup-seconds 0.2 --block-seconds 0.02 >"$T/pair.txt" 2>&1
+rc=$?
+set -e
+cat "$T/pair.txt"
+[ $rc -le 1 ] || fail "fw_overhead_pair.py --workload fake exited $rc"
+for b in kit again; do
+	expect_eq "pair fake: $b's line" "$(grep -cE "^fake $b off +[0-9]+ pairs of [0-9]+-step blocks, untraced [0-9.]+ steps/s: traced/untraced [0-9.]+ \[[0-9.]+, [0-9.]+\] (PASS|FAIL|INCONCLUSIVE) \(goal 0\.99\)" "$T/pair.txt")" 1
+done
+# Bad usage: one line, exit 2.
+set +e
+python3 "$ROOT/tests/gpu/fw_overhead_pair.py" --kit "$kit" --out "$T/pairbad" --modes bogus >"$T/pairbad.out" 2>"$T/pairbad.err"
+rc=$?
+set -e
+expect_eq "pair: unknown mode exit status" "$rc" 2
+expect_eq "pair: unknown mode message" "$(cat "$T/pairbad.err")" "fw_overhead_pair: unknown mode or layer: bogus"

@@ -23,6 +23,12 @@
 #                       chunk (AB_ROUNDS, default 12, of AB_CHUNK_S seconds, default 1, each after
 #                       AB_PREROLL_S untimed seconds, default 0.5; OVH_CPUS pins them); per-round
 #                       ratios with 90% intervals; overhead-ab@MODES: those modes only
+#   overhead-pair       fw_overhead_pair.py: traced and untraced in one process, blocks of 0.1 s
+#                       taking turns (cumtrace_bench_pause), per configuration: layer off and on
+#                       (PAIR_LAYERS), PAIR_S seconds each (default 30), with PAIR_VARIANTS=1 each
+#                       KIT/variants/NAME.so too, and torch's history toggled the same way;
+#                       overhead-pair@MODES: those modes (default async); @fake: the fake
+#                       runtime's 18-place loop on the CPU alone (PAIR_PAGES)
 #   behaviour           tests/gpu/behaviour.sh (the shim never changes the program)
 #   ipc                 tests/gpu/ipc_check.sh (CUDA IPC between a parent and its child)
 #   arrays              tests/gpu/array_check.sh (CUDA arrays against compute-sanitizer and cudaMemGetInfo)
@@ -101,6 +107,17 @@ for arg in "$@"; do
 		step "$(echo "$name" | tr "@," "__")" "$secs" python3 "$ROOT/tests/gpu/fw_overhead_ab.py" --kit "$KIT" \
 			--out /tmp/overhead-ab --modes "$modes" --rounds "${AB_ROUNDS:-12}" \
 			--chunk-seconds "${AB_CHUNK_S:-1}" --preroll-seconds "${AB_PREROLL_S:-0.5}" \
+			${OVH_CPUS:+--cpus "$OVH_CPUS"} ;;
+	overhead-pair*)
+		# overhead-pair@async,default: those modes (default async); @fake: the fake runtime's
+		# 18-place loop on the CPU alone (PAIR_PAGES pages touched between calls, default 0)
+		modes=async
+		case $name in *@*) modes=${name#*@} ;; esac
+		work=(--modes "$modes" --history)
+		[ "$modes" = fake ] && work=(--workload fake --pages "${PAIR_PAGES:-0}")
+		step "$(echo "$name" | tr "@," "__")" "$secs" python3 "$ROOT/tests/gpu/fw_overhead_pair.py" --kit "$KIT" \
+			--out /tmp/overhead-pair "${work[@]}" --layers "${PAIR_LAYERS:-off,on}" \
+			--seconds "${PAIR_S:-30}" $([ "${PAIR_VARIANTS:-0}" = 1 ] && echo --variants) \
 			${OVH_CPUS:+--cpus "$OVH_CPUS"} ;;
 	cost*)
 		mode=default

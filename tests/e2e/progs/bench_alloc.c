@@ -7,8 +7,12 @@
  * the start of the first thread to the end of the last, and T the CPU time of
  * the allocating threads alone (what the calls cost where they are made; on
  * a busy machine far steadier than W).
+ * BENCH_PAUSED=1: tracing paused (cumtrace_bench_pause) before the timed pairs,
+ * so a traced run measures what the shim's wrappers cost when they only
+ * forward (exit 4 when the shim is not there or does not record).
  * usage: bench_alloc PAIRS DEPTH THREADS [cuda|malloc]
  */
+#include <dlfcn.h>
 #include <pthread.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -71,6 +75,12 @@ int main(int argc, char **argv)
 	void *warm;
 	CHECK(cudaMalloc(&warm, 256)); /* runtime and tracer start-up out of the timing */
 	CHECK(cudaFree(warm));
+	const char *paused = getenv("BENCH_PAUSED");
+	if (paused && strcmp(paused, "1") == 0) {
+		int (*bench_pause)(int) = (int (*)(int))dlsym(RTLD_DEFAULT, "cumtrace_bench_pause");
+		if (!bench_pause || bench_pause(1) != 0)
+			return 4;
+	}
 	struct timespec a, b;
 	double c0 = cpu_ns();
 	clock_gettime(CLOCK_MONOTONIC, &a);
