@@ -86,12 +86,13 @@ def main():
         for mode in ("async", "default"):
             for layer, goal in (("off", "0.99"), ("on", "0.97")):
                 if not re.search(r"^%s kit %s +\d+ pairs of \d+-step blocks, untraced %s steps/s: traced/untraced %s "
-                                 r"(PASS|FAIL|INCONCLUSIVE) \(goal %s\) \| pairs' median deviation %s \| paused "
-                                 r"block after a traced one / after a paused one: %s \(\d+, \d+ blocks\)$"
-                                 % (mode, layer, num, ratio, goal, num, num), text, re.M):
+                                 r"(PASS|FAIL|INCONCLUSIVE) \(goal %s\) \| added per step -?%s us \[-?%s, -?%s\] \| pairs' "
+                                 r"median deviation %s \| paused block after a traced one / after a paused one: %s "
+                                 r"\(\d+, \d+ blocks\)$" % (mode, layer, num, ratio, goal, num, num, num, num, num),
+                                 text, re.M):
                     fail("no steps/s line for %s %s" % (mode, layer), text)
         if not re.search(r"^default history +\d+ pairs of \d+-step blocks, untraced %s steps/s: traced/untraced %s "
-                         r"\| pairs' median" % (num, ratio), text, re.M):
+                         r"\| added per step -?%s us" % (num, ratio, num), text, re.M):
             fail("no line for torch's history in the default mode", text)
         if re.search(r"^async history", text, re.M):
             fail("torch's history in the cudaMallocAsync mode, which refuses it", text)

@@ -206,9 +206,11 @@ def report(label, key, res):
         spill = " | paused block after a traced one / after a paused one: %.4f (%d, %d blocks)" % (
             statistics.median(after_t) / statistics.median(after_p), len(after_t), len(after_p))
     v = verdict(lo, hi, GOALS.get(key))
+    # what tracing adds to a step, in microseconds: each pair's traced less paused time over its steps
+    am, alo, ahi = median_ci([(r[0] - r[2]) / k * 1e6 for r in rows])
     print("%-22s %d pairs of %d-step blocks, untraced %.1f steps/s: traced/untraced %.4f [%.4f, %.4f]%s"
-          " | pairs' median deviation %.4f%s" % (label, len(rows), k, untraced, m, lo, hi, v, spread, spill),
-          flush=True)
+          " | added per step %.2f us [%.2f, %.2f] | pairs' median deviation %.4f%s"
+          % (label, len(rows), k, untraced, m, lo, hi, v, am, alo, ahi, spread, spill), flush=True)
     cm, clo, chi = ratio(rows, 3, 1)
     print("%-22s main thread, steps per CPU second traced/untraced: %.4f [%.4f, %.4f]"
           % (label, cm, clo, chi), flush=True)
