@@ -64,9 +64,9 @@ void cumtrace_cupy_free(int device, unsigned long long ptr, unsigned long long s
  * process can time its loop traced and untraced in turns (tests/gpu/
  * fw_overhead_pair.py). A dump with pauses is incomplete (a block allocated
  * before a pause and freed in it reads as live): the dump records each pause
- * and resume, and every report says so. Returns 0 when tracing runs and is now
- * paused or resumed as asked, -1 when this process does not record (then
- * nothing changes).
+ * and resume, and every report says so. A fork child starts unpaused (its
+ * dump is its own). Returns 0 when tracing runs and is now paused or resumed
+ * as asked, -1 when this process does not record (then nothing changes).
  */
 int cumtrace_bench_pause(int paused);
 

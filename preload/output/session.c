@@ -399,6 +399,8 @@ static void ct_session_forked(struct ct_session *s)
 	int state = atomic_load(&ct_state);
 	s->proc.parent_pid = (uint32_t)getppid();
 	s->proc.forked = 1;
+	/* the parent's cumtrace_bench_pause is its own measurement: the child's dump is whole */
+	atomic_fetch_and(&ct_detour, ~CT_DETOUR_PAUSED);
 	ct_session_mark(s);
 	ct_dump_close();
 	atomic_store(&s->writer_joinable, 0); /* the parent's writer is not in this process */

@@ -5,12 +5,17 @@
  * be given its address), 2 MiB allocated while paused by this thread and 8 MiB
  * by another (neither is recorded), a CuPy pool block handed out while paused
  * (not recorded) and one handed out and given back after the resume (two
- * framework events), then a pause asked twice (one pause) and a resume. Every call's result is checked
+ * framework events), then a pause asked twice (one pause) and a resume. With
+ * the argument "fork": paused, a child allocates and frees 16 MiB (traced:
+ * a fork child starts unpaused) and exits; the parent resumes. Every call's result is checked
  * and printed as "rc NAME VALUE"; without the shim it prints "untraced".
  */
 #include <cumtrace/cumtrace.h>
 #include <dlfcn.h>
 #include <pthread.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "common.h"
 
@@ -24,7 +29,7 @@ static void *worker(void *arg)
 	return arg;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	__typeof__(cumtrace_bench_pause) *bench_pause =
 		(__typeof__(cumtrace_bench_pause) *)dlsym(RTLD_DEFAULT, "cumtrace_bench_pause");
@@ -37,6 +42,23 @@ int main(void)
 	__typeof__(cumtrace_cupy_free) *cupy_free =
 		(__typeof__(cumtrace_cupy_free) *)dlsym(RTLD_DEFAULT, "cumtrace_cupy_free");
 	void *a, *b, *c;
+	if (argc > 1 && strcmp(argv[1], "fork") == 0) {
+		CHECK(cudaMalloc(&a, 1 * MiB));
+		printf("rc pause %d\n", bench_pause(1));
+		fflush(stdout);
+		pid_t pid = fork();
+		if (pid == 0) {
+			CHECK(cudaMalloc(&b, 16 * MiB));
+			CHECK(cudaFree(b));
+			_exit(0);
+		}
+		int status = 0;
+		if (pid < 0 || waitpid(pid, &status, 0) != pid || status != 0)
+			return 5;
+		printf("rc resume %d\n", bench_pause(0));
+		CHECK(cudaFree(a));
+		return 0;
+	}
 	CHECK(cudaMalloc(&c, 4 * MiB));
 	CHECK(cudaFree(c));
 	CHECK(cudaMalloc(&a, 1 * MiB));
