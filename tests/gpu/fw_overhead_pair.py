@@ -44,6 +44,7 @@ import sys
 
 from fw_overhead import MODEL, MODES, child_env
 from fw_overhead_ab import median_ci
+from host_bench import sites_bench_path
 
 GOALS = {"on": 0.97, "off": 0.99, "history": None}
 
@@ -77,36 +78,13 @@ sync = torch.cuda.synchronize
 '''
 
 CHILD_FAKE = r'''
-lib = ctypes.PyDLL(os.path.join(os.environ["PAIR_FAKE"], "libcudart.so.13"))
-pages, levels = int(os.environ.get("PAIR_PAGES", "0")), 18
-buf = bytearray(pages * 4096 + 4096)
-ones = b"\1" * pages
-p = ctypes.c_void_p()
-ref = ctypes.byref(p)
-malloc, free = lib.cudaMalloc, lib.cudaFree
-ctr = [0]
-
-def touch(k):
-    if pages:
-        o = (k * 64) % 4096
-        buf[o:o + pages * 4096:4096] = ones
-
-def pair(k):
-    malloc(ref, 256)
-    touch(k)
-    free(p)
-    touch(k + 1)
-    return 0
-
-def nest(level, k):
-    if level == 0:
-        return pair(k)
-    return list(map(lambda _: nest(level - 1, k), (0,)))[0]
+sys.path.insert(0, os.environ["PAIR_SITES_DIR"])
+import py_sites_bench
+sites_step, ctr = py_sites_bench.make_step(os.environ["PAIR_FAKE"], int(os.environ["PAIR_PAGES"])), [0]
 
 def step():
     ctr[0] += 1
-    for lv in range(levels):
-        nest(lv, ctr[0] * 2 * levels + 2 * lv)
+    sites_step(ctr[0])
 
 def sync():
     pass
@@ -170,6 +148,7 @@ def run_one(args, script, mode, key, layer, shim):
         env.pop("LD_PRELOAD", None)
         env["PAIR_FAKE"] = os.path.join(os.path.abspath(args.kit), "fake")
         env["PAIR_PAGES"] = str(args.pages)
+        env["PAIR_SITES_DIR"] = os.path.dirname(sites_bench_path())
         env["LD_LIBRARY_PATH"] = env["PAIR_FAKE"] + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
         if key != "history":
             env["LD_PRELOAD"] = shim

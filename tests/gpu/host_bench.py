@@ -30,6 +30,14 @@ from fw_selftime import CLOCK, PARTS, STEADY
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
+def sites_bench_path():
+    """py_sites_bench.py: beside this script in the kit (src/e2e), else in the repository."""
+    bench = os.path.join(HERE, "e2e", "py_sites_bench.py")
+    if not os.path.isfile(bench):  # run from the repository rather than the kit
+        bench = os.path.join(HERE, "..", "e2e", "py_sites_bench.py")
+    return bench
+
+
 def fast_median(xs):
     """The median of the faster half: a shared machine's runs fall in speed bands."""
     xs = sorted(xs)
@@ -47,9 +55,7 @@ def main():
     args = ap.parse_args()
     kit = os.path.abspath(args.kit)
     fake = os.path.join(kit, "fake")
-    bench = os.path.join(HERE, "e2e", "py_sites_bench.py")
-    if not os.path.isfile(bench):  # run from the repository rather than the kit
-        bench = os.path.join(HERE, "..", "e2e", "py_sites_bench.py")
+    bench = sites_bench_path()
     for need in (os.path.join(fake, "libcudart.so.13"), bench, os.path.join(kit, "libcumtrace.so")):
         if not os.path.exists(need):
             print("host_bench: %s is missing" % need, file=sys.stderr)
