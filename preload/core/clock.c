@@ -3,11 +3,15 @@
  * turns them into CLOCK_MONOTONIC ns as it writes records.
  *
  * Ticks are the CPU's constant-rate counter when it can be trusted: on
- * x86-64 the TSC when /proc/cpuinfo lists both constant_tsc (same rate at
- * every frequency) and nonstop_tsc (keeps counting in deep idle states); on
- * aarch64 the generic timer's virtual count. Anywhere else, or with
- * CUMTRACE_CLOCK=monotonic, ticks are CLOCK_MONOTONIC ns already and the
- * conversion is the identity. Reading the counter costs a fraction of a
+ * x86-64 the TSC when /proc/cpuinfo lists constant_tsc (same rate at every
+ * frequency) and either nonstop_tsc (keeps counting in deep idle states) or
+ * the kernel keeps CLOCK_MONOTONIC on the TSC itself (its current
+ * clocksource is "tsc", which the kernel leaves when its watchdog finds the
+ * TSC unstable; a virtual machine whose hypervisor does not pass the
+ * invariant-TSC bit through lists no nonstop_tsc); on aarch64 the generic
+ * timer's virtual count. CUMTRACE_CLOCK=tsc takes the counter wherever it
+ * moves; CUMTRACE_CLOCK=monotonic never. Otherwise ticks are
+ * CLOCK_MONOTONIC ns already and the conversion is the identity. Reading the counter costs a fraction of a
  * clock_gettime on a paravirtual clock (kvm-clock).
  *
  * The conversion is piecewise linear through calibration points ("knots":
@@ -186,13 +190,10 @@ void ct_rec_finish(struct ct_rec *rec)
 	}
 }
 
-/* Does /proc/cpuinfo's first "flags" line list every word of want? */
-static int ct_cpu_has_flags(const char *const *want, int nwant)
+/* Does the first "flags" line of cpuinfo (/proc/cpuinfo's text) list every word of want? */
+static int ct_cpu_has_flags(const char *cpuinfo, const char *const *want, int nwant)
 {
-	static char buf[16384];
-	if (ct_read_small_file("/proc/cpuinfo", buf, sizeof buf) < 0)
-		return 0;
-	const char *line = strstr(buf, "\nflags");
+	const char *line = strstr(cpuinfo, "\nflags");
 	if (!line)
 		return 0;
 	const char *colon = strchr(line + 1, ':');
@@ -216,18 +217,42 @@ static int ct_cpu_has_flags(const char *const *want, int nwant)
 	return 1;
 }
 
+int ct_clock_tsc_trusted(const char *cpuinfo, const char *clocksource)
+{
+	static const char *const constant[] = {"constant_tsc"}, *const nonstop[] = {"nonstop_tsc"};
+	if (!ct_cpu_has_flags(cpuinfo, constant, 1))
+		return 0;
+	size_t n = strcspn(clocksource, "\n");
+	return ct_cpu_has_flags(cpuinfo, nonstop, 1) || (n == 3 && memcmp(clocksource, "tsc", 3) == 0);
+}
+
 /* May the hot path read the CPU's counter? */
 static int ct_clock_pick(void)
 {
 	const char *opt = ct_option_str(CT_OPT_CLOCK);
 	if (opt && strcmp(opt, "monotonic") == 0)
 		return 0;
+	if (opt && strcmp(opt, "tsc") == 0) {
+#if defined(__x86_64__) || defined(__aarch64__)
+		return 1; /* ct_clock_init still checks that it moves */
+#else
+		ct_warn_once(&ct_warned_clock, "%s=tsc: no counter read on this CPU; using monotonic",
+			     ct_option_env(CT_OPT_CLOCK));
+		return 0;
+#endif
+	}
 	if (opt && strcmp(opt, "auto") != 0)
-		ct_warn_once(&ct_warned_clock, "ignoring %s=%s (want auto or monotonic)",
+		ct_warn_once(&ct_warned_clock, "ignoring %s=%s (want auto, tsc or monotonic)",
 			     ct_option_env(CT_OPT_CLOCK), opt);
 #if defined(__x86_64__)
-	static const char *const flags[] = {"constant_tsc", "nonstop_tsc"};
-	return ct_cpu_has_flags(flags, 2);
+	static char cpuinfo[16384];
+	char source[64];
+	if (ct_read_small_file("/proc/cpuinfo", cpuinfo, sizeof cpuinfo) < 0)
+		return 0;
+	if (ct_read_small_file("/sys/devices/system/clocksource/clocksource0/current_clocksource", source,
+			       sizeof source) < 0)
+		source[0] = 0;
+	return ct_clock_tsc_trusted(cpuinfo, source);
 #elif defined(__aarch64__)
 	return 1; /* the generic timer counts at a constant rate by definition */
 #else

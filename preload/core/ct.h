@@ -162,6 +162,12 @@ static inline uint64_t ct_ticks_ordered(void)
  * a fork child.
  */
 CT_HIDDEN void ct_clock_init(void);
+/*
+ * x86-64: may the TSC stand for CLOCK_MONOTONIC, given /proc/cpuinfo's text
+ * and the kernel's current clocksource (its sysfs file's text)? constant_tsc,
+ * and nonstop_tsc or the clocksource "tsc" (clock.c says why).
+ */
+CT_HIDDEN int ct_clock_tsc_trusted(const char *cpuinfo, const char *clocksource);
 /* "tsc" or "monotonic" (setting.clock). */
 CT_HIDDEN const char *ct_clock_name(void);
 /*

@@ -42,17 +42,33 @@ expect_eq mono_clock "$(tr '\0' '\n' <"$(dump_of mono)" | sed -n 's/^setting.clo
 check mono 0
 
 traced auto "$PROGS/clock_bracket" 3 6 >"$T/auto.out"
-# The counter is used where it is trusted: x86-64 with constant_tsc and nonstop_tsc, aarch64.
+# The counter is used where it is trusted: x86-64 with constant_tsc and either nonstop_tsc or the
+# kernel's clocksource tsc, aarch64.
 want=monotonic
 case $(uname -m) in
 x86_64)
-	flags=$(grep -m1 '^flags' /proc/cpuinfo)
-	case " $flags " in *" constant_tsc "*" nonstop_tsc "* | *" nonstop_tsc "*" constant_tsc "*) want=tsc ;; esac
+	flags=" $(grep -m1 '^flags' /proc/cpuinfo) "
+	source=$(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null || true)
+	case $flags in
+	*" constant_tsc "*)
+		case $flags in *" nonstop_tsc "*) want=tsc ;; esac
+		[ "$source" = tsc ] && want=tsc
+		;;
+	esac
 	;;
 aarch64) want=tsc ;;
 esac
 expect_eq auto_clock "$(tr '\0' '\n' <"$(dump_of auto)" | sed -n 's/^setting.clock=//p')" "$want"
 check auto 20000
+
+# CUMTRACE_CLOCK=tsc: the counter wherever it moves (x86-64, aarch64), converted as well.
+case $(uname -m) in
+x86_64 | aarch64)
+	traced forced env CUMTRACE_CLOCK=tsc "$PROGS/clock_bracket" 3 6 >"$T/forced.out"
+	expect_eq forced_clock "$(tr '\0' '\n' <"$(dump_of forced)" | sed -n 's/^setting.clock=//p')" tsc
+	check forced 20000
+	;;
+esac
 
 # An unknown value: one warning, the automatic choice.
 traced bad env CUMTRACE_QUIET=0 CUMTRACE_CLOCK=sundial "$PROGS/clock_bracket" 1 1 >"$T/bad.out" 2>"$T/bad.err"

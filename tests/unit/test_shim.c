@@ -199,6 +199,26 @@ START_TEST(clock_conversion)
 END_TEST
 
 /* More points than the history keeps: old ticks extrapolate from the oldest. */
+/* The TSC stands for CLOCK_MONOTONIC with constant_tsc and nonstop_tsc, or constant_tsc with
+ * the kernel's clocksource "tsc" (clock.c). */
+START_TEST(clock_trust)
+{
+	const char *both = "processor\t: 0\nflags\t\t: fpu tsc constant_tsc nonstop_tsc\nbugs\t\t: x\n";
+	const char *constant = "processor\t: 0\nflags\t\t: fpu tsc constant_tsc rep_good\n";
+	const char *nonstop = "processor\t: 0\nflags\t\t: fpu tsc nonstop_tsc\n";
+	const char *neither = "processor\t: 0\nflags\t\t: fpu tsc\nbugs\t\t: constant_tsc nonstop_tsc\n";
+	ck_assert_int_eq(ct_clock_tsc_trusted(both, "kvm-clock\n"), 1);
+	ck_assert_int_eq(ct_clock_tsc_trusted(both, ""), 1);
+	ck_assert_int_eq(ct_clock_tsc_trusted(constant, "tsc\n"), 1);
+	ck_assert_int_eq(ct_clock_tsc_trusted(constant, "tsc"), 1);
+	ck_assert_int_eq(ct_clock_tsc_trusted(constant, "kvm-clock\n"), 0);
+	ck_assert_int_eq(ct_clock_tsc_trusted(constant, "tsc-early\n"), 0);
+	ck_assert_int_eq(ct_clock_tsc_trusted(constant, ""), 0);
+	ck_assert_int_eq(ct_clock_tsc_trusted(nonstop, "tsc\n"), 0);
+	ck_assert_int_eq(ct_clock_tsc_trusted(neither, "tsc\n"), 0); /* only the flags line counts */
+}
+END_TEST
+
 START_TEST(clock_long_history)
 {
 	ct_clock_reset(1);
@@ -305,6 +325,7 @@ static Suite *shim_suite(void)
 	tcase_add_test(tc, template_expansion);
 	tcase_add_test(tc, stack_interning);
 	tcase_add_test(tc, clock_conversion);
+	tcase_add_test(tc, clock_trust);
 	tcase_add_test(tc, clock_long_history);
 	tcase_add_test(tc, event_finish);
 	tcase_add_test(tc, tls_sequences);
