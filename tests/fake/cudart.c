@@ -23,9 +23,12 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* Exported names that cuda_runtime_api.h declares only in per-thread
  * default stream builds. */
@@ -523,12 +526,39 @@ static cudaError_t rt_alloc_start(void **out, size_t size)
 	return RT_PROCEED;
 }
 
+/*
+ * CUMTRACE_FAKE_SPIN_NS=N: cudaMalloc spins N ns before it returns, as a real
+ * allocation takes microseconds (about 3 us for torch's cudaMallocAsync on
+ * the H200): for benchmarks of what the shim does around the real call
+ * (what it asked the memory for before it may have arrived).
+ */
+static void rt_spin(void)
+{
+	static _Atomic long spin_ns = -1;
+	long ns = atomic_load_explicit(&spin_ns, memory_order_relaxed);
+	if (ns < 0) {
+		const char *s = getenv("CUMTRACE_FAKE_SPIN_NS");
+		ns = s ? atol(s) : 0;
+		atomic_store_explicit(&spin_ns, ns, memory_order_relaxed);
+	}
+	if (ns <= 0)
+		return;
+	struct timespec a, b;
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	do
+		clock_gettime(CLOCK_MONOTONIC, &b);
+	while ((b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec) < ns);
+}
+
 cudaError_t CUDARTAPI cudaMalloc(void **devPtr, size_t size)
 {
 	cudaError_t e = rt_alloc_start(devPtr, size);
 	CUdeviceptr d = 0;
 
-	return e != RT_PROCEED ? e : rt_ptr(D.memAlloc(&d, size), &d, devPtr);
+	if (e != RT_PROCEED)
+		return e;
+	rt_spin();
+	return rt_ptr(D.memAlloc(&d, size), &d, devPtr);
 }
 
 /* cudaMemAttach* flags have the values of CU_MEM_ATTACH_*. */
