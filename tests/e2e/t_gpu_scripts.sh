@@ -63,17 +63,16 @@ for b in kit again; do
 		"$(grep -cE "^  $b +-?[0-9]+ +\|" "$T/host.txt")" 1
 done
 # fw_overhead_pair.py's fake workload (the 18-place loop, no torch) for the kit's shim and the
-# variant: one line each, with its verdict against the layer-off goal (exit 1: a goal not met,
-# which on this VM proves nothing).
+# variant: one line each, no verdict (the goals are the training loop's).
 set +e
 python3 "$ROOT/tests/gpu/fw_overhead_pair.py" --kit "$kit" --out "$T/pairfake" --workload fake --variants \
 	--layers off --seconds 1 --warmup-seconds 0.2 --block-seconds 0.02 >"$T/pair.txt" 2>&1
 rc=$?
 set -e
 cat "$T/pair.txt"
-[ $rc -le 1 ] || fail "fw_overhead_pair.py --workload fake exited $rc"
+expect_eq "pair fake: exit status" "$rc" 0
 for b in kit again; do
-	expect_eq "pair fake: $b's line" "$(grep -cE "^fake $b off +[0-9]+ pairs of [0-9]+-step blocks, untraced [0-9.]+ steps/s: traced/untraced [0-9.]+ \[[0-9.]+, [0-9.]+\] (PASS|FAIL|INCONCLUSIVE) \(goal 0\.99\)" "$T/pair.txt")" 1
+	expect_eq "pair fake: $b's line" "$(grep -cE "^fake $b off +[0-9]+ pairs of [0-9]+-step blocks, untraced [0-9.]+ steps/s: traced/untraced [0-9.]+ \[[0-9.]+, [0-9.]+\], less the spill-over [0-9.]+ \[[0-9.]+, [0-9.]+\] \| added" "$T/pair.txt")" 1
 done
 # Bad usage: one line, exit 2.
 set +e
