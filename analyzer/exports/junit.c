@@ -278,7 +278,13 @@ void ct_junit_write(FILE *f, const struct ct_report_opts *o, struct ct_model *co
 				fprintf(f, "%s%s", first ? "" : ",", ct_class_name(c));
 				first = 0;
 			}
-		fputs("\"/>\n    </properties>\n", f);
+		fputs("\"/>\n", f);
+		if (m->pauses) { /* a dump that cumtrace_bench_pause left incomplete */
+			fputs("      <property name=\"incomplete\" value=\"", f);
+			xml_put(f, ct_pauses_text(m));
+			fputs("\"/>\n", f);
+		}
+		fputs("    </properties>\n", f);
 		int cases = 0;
 		for (size_t i = 0; i < a->n; i++)
 			if (tc[i].dump == d) {

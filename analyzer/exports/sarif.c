@@ -368,6 +368,20 @@ void ct_sarif_write(FILE *f, const struct ct_report_opts *o, struct ct_model *co
 		ct_json_obj_end(&j);
 		ct_json_obj_end(&j);
 	}
+	for (size_t d = 0; d < n; d++) { /* a dump that cumtrace_bench_pause left incomplete */
+		if (!ms[d]->pauses)
+			continue;
+		char text[320];
+		snprintf(text, sizeof text, "%s: %s: the data is incomplete",
+			 ms[d]->path ? ms[d]->path : "the dump", ct_pauses_text(ms[d]));
+		ct_json_obj(&j);
+		ct_json_kv_str(&j, "level", "warning");
+		ct_json_key(&j, "message");
+		ct_json_obj(&j);
+		ct_json_kv_str(&j, "text", text);
+		ct_json_obj_end(&j);
+		ct_json_obj_end(&j);
+	}
 	ct_json_arr_end(&j);
 	ct_json_obj_end(&j);
 	ct_json_arr_end(&j);

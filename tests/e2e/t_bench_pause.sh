@@ -27,6 +27,16 @@ echo "ok: summary, leaks and peak warn"
 "$REPORT" html "$dump" -o "$T/r.html" || fail "html exited $?"
 grep -q "tracing was paused 2 times" "$T/r.html" || fail "the HTML report lacks the pause warning"
 echo "ok: html warns"
+# The CI outputs say so too, and stay valid for their consumers (tests/ci_formats.py): JUnit as a
+# property of the dump's suite, SARIF as a warning notification of the run.
+"$REPORT" leaks --format junit -o "$T/l.xml" "$dump" || fail "junit exited $?"
+python3 tests/ci_formats.py junit "$T/l.xml" >/dev/null || fail "junit check: $(python3 tests/ci_formats.py junit "$T/l.xml")"
+grep -q '<property name="incomplete" value="tracing was paused 2 times for [0-9.]* s in all' "$T/l.xml" ||
+	fail "the JUnit suite lacks the pause property"
+"$REPORT" leaks --format sarif -o "$T/l.sarif" "$dump" || fail "sarif exited $?"
+python3 tests/ci_formats.py sarif "$T/l.sarif" >/dev/null || fail "sarif check: $(python3 tests/ci_formats.py sarif "$T/l.sarif")"
+expect_eq sarif_notification "$(jget "$T/l.sarif" '[(n["level"], "tracing was paused 2 times" in n["message"]["text"]) for n in j["runs"][0]["invocations"][0]["toolExecutionNotifications"]]')" \
+	"[('warning', True)]"
 # A dump without pauses says nothing of them, and its JSON has no pause keys.
 traced basic "$PROGS/basic" >/dev/null 2>&1
 "$REPORT" summary "$(dump_of basic)" | grep -q "paused" && fail "a dump without pauses mentions them"
