@@ -266,6 +266,18 @@ static int json_result(struct ct_json *j, const struct ct_report_opts *o, const 
 	return 1;
 }
 
+/* A toolExecutionNotification of the run: level ("note", "warning") and text. */
+static void json_notification(struct ct_json *j, const char *level, const char *text)
+{
+	ct_json_obj(j);
+	ct_json_kv_str(j, "level", level);
+	ct_json_key(j, "message");
+	ct_json_obj(j);
+	ct_json_kv_str(j, "text", text);
+	ct_json_obj_end(j);
+	ct_json_obj_end(j);
+}
+
 void ct_sarif_write(FILE *f, const struct ct_report_opts *o, struct ct_model *const *ms, size_t n)
 {
 	struct ct_assessment *a = ct_assess(o, ms, n, NULL);
@@ -360,13 +372,7 @@ void ct_sarif_write(FILE *f, const struct ct_report_opts *o, struct ct_model *co
 			 "and %s not results here (cumtrace-report leaks lists them)",
 			 unplaced, a->n, ct_plural_s(a->n), ct_plural(unplaced, "has", "have"),
 			 ct_plural(unplaced, "is", "are"));
-		ct_json_obj(&j);
-		ct_json_kv_str(&j, "level", "note");
-		ct_json_key(&j, "message");
-		ct_json_obj(&j);
-		ct_json_kv_str(&j, "text", text);
-		ct_json_obj_end(&j);
-		ct_json_obj_end(&j);
+		json_notification(&j, "note", text);
 	}
 	for (size_t d = 0; d < n; d++) { /* a dump that cumtrace_bench_pause left incomplete */
 		if (!ms[d]->pauses)
@@ -374,13 +380,7 @@ void ct_sarif_write(FILE *f, const struct ct_report_opts *o, struct ct_model *co
 		char text[320];
 		snprintf(text, sizeof text, "%s: %s: the data is incomplete",
 			 ms[d]->path ? ms[d]->path : "the dump", ct_pauses_text(ms[d]));
-		ct_json_obj(&j);
-		ct_json_kv_str(&j, "level", "warning");
-		ct_json_key(&j, "message");
-		ct_json_obj(&j);
-		ct_json_kv_str(&j, "text", text);
-		ct_json_obj_end(&j);
-		ct_json_obj_end(&j);
+		json_notification(&j, "warning", text);
 	}
 	ct_json_arr_end(&j);
 	ct_json_obj_end(&j);
