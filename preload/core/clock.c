@@ -11,8 +11,9 @@
  * invariant-TSC bit through lists no nonstop_tsc); on aarch64 the generic
  * timer's virtual count. CUMTRACE_CLOCK=tsc takes the counter wherever it
  * moves; CUMTRACE_CLOCK=monotonic never. Otherwise ticks are
- * CLOCK_MONOTONIC ns already and the conversion is the identity. Reading the counter costs a fraction of a
- * clock_gettime on a paravirtual clock (kvm-clock).
+ * CLOCK_MONOTONIC ns already and the conversion is the identity. Reading the
+ * counter costs a fraction of a clock_gettime on a paravirtual clock
+ * (kvm-clock).
  *
  * The conversion is piecewise linear through calibration points ("knots":
  * ticks and CLOCK_MONOTONIC read together), one added by the writer at the

@@ -146,13 +146,19 @@ def ratio_line(v, base, goals):
         if key not in v:
             continue
         m, lo, hi = median_ci([a / u for a, u in zip(v[key], base)])
-        verdict = ""
-        if goal is not None:
-            verdict = " PASS" if lo >= goal else " FAIL" if hi < goal else " INCONCLUSIVE"
-            fails += verdict != " PASS"
-            verdict += " (goal %.2f)" % goal
-        line += " | %s %.1f: %.3f [%.3f, %.3f]%s" % (key, statistics.median(v[key]), m, lo, hi, verdict)
+        v_ = verdict(lo, hi, goal)
+        fails += bool(v_) and not v_.startswith(" PASS")
+        line += " | %s %.1f: %.3f [%.3f, %.3f]%s" % (key, statistics.median(v[key]), m, lo, hi, v_)
     return line, fails
+
+
+def verdict(lo, hi, goal):
+    """' PASS (goal G)' when the interval [lo, hi] is at or above goal, ' FAIL ...' when below it,
+    ' INCONCLUSIVE ...' otherwise; '' without a goal (None)."""
+    if goal is None:
+        return ""
+    v = "PASS" if lo >= goal else "FAIL" if hi < goal else "INCONCLUSIVE"
+    return " %s (goal %.2f)" % (v, goal)
 
 
 def spread_of(v):

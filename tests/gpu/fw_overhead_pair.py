@@ -47,7 +47,7 @@ import subprocess
 import sys
 
 from fw_overhead import MODEL, MODES, child_env
-from fw_overhead_ab import median_ci
+from fw_overhead_ab import median_ci, verdict
 from host_bench import sites_bench_path
 
 GOALS = {"on": 0.97, "off": 0.99, "history": None}
@@ -140,13 +140,6 @@ print("RESULT " + json.dumps({"steps_per_block": k, "rows": rows}), flush=True)
 
 def ratio(rows, j_paused, j_traced):
     return median_ci([r[j_paused] / r[j_traced] for r in rows])
-
-
-def verdict(lo, hi, goal):
-    if goal is None:
-        return ""
-    v = "PASS" if lo >= goal else "FAIL" if hi < goal else "INCONCLUSIVE"
-    return " %s (goal %.2f)" % (v, goal)
 
 
 def run_one(args, script, mode, key, layer, shim):
