@@ -22,10 +22,12 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -537,8 +539,16 @@ static void rt_spin(void)
 	static _Atomic long spin_ns = -1;
 	long ns = atomic_load_explicit(&spin_ns, memory_order_relaxed);
 	if (ns < 0) {
+		/* digits only, as the driver's knobs: anything else is reported and means 0 */
+		int saved = errno;
 		const char *s = getenv("CUMTRACE_FAKE_SPIN_NS");
-		ns = s ? atol(s) : 0;
+		char *end = NULL;
+		ns = s && *s >= '0' && *s <= '9' ? strtol(s, &end, 10) : 0;
+		if (s && *s && (!end || *end || ns == LONG_MAX)) {
+			fprintf(stderr, "fake libcudart: ignoring CUMTRACE_FAKE_SPIN_NS=%s\n", s);
+			ns = 0;
+		}
+		errno = saved;
 		atomic_store_explicit(&spin_ns, ns, memory_order_relaxed);
 	}
 	if (ns <= 0)
