@@ -7,8 +7,8 @@ block synchronized with the GPU at both ends. A pair's ratio is its paused block
 traced block's (steps/s traced / untraced); the figure is the median of the pairs' ratios with a
 distribution-free 90% confidence interval. The verdict is on the same figure less the spill-over:
 where paused blocks after a traced block ran slower than those after a paused one (the traced
-block's records written meanwhile), that difference is charged back to the traced block of each
-such pair. PASS when the interval's lower end is at or above the goal, FAIL when its upper end is
+block's records written meanwhile, the caches it left cold), that difference is charged once to
+each pair (report() says how). PASS when the interval's lower end is at or above the goal, FAIL when its upper end is
 below, INCONCLUSIVE otherwise (--workload fake: no verdict).
 
 Why: fw_overhead_ab.py's separate processes take turns second by second, and on the H200 host
@@ -180,17 +180,20 @@ def report(label, key, res, goal):
     spread = statistics.median(abs(r[2] / r[0] - m) for r in rows)
     after_t = [r[2] for r in rows if r[4] == 0]
     after_p = [r[2] for r in rows if r[4] == 1]
-    # The spill-over: a traced block's records that its writer writes during the next block slow
-    # that block, a paused one in half the pairs (ABBA), which would make the ratio look better.
-    # S, how much slower the paused blocks after a traced one were, is charged back to the traced
-    # block of each such pair, and the verdict is on that figure.
+    # The spill-over: what a traced block costs the block after it (its records written meanwhile,
+    # the caches it left cold). ABBA gives T P | P T | T P ...: in a pair that begins with its
+    # traced block both blocks follow a traced one and carry it, P + s over T + s; in the other
+    # neither does, and its traced block's own spill falls outside it. S, how much slower the
+    # paused blocks after a traced one were, is charged once in each pair: (P - s) / T in the
+    # first kind, P / (T + s) in the second, and the verdict is on that figure. (Until run 37 the
+    # first kind was charged (P - s) / (T + s), twice, and the second not at all.)
     s = statistics.median(after_t) - statistics.median(after_p) if after_t and after_p else 0.0
     spill = ""
     if after_t and after_p:
         spill = " | paused block after a traced one / after a paused one: %.4f (%d, %d blocks)" % (
             statistics.median(after_t) / statistics.median(after_p), len(after_t), len(after_p))
     s = max(s, 0.0)
-    cm_, clo_, chi_ = median_ci([(r[2] - s) / (r[0] + s) if r[4] == 0 else r[2] / r[0] for r in rows])
+    cm_, clo_, chi_ = median_ci([(r[2] - s) / r[0] if r[4] == 0 else r[2] / (r[0] + s) for r in rows])
     v = verdict(clo_, chi_, goal)
     # what tracing adds to a step, in microseconds: each pair's traced less paused time over its steps
     am, alo, ahi = median_ci([(r[0] - r[2]) / k * 1e6 for r in rows])
