@@ -8,8 +8,8 @@ traced block's (steps/s traced / untraced); the figure is the median of the pair
 distribution-free 90% confidence interval. The verdict is on the same figure less the spill-over:
 where paused blocks after a traced block ran slower than those after a paused one (the traced
 block's records written meanwhile, the caches it left cold), that difference is charged once to
-each pair (report() says how). PASS when the interval's lower end is at or above the goal, FAIL when its upper end is
-below, INCONCLUSIVE otherwise (--workload fake: no verdict).
+each pair (report() says how). PASS when the interval's lower end is at or above the goal, FAIL
+when its upper end is below, INCONCLUSIVE otherwise (--workload fake: no verdict).
 
 Why: fw_overhead_ab.py's separate processes take turns second by second, and on the H200 host
 their untraced chunks alone spread by 17-35% (runs 31, 36): its intervals could not decide a 1%
@@ -186,7 +186,9 @@ def report(label, key, res, goal):
     # neither does, and its traced block's own spill falls outside it. S, how much slower the
     # paused blocks after a traced one were, is charged once in each pair: (P - s) / T in the
     # first kind, P / (T + s) in the second, and the verdict is on that figure. (Until run 37 the
-    # first kind was charged (P - s) / (T + s), twice, and the second not at all.)
+    # first kind was charged (P - s) / (T + s), twice, and the second not at all.) The first pair
+    # is the exception: its traced block follows the warm-up's last block, a paused one, so it is
+    # charged as if it carried s: one pair of the 70-95 a configuration, toward a lower figure.
     s = statistics.median(after_t) - statistics.median(after_p) if after_t and after_p else 0.0
     spill = ""
     if after_t and after_p:
