@@ -582,6 +582,8 @@ typedef int (*ct_py_emit_fn)(void *ctx, const void *rec, uint32_t len);
  * CT_REC_PYSTACK records to emit. 0 when there is none.
  */
 CT_HIDDEN uint32_t ct_py_capture(ct_py_emit_fn emit, void *ctx);
+/* Before the real call of a call that takes stacks: prefetch what ct_py_capture reads first. */
+CT_HIDDEN void ct_py_prefetch(void);
 /* Forget every interned Python string and stack (fork child). */
 CT_HIDDEN void ct_py_reset(void);
 CT_HIDDEN void ct_py_init(void); /* at load: the memo's thread-exit key */

@@ -455,6 +455,8 @@ CT_HOT void ct_call_prefetch(const struct ct_call *call)
 	if (ct_option(CT_OPT_STACK_DEPTH) <= 0)
 		return;
 	ct_stack_cache_prefetch(call->frame);
+	if (call->layer != CT_LAYER_CUPTI)
+		ct_py_prefetch();
 	struct ct_ring *ring = ct_tls.ring;
 	if (ring) {
 		uint64_t head = atomic_load_explicit(&ring->head, memory_order_relaxed);

@@ -203,10 +203,24 @@ __attribute__((no_sanitize_address)) static uint64_t ct_sc_sum(const uint16_t *o
 							       uint64_t base)
 {
 	const volatile uint64_t *w = (const volatile uint64_t *)(uintptr_t)base;
-	uint64_t sum = 0, k = CT_SC_W0;
-	for (int i = 0; i < n; i++, k += CT_SC_WD)
-		sum += w[off[i]] * k;
-	return sum;
+	/* four words a round, four sums and four weights (each advanced by 4 * CT_SC_WD): the
+	 * same total mod 2^64 as one sum in order, in fewer instructions and chains a check */
+	uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+	uint64_t k0 = CT_SC_W0, k1 = k0 + CT_SC_WD, k2 = k1 + CT_SC_WD, k3 = k2 + CT_SC_WD;
+	int i = 0;
+	for (; i + 4 <= n; i += 4) {
+		s0 += w[off[i]] * k0;
+		s1 += w[off[i + 1]] * k1;
+		s2 += w[off[i + 2]] * k2;
+		s3 += w[off[i + 3]] * k3;
+		k0 += 4 * CT_SC_WD;
+		k1 += 4 * CT_SC_WD;
+		k2 += 4 * CT_SC_WD;
+		k3 += 4 * CT_SC_WD;
+	}
+	for (; i < n; i++, k0 += CT_SC_WD)
+		s0 += w[off[i]] * k0;
+	return s0 + s1 + s2 + s3;
 }
 
 /* ---- the thread's stack: bounds from /proc/self/maps -------------------------------- */
@@ -567,6 +581,7 @@ CT_HOT void ct_stack_cache_prefetch(const void *frame)
 		const char *e = (const char *)ct_sc_entry(sc, set, way);
 		__builtin_prefetch(e, 0, 3);	  /* the key */
 		__builtin_prefetch(e + 64, 0, 3); /* the first checks */
+		__builtin_prefetch(e + 128, 0, 3); /* the rest of a 32-frame stack's */
 	}
 }
 
