@@ -35,9 +35,9 @@ expect_eq "batch: an unknown step" "$(sed -n 5p "$T/batch.txt")" "batch: unknown
 expect_eq "batch: hostbench" "$(sed -n 6p "$T/batch.txt")" \
 	"hostbench 120: python3 $ROOT/tests/gpu/host_bench.py --kit $kit --reps 4"
 expect_eq "batch: overhead-pair@async,default" "$(sed -n 7p "$T/batch.txt")" \
-	"overhead-pair_async_default 300: python3 $ROOT/tests/gpu/fw_overhead_pair.py --kit $kit --out /tmp/overhead-pair --modes async,default --history --layers off,on --seconds 30"
+	"overhead-pair_async_default 300: python3 $ROOT/tests/gpu/fw_overhead_pair.py --kit $kit --out /tmp/overhead-pair --modes async,default --history --layers off,on --seconds 30 --processes 1"
 expect_eq "batch: overhead-pair@fake" "$(sed -n 8p "$T/batch.txt")" \
-	"overhead-pair_fake 100: python3 $ROOT/tests/gpu/fw_overhead_pair.py --kit $kit --out /tmp/overhead-pair --workload fake --pages 0 --layers off,on --seconds 30"
+	"overhead-pair_fake 100: python3 $ROOT/tests/gpu/fw_overhead_pair.py --kit $kit --out /tmp/overhead-pair --workload fake --pages 0 --layers off,on --seconds 30 --processes 1"
 # scripts/gpu-variants.sh: bad usage is one line and exit 2, before anything is built.
 for args in "" "kit=HEAD" "a/b=HEAD" "=HEAD" "name"; do
 	set +e
@@ -74,6 +74,30 @@ expect_eq "pair fake: exit status" "$rc" 0
 for b in kit again; do
 	expect_eq "pair fake: $b's line" "$(grep -cE "^fake $b off +[0-9]+ pairs of [0-9]+-step blocks, untraced [0-9.]+ steps/s: traced/untraced [0-9.]+ \[[0-9.]+, [0-9.]+\], less the spill-over [0-9.]+ \[[0-9.]+, [0-9.]+\] \| added" "$T/pair.txt")" 1
 done
+# Two processes of each configuration, in rounds that start one configuration later: a line per
+# process (#1, #2), the second round starting with the variant, and one line per configuration
+# over its processes, whose figures are those of its two lines.
+set +e
+python3 "$ROOT/tests/gpu/fw_overhead_pair.py" --kit "$kit" --out "$T/pairn" --workload fake --variants \
+	--layers off --seconds 0.5 --warmup-seconds 0.1 --block-seconds 0.02 --processes 2 >"$T/pairn.txt" 2>&1
+rc=$?
+set -e
+cat "$T/pairn.txt"
+expect_eq "pair fake x2: exit status" "$rc" 0
+expect_eq "pair fake x2: the processes' order" \
+	"$(sed -n 's/^\(fake [a-z]* off #[12]\) *[0-9]* pairs .*/\1/p' "$T/pairn.txt" | tr '\n' ,)" \
+	"fake kit off #1,fake again off #1,fake again off #2,fake kit off #2,"
+for b in kit again; do
+	each=$(sed -n "s/^fake $b off #[12] .*traced\/untraced \([0-9.]*\) \[.*less the spill-over \([0-9.]*\) \[.*/\1\/\2/p" "$T/pairn.txt" | tr '\n' ' ')
+	expect_eq "pair fake x2: $b's line over its processes" \
+		"$(grep -cE "^fake $b off +over 2 processes \(50% interval\): traced/untraced [0-9.]+ \[[0-9.]+, [0-9.]+\], less the spill-over [0-9.]+ \[[0-9.]+, [0-9.]+\] \| each process: $each\| added per step" "$T/pairn.txt")" 1
+done
+set +e
+python3 "$ROOT/tests/gpu/fw_overhead_pair.py" --kit "$kit" --out "$T/pairbad" --processes 0 >"$T/pairbad.out" 2>"$T/pairbad.err"
+rc=$?
+set -e
+expect_eq "pair: --processes 0 exit status" "$rc" 2
+expect_eq "pair: --processes 0 message" "$(cat "$T/pairbad.err")" "fw_overhead_pair: --processes must be 1 or more, not 0"
 # Bad usage: one line, exit 2.
 set +e
 python3 "$ROOT/tests/gpu/fw_overhead_pair.py" --kit "$kit" --out "$T/pairbad" --modes bogus >"$T/pairbad.out" 2>"$T/pairbad.err"

@@ -27,6 +27,8 @@
 #                       taking turns (cumtrace_bench_pause), per configuration: layer off and on
 #                       (PAIR_LAYERS), PAIR_S seconds each (default 30), with PAIR_VARIANTS=1 each
 #                       KIT/variants/NAME.so too, and torch's history toggled the same way;
+#                       PAIR_N processes per configuration (default 1), in rounds, with a
+#                       last line per configuration over its processes;
 #                       overhead-pair@MODES: those modes (default async); @fake: the fake
 #                       runtime's 18-place loop on the CPU alone (PAIR_PAGES)
 #   behaviour           tests/gpu/behaviour.sh (the shim never changes the program)
@@ -117,7 +119,7 @@ for arg in "$@"; do
 		[ "$modes" = fake ] && work=(--workload fake --pages "${PAIR_PAGES:-0}")
 		step "$(echo "$name" | tr "@," "__")" "$secs" python3 "$ROOT/tests/gpu/fw_overhead_pair.py" --kit "$KIT" \
 			--out /tmp/overhead-pair "${work[@]}" --layers "${PAIR_LAYERS:-off,on}" \
-			--seconds "${PAIR_S:-30}" $([ "${PAIR_VARIANTS:-0}" = 1 ] && echo --variants) \
+			--seconds "${PAIR_S:-30}" --processes "${PAIR_N:-1}" $([ "${PAIR_VARIANTS:-0}" = 1 ] && echo --variants) \
 			${OVH_CPUS:+--cpus "$OVH_CPUS"} ;;
 	cost*)
 		mode=default

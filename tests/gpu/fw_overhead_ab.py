@@ -209,11 +209,9 @@ def main():
     return 1 if fails else 0
 
 
-def median_ci(xs, level=0.90):
-    """The median of xs and a distribution-free confidence interval of it: the order statistics
-    x(k) and x(n+1-k), k the largest rank with P(Binomial(n, 1/2) < k) <= (1 - level) / 2."""
-    xs = sorted(xs)
-    n = len(xs)
+def ci_rank(n, level=0.90):
+    """median_ci's rank k for n values (at least 1) and the confidence its interval then has:
+    1 - 2 P(Binomial(n, 1/2) < k), below level when n is too small for it (fewer than 5 at 90%)."""
     k, cum = 0, 0.0
     while k < n:
         p = math.comb(n, k) / 2.0 ** n
@@ -221,7 +219,17 @@ def median_ci(xs, level=0.90):
             break
         cum += p
         k += 1
-    k = max(k, 1)
+    if k == 0:
+        return 1, 1 - 2 / 2.0 ** n
+    return k, 1 - 2 * cum
+
+
+def median_ci(xs, level=0.90):
+    """The median of xs and a distribution-free confidence interval of it: the order statistics
+    x(k) and x(n+1-k), k the largest rank with P(Binomial(n, 1/2) < k) <= (1 - level) / 2."""
+    xs = sorted(xs)
+    n = len(xs)
+    k = ci_rank(n, level)[0]
     return statistics.median(xs), xs[k - 1], xs[n - k]
 
 
