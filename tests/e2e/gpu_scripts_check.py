@@ -97,7 +97,8 @@ def main():
         if re.search(r"^async history", text, re.M):
             fail("torch's history in the cudaMallocAsync mode, which refuses it", text)
         if len(re.findall(r"^\S+ \S+( \S+)? +steps per CPU second traced/untraced: main thread %s, process "
-                          r"\(every thread, the writer's too\) %s$" % (ratio, ratio), text, re.M)) != 5:
+                          r"\(every thread, the writer's too\) %s(, steady blocks %s \(\d+\))?$"
+                          % (ratio, ratio, ratio), text, re.M)) != 5:
             fail("not five CPU lines", text)
         if len(re.findall(r"^async kit on: torch's allocator gives the framework layer nothing to attach to", text,
                           re.M)) != 1:

@@ -73,6 +73,12 @@ cat "$T/pair.txt"
 expect_eq "pair fake: exit status" "$rc" 0
 for b in kit again; do
 	expect_eq "pair fake: $b's line" "$(grep -cE "^fake $b off +[0-9]+ pairs of [0-9]+-step blocks, untraced [0-9.]+ steps/s: traced/untraced [0-9.]+ \[[0-9.]+, [0-9.]+\], less the spill-over [0-9.]+ \[[0-9.]+, [0-9.]+\] \| added" "$T/pair.txt")" 1
+	# the steady blocks' diagnostic: one traced block after a traced one for every two pairs
+	# or so, the first and last pairs aside
+	npairs=$(sed -n "s/^fake $b off *\([0-9]*\) pairs .*/\1/p" "$T/pair.txt")
+	nsteady=$(sed -n "s/^fake $b off *steps per CPU second.*, steady blocks [0-9.]* \[[0-9.]*, [0-9.]*\] (\([0-9]*\))$/\1/p" "$T/pair.txt")
+	expect_eq "pair fake: $b's steady blocks, about half the pairs" \
+		"$([ -n "$nsteady" ] && [ $((2 * nsteady)) -ge $((npairs - 3)) ] && [ $((2 * nsteady)) -le "$npairs" ] && echo yes)" yes
 done
 # Two processes of each configuration, in rounds that start one configuration later: a line per
 # process (#1, #2), the second round starting with the variant, and one line per configuration

@@ -175,6 +175,17 @@ def run_one(args, script, mode, key, layer, shim):
     raise RuntimeError("exit %d: %s" % (p.returncode, p.stderr[-400:].strip()))
 
 
+def steady_blocks(rows):
+    """A diagnostic beside the verdict, with no charge: each traced block that follows a traced one
+    (a TP pair after a PT pair) over the mean of the neighbouring paused blocks that follow a paused
+    one (those PT pairs' first blocks): what runs traced and untraced throughout would time, a
+    linear drift cancelled. Half the blocks, two apart: about twice a pair's interval. Its median,
+    interval and count, None with too few."""
+    xs = [(rows[j - 1][2] + rows[j + 1][2]) / 2 / rows[j][0] for j in range(1, len(rows) - 1)
+          if rows[j][4] == 0 and rows[j - 1][4] == 1 and rows[j + 1][4] == 1]
+    return median_ci(xs) + (len(xs),) if xs else None
+
+
 def report(label, key, res, goal):
     """The configuration's lines and the number of verdicts other than PASS (goal None: none)."""
     rows, k = res["rows"], res["steps_per_block"]
@@ -207,8 +218,10 @@ def report(label, key, res, goal):
           % (label, len(rows), k, untraced, m, lo, hi, cm_, clo_, chi_, v, am, alo, ahi, spread, spill), flush=True)
     cm, clo, chi = ratio(rows, 3, 1)
     pm, plo, phi = ratio(rows, 6, 5)
+    sm = steady_blocks(rows)
+    steady = (", steady blocks %.4f [%.4f, %.4f] (%d)" % sm) if sm else ""
     print("%-22s steps per CPU second traced/untraced: main thread %.4f [%.4f, %.4f], process (every thread, the"
-          " writer's too) %.4f [%.4f, %.4f]" % (label, cm, clo, chi, pm, plo, phi), flush=True)
+          " writer's too) %.4f [%.4f, %.4f]%s" % (label, cm, clo, chi, pm, plo, phi, steady), flush=True)
     print("RAW %s %s" % (label.replace(" ", "/"), json.dumps(res)), flush=True)
     return {"fail": 0 if not v or " PASS" in v else 1, "ratio": m, "charged": cm_, "added_us": am}
 
