@@ -186,8 +186,14 @@ def steady_blocks(rows):
     return median_ci(xs) + (len(xs),) if xs else None
 
 
+def unmet(v):
+    """1 for a verdict other than PASS, 0 for PASS or none (no goal)."""
+    return 0 if not v or " PASS" in v else 1
+
+
 def report(label, key, res, goal):
-    """The configuration's lines and the number of verdicts other than PASS (goal None: none)."""
+    """One process's lines; its figures: the pairs' median, that less the spill-over, the time added
+    a step, and whether its verdict was other than PASS (goal None: no verdict)."""
     rows, k = res["rows"], res["steps_per_block"]
     m, lo, hi = ratio(rows, 2, 0)
     untraced = statistics.median(k / r[2] for r in rows)
@@ -223,7 +229,7 @@ def report(label, key, res, goal):
     print("%-22s steps per CPU second traced/untraced: main thread %.4f [%.4f, %.4f], process (every thread, the"
           " writer's too) %.4f [%.4f, %.4f]%s" % (label, cm, clo, chi, pm, plo, phi, steady), flush=True)
     print("RAW %s %s" % (label.replace(" ", "/"), json.dumps(res)), flush=True)
-    return {"fail": 0 if not v or " PASS" in v else 1, "ratio": m, "charged": cm_, "added_us": am}
+    return {"fail": unmet(v), "ratio": m, "charged": cm_, "added_us": am}
 
 
 def report_pooled(label, figs, goal):
@@ -243,7 +249,7 @@ def report_pooled(label, figs, goal):
           % (label, len(figs), 100 * ci_rank(len(figs))[1], m, lo, hi, cm, clo, chi, v,
              " ".join("%.4f/%.4f" % (a, b) for a, b in zip(raw, ch)),
              statistics.median(f["added_us"] for f in figs)), flush=True)
-    return 0 if not v or " PASS" in v else 1
+    return unmet(v)
 
 
 def main():
