@@ -98,6 +98,48 @@ for b in kit again; do
 	expect_eq "pair fake x2: $b's line over its processes" \
 		"$(grep -cE "^fake $b off +over 2 processes \(50% interval\): traced/untraced [0-9.]+ \[[0-9.]+, [0-9.]+\], less the spill-over [0-9.]+ \[[0-9.]+, [0-9.]+\] \| each process: $each\| added per step" "$T/pairn.txt")" 1
 done
+# --pool: the recorded RAW lines pooled again, with no run: the two kit processes above give the
+# figures of the run's own line over them (same each-process list, same medians and interval).
+set +e
+python3 "$ROOT/tests/gpu/fw_overhead_pair.py" --pool ':fake/kit/off/' "$T/pairn.txt" >"$T/pool.txt" 2>&1
+rc=$?
+set -e
+cat "$T/pool.txt"
+expect_eq "pool: exit status (fake: no verdict)" "$rc" 0
+expect_eq "pool: the run's line over its processes, again" \
+	"$(sed -n 's/^pooled *\(over 2 processes.*\)/\1/p' "$T/pool.txt")" \
+	"$(sed -n 's/^fake kit off *\(over 2 processes.*\)/\1/p' "$T/pairn.txt")"
+expect_eq "pool: a line per process, named by file and line" \
+	"$(grep -cE '^pairn\.txt:[0-9]+ fake/kit/off/#[12] +[0-9]+ pairs of' "$T/pool.txt")" 2
+# Run 39's eight cudaMallocAsync layer-off processes of one shim build (docs/gpu-results.md):
+# recorded 0.9882 [0.9860, 0.9959], 93% interval, undecided at the goal 0.99.
+R39=$ROOT/docs/gpu-runs/2026-12-05-run39
+set +e
+python3 "$ROOT/tests/gpu/fw_overhead_pair.py" --pool '(c1|c2|c4).*:async/(kit|r[2-5])/off|c3.*:async/new/off' \
+	"$R39"-c*-overhead-pair-async*.txt >"$T/pool39.txt" 2>&1
+rc=$?
+set -e
+expect_eq "pool: run 39's cudaMallocAsync layer off, exit status (undecided)" "$rc" 1
+expect_eq "pool: run 39's cudaMallocAsync layer off, figure" \
+	"$(sed -n 's/^pooled *over \(8 processes (93% interval): traced\/untraced [0-9.]* \[[0-9.]*, [0-9.]*\]\).*INCONCLUSIVE (goal 0.99).*/\1/p' "$T/pool39.txt")" \
+	"8 processes (93% interval): traced/untraced 0.9882 [0.9860, 0.9959]"
+# --pool's bad usage: one line, exit 2 (nothing matched; keys mixed; a RAW line it did not write).
+printf 'RAW async/kit/off {"rows": 3}\n' >"$T/badraw.txt"
+for c in "nomatch|--pool ^zzz $T/pairn.txt|fw_overhead_pair: --pool: no RAW line's FILE:LABEL matches '^zzz' in the 1 files" \
+	"mixed|--pool nocache/kit/o $R39-c2-overhead-pair-expandable-nocache.txt|fw_overhead_pair: --pool: the matched labels mix keys (off, on): pool one of off, on, history" \
+	"badraw|--pool async $T/badraw.txt|fw_overhead_pair: $T/badraw.txt:1: a RAW line this script did not write (async/kit/off)" \
+	"nofile|--pool x $T/absent.txt|fw_overhead_pair: $T/absent.txt: No such file or directory" \
+	"files without pool|--kit $kit --out $T/pairbad $T/pairn.txt|fw_overhead_pair: give --kit and --out (or --pool REGEX FILE...), and no files without --pool"; do
+	name=${c%%|*}
+	rest=${c#*|}
+	set +e
+	# shellcheck disable=SC2086
+	python3 "$ROOT/tests/gpu/fw_overhead_pair.py" ${rest%%|*} >"$T/pairbad.out" 2>"$T/pairbad.err"
+	rc=$?
+	set -e
+	expect_eq "pool: $name, exit status" "$rc" 2
+	expect_eq "pool: $name, message" "$(cat "$T/pairbad.err")" "${rest#*|}"
+done
 set +e
 python3 "$ROOT/tests/gpu/fw_overhead_pair.py" --kit "$kit" --out "$T/pairbad" --processes 0 >"$T/pairbad.out" 2>"$T/pairbad.err"
 rc=$?

@@ -39,12 +39,17 @@ usage: python3 tests/gpu/fw_overhead_pair.py --kit gpu-kit --out DIR [--modes as
 With --processes N each configuration runs in N processes, in rounds that take the configurations
 in turn, each round starting one configuration later; a last line per configuration takes the N
 processes' figures as the units (report_pooled), and the verdicts are on those lines.
+       python3 tests/gpu/fw_overhead_pair.py --pool REGEX FILE...
+--pool runs nothing: it reads the RAW lines of recorded outputs, takes those whose "FILE:LABEL"
+matches REGEX (the same shim build, from several calls or days) and gives their lines and one line
+over them all, as --processes does within a run.
 Goals (issue 16): on / untraced >= 0.97, off / untraced >= 0.99.
 """
 import argparse
 import glob
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -191,9 +196,10 @@ def unmet(v):
     return 0 if not v or " PASS" in v else 1
 
 
-def report(label, key, res, goal):
-    """One process's lines; its figures: the pairs' median, that less the spill-over, the time added
-    a step, and whether its verdict was other than PASS (goal None: no verdict)."""
+def figures(res):
+    """One process's recorded blocks (its RESULT, or a RAW line's JSON) reduced to what report()
+    prints and report_pooled() takes: the pairs' median and interval, the same less the spill-over
+    and the spill-over's inputs, the time added a step, the untraced rate and the pairs' spread."""
     rows, k = res["rows"], res["steps_per_block"]
     m, lo, hi = ratio(rows, 2, 0)
     untraced = statistics.median(k / r[2] for r in rows)
@@ -210,25 +216,35 @@ def report(label, key, res, goal):
     # is the exception: its traced block follows the warm-up's last block, a paused one, so it is
     # charged as if it carried s: one pair of the 70-95 a configuration, toward a lower figure.
     s = statistics.median(after_t) - statistics.median(after_p) if after_t and after_p else 0.0
-    spill = ""
-    if after_t and after_p:
-        spill = " | paused block after a traced one / after a paused one: %.4f (%d, %d blocks)" % (
-            statistics.median(after_t) / statistics.median(after_p), len(after_t), len(after_p))
     s = max(s, 0.0)
-    cm_, clo_, chi_ = median_ci([(r[2] - s) / r[0] if r[4] == 0 else r[2] / (r[0] + s) for r in rows])
-    v = verdict(clo_, chi_, goal)
+    charged = median_ci([(r[2] - s) / r[0] if r[4] == 0 else r[2] / (r[0] + s) for r in rows])
     # what tracing adds to a step, in microseconds: each pair's traced less paused time over its steps
-    am, alo, ahi = median_ci([(r[0] - r[2]) / k * 1e6 for r in rows])
+    added = median_ci([(r[0] - r[2]) / k * 1e6 for r in rows])
+    spill = (statistics.median(after_t) / statistics.median(after_p), len(after_t), len(after_p)) \
+        if after_t and after_p else None
+    return {"pairs": len(rows), "k": k, "untraced": untraced, "raw": (m, lo, hi), "charged": charged,
+            "added": added, "spread": spread, "spill": spill}
+
+
+def report(label, res, goal):
+    """One process's lines; its figures: the pairs' median, that less the spill-over, the time added
+    a step, and whether its verdict was other than PASS (goal None: no verdict)."""
+    rows = res["rows"]
+    f = figures(res)
+    (m, lo, hi), (cm_, clo_, chi_), (am, alo, ahi) = f["raw"], f["charged"], f["added"]
+    v = verdict(clo_, chi_, goal)
+    spill = (" | paused block after a traced one / after a paused one: %.4f (%d, %d blocks)" % f["spill"]
+             if f["spill"] else "")
     print("%-22s %d pairs of %d-step blocks, untraced %.1f steps/s: traced/untraced %.4f [%.4f, %.4f], less the"
           " spill-over %.4f [%.4f, %.4f]%s | added per step %.2f us [%.2f, %.2f] | pairs' median deviation %.4f%s"
-          % (label, len(rows), k, untraced, m, lo, hi, cm_, clo_, chi_, v, am, alo, ahi, spread, spill), flush=True)
+          % (label, f["pairs"], f["k"], f["untraced"], m, lo, hi, cm_, clo_, chi_, v, am, alo, ahi, f["spread"],
+             spill), flush=True)
     cm, clo, chi = ratio(rows, 3, 1)
     pm, plo, phi = ratio(rows, 6, 5)
     sm = steady_blocks(rows)
     steady = (", steady blocks %.4f [%.4f, %.4f] (%d)" % sm) if sm else ""
     print("%-22s steps per CPU second traced/untraced: main thread %.4f [%.4f, %.4f], process (every thread, the"
           " writer's too) %.4f [%.4f, %.4f]%s" % (label, cm, clo, chi, pm, plo, phi, steady), flush=True)
-    print("RAW %s %s" % (label.replace(" ", "/"), json.dumps(res)), flush=True)
     return {"fail": unmet(v), "ratio": m, "charged": cm_, "added_us": am}
 
 
@@ -252,10 +268,62 @@ def report_pooled(label, figs, goal):
     return unmet(v)
 
 
+def pool(regex, files):
+    """--pool: no run. Every RAW line (one process's recorded blocks) in the files whose
+    "FILE:LABEL" (the file's base name, a colon, the line's label: mode/build/key, and /#N with
+    --processes) regex matches (re.search) is reported again and the lot pooled as
+    one configuration's processes (report_pooled): runs of the same shim build on other days or in
+    other calls become one figure. Which labels are the same build is the caller's to say (a
+    variant copied under another name, a kit with its shims swapped); the labels must share their
+    key (off, on or history), whose goal the verdict takes (none for the fake workload)."""
+    try:
+        rx = re.compile(regex)
+    except re.error as e:
+        print("fw_overhead_pair: --pool: bad regular expression %r: %s" % (regex, e), file=sys.stderr)
+        return 2
+    if not files:
+        print("fw_overhead_pair: --pool needs the files to read", file=sys.stderr)
+        return 2
+    got, keys, fake = [], set(), False
+    for path in files:
+        try:
+            lines = open(path, encoding="utf-8", errors="replace").read().splitlines()
+        except OSError as e:
+            print("fw_overhead_pair: %s: %s" % (path, e.strerror), file=sys.stderr)
+            return 2
+        for n, line in enumerate(lines, 1):
+            parts = line.split(" ", 2)
+            if len(parts) < 3 or parts[0] != "RAW" or not rx.search(os.path.basename(path) + ":" + parts[1]):
+                continue
+            try:
+                res = json.loads(parts[2])
+                res["rows"], res["steps_per_block"]  # a RAW line of this script: both there
+            except (ValueError, KeyError, TypeError):
+                print("fw_overhead_pair: %s:%d: a RAW line this script did not write (%s)" % (path, n, parts[1]),
+                      file=sys.stderr)
+                return 2
+            comps = [c for c in parts[1].split("/") if not c.startswith("#")]
+            keys.add(comps[-1])
+            fake = fake or comps[0] == "fake"
+            got.append(("%s:%d %s" % (os.path.basename(path), n, parts[1]), res))
+    if not got:
+        print("fw_overhead_pair: --pool: no RAW line's FILE:LABEL matches %r in the %d files" % (regex, len(files)),
+              file=sys.stderr)
+        return 2
+    if len(keys) > 1 or not keys <= set(GOALS):
+        print("fw_overhead_pair: --pool: the matched labels mix keys (%s): pool one of off, on, history"
+              % ", ".join(sorted(keys)), file=sys.stderr)
+        return 2
+    goal = None if fake else GOALS[keys.pop()]  # the fake workload: no verdict, as in a run
+    print("pool: %d processes whose FILE:LABEL matches %r, from %d files" % (len(got), regex, len(files)), flush=True)
+    figs = [report(label, res, goal) for label, res in got]
+    return report_pooled("pooled", figs, goal)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--kit", required=True)
-    ap.add_argument("--out", required=True)
+    ap.add_argument("--kit")
+    ap.add_argument("--out")
     ap.add_argument("--modes", default="async")
     ap.add_argument("--layers", default="off,on")
     ap.add_argument("--variants", action="store_true", help="also each KIT/variants/NAME.so")
@@ -268,7 +336,16 @@ def main():
     ap.add_argument("--pages", type=int, default=0, help="fake workload: pages touched between calls")
     ap.add_argument("--processes", type=int, default=1,
                     help="processes per configuration, in rounds that each start one configuration later")
+    ap.add_argument("--pool", metavar="REGEX",
+                    help="no run: pool the RAW lines in the FILEs given (recorded outputs) whose FILE:LABEL matches REGEX")
+    ap.add_argument("files", nargs="*", metavar="FILE")
     args = ap.parse_args()
+    if args.pool is not None:
+        return pool(args.pool, args.files)
+    if args.files or not args.kit or not args.out:
+        print("fw_overhead_pair: give --kit and --out (or --pool REGEX FILE...), and no files without --pool",
+              file=sys.stderr)
+        return 2
     kit = os.path.abspath(args.kit)
     shims = [("kit", os.path.join(kit, "libcumtrace.so"))]
     if args.variants:
@@ -318,7 +395,8 @@ def main():
                 if r == 0 and mode in ("async", "nocache") and key == "on":
                     print("%s: torch's allocator gives the framework layer nothing to attach to in this mode (each"
                           " tensor is a CUDA call): the same recording as off" % label, flush=True)
-                got = report(tag, key, res, goal)
+                got = report(tag, res, goal)
+                print("RAW %s %s" % (tag.replace(" ", "/"), json.dumps(res)), flush=True)
                 figs.setdefault(label, (goal, []))[1].append(got)
                 if args.processes == 1:
                     fails += got["fail"]
