@@ -35,7 +35,7 @@ expect_eq "batch: an unknown step" "$(sed -n 5p "$T/batch.txt")" "batch: unknown
 expect_eq "batch: hostbench" "$(sed -n 6p "$T/batch.txt")" \
 	"hostbench 120: python3 $ROOT/tests/gpu/host_bench.py --kit $kit --reps 4"
 expect_eq "batch: overhead-pair@async,default" "$(sed -n 7p "$T/batch.txt")" \
-	"overhead-pair_async_default 300: python3 $ROOT/tests/gpu/fw_overhead_pair.py --kit $kit --out /tmp/overhead-pair --modes async,default --history --layers off,on --seconds 30 --processes 1"
+	"overhead-pair_async_default 300: python3 $ROOT/tests/gpu/fw_overhead_pair.py --kit $kit --out /tmp/overhead-pair --modes async,default --history --model mlp4096 --layers off,on --seconds 30 --processes 1"
 expect_eq "batch: overhead-pair@fake" "$(sed -n 8p "$T/batch.txt")" \
 	"overhead-pair_fake 100: python3 $ROOT/tests/gpu/fw_overhead_pair.py --kit $kit --out /tmp/overhead-pair --workload fake --pages 0 --layers off,on --seconds 30 --processes 1"
 # scripts/gpu-variants.sh: bad usage is one line and exit 2, before anything is built.

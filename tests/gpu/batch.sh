@@ -28,7 +28,8 @@
 #                       (PAIR_LAYERS), PAIR_S seconds each (default 30), with PAIR_VARIANTS=1 each
 #                       KIT/variants/NAME.so too, and torch's history toggled the same way;
 #                       PAIR_N processes per configuration (default 1), in rounds, with a
-#                       last line per configuration over its processes;
+#                       last line per configuration over its processes; PAIR_MODEL: the
+#                       training loop, mlp4096 (default) or mlp2048 (bound by launches);
 #                       overhead-pair@MODES: those modes (default async); @fake: the fake
 #                       runtime's 18-place loop on the CPU alone (PAIR_PAGES)
 #   behaviour           tests/gpu/behaviour.sh (the shim never changes the program)
@@ -115,7 +116,7 @@ for arg in "$@"; do
 		# 18-place loop on the CPU alone (PAIR_PAGES pages touched between calls, default 0)
 		modes=async
 		case $name in *@*) modes=${name#*@} ;; esac
-		work=(--modes "$modes" --history)
+		work=(--modes "$modes" --history --model "${PAIR_MODEL:-mlp4096}")
 		[ "$modes" = fake ] && work=(--workload fake --pages "${PAIR_PAGES:-0}")
 		step "$(echo "$name" | tr "@," "__")" "$secs" python3 "$ROOT/tests/gpu/fw_overhead_pair.py" --kit "$KIT" \
 			--out /tmp/overhead-pair "${work[@]}" --layers "${PAIR_LAYERS:-off,on}" \

@@ -36,6 +36,7 @@ a CPU alone).
 usage: python3 tests/gpu/fw_overhead_pair.py --kit gpu-kit --out DIR [--modes async,...]
            [--layers off,on] [--variants] [--seconds 30] [--block-seconds 0.1]
            [--warmup-seconds 3] [--cpus LIST] [--workload torch|fake] [--pages N] [--processes N]
+           [--model mlp4096|mlp2048]
 With --processes N each configuration runs in N processes, in rounds that take the configurations
 in turn, each round starting one configuration later; a last line per configuration takes the N
 processes' figures as the units (report_pooled), and the verdicts are on those lines.
@@ -84,7 +85,7 @@ else:
 
 CHILD_TORCH = r'''
 import torch
-model_name = "mlp4096"
+model_name = os.environ["PAIR_MODEL"]
 ''' + MODEL + r'''
 sync = torch.cuda.synchronize
 '''
@@ -166,6 +167,7 @@ def run_one(args, script, mode, key, layer, shim):
         if key != "history":
             env["LD_PRELOAD"] = shim
     env["PAIR_HISTORY"] = "1" if key == "history" else "0"
+    env["PAIR_MODEL"] = args.model
     cmd = [sys.executable, script, str(args.seconds), str(args.block_seconds), str(args.warmup_seconds),
            args.workload]
     if args.cpus:
@@ -333,6 +335,8 @@ def main():
     ap.add_argument("--warmup-seconds", type=float, default=3.0)
     ap.add_argument("--cpus", default="")
     ap.add_argument("--workload", choices=("torch", "fake"), default="torch")
+    ap.add_argument("--model", choices=("mlp4096", "mlp2048"), default="mlp4096",
+                    help="the torch workload's loop (fw_overhead.py's MODEL): mlp2048 is bound by kernel launches")
     ap.add_argument("--pages", type=int, default=0, help="fake workload: pages touched between calls")
     ap.add_argument("--processes", type=int, default=1,
                     help="processes per configuration, in rounds that each start one configuration later")
@@ -369,6 +373,8 @@ def main():
     script = os.path.join(args.out, "overhead_pair_child.py")
     body = CHILD_TORCH if args.workload == "torch" else CHILD_FAKE
     open(script, "w").write(CHILD_HEAD + body + CHILD_TAIL)
+    if args.workload == "torch":
+        print("training loop: %s" % args.model, flush=True)
     print("per configuration: one process, blocks of K steps (about %.2f s) traced and paused in turns (ABBA),"
           " %.0f s after %.0f s of warm-up; steps/s traced/untraced = the median pair's paused time over its"
           " traced time [90%% interval]" % (args.block_seconds, args.seconds, args.warmup_seconds), flush=True)
