@@ -8,6 +8,16 @@ command -v python3 >/dev/null || { echo "python3 not found"; exit 77; }
 case ${SANITIZE:-} in
 *address* | *thread*) echo "the scripts preload the kit's shim alone (no sanitizer runtime)"; exit 77 ;;
 esac
+# run_to FILE CMD...: CMD's output (both streams) in FILE, shown; its exit status in rc.
+run_to() {
+	out=$1
+	shift
+	set +e
+	"$@" >"$out" 2>&1
+	rc=$?
+	set -e
+	cat "$out"
+}
 kit=$T/kit
 mkdir -p "$kit/lib"
 ln -s "$SHIM" "$kit/libcumtrace.so"
@@ -64,12 +74,8 @@ for b in kit again; do
 done
 # fw_overhead_pair.py's fake workload (the 18-place loop, no torch) for the kit's shim and the
 # variant: one line each, no verdict (the goals are the training loop's).
-set +e
-python3 "$ROOT/tests/gpu/fw_overhead_pair.py" --kit "$kit" --out "$T/pairfake" --workload fake --variants \
-	--layers off --seconds 1 --warmup-seconds 0.2 --block-seconds 0.02 >"$T/pair.txt" 2>&1
-rc=$?
-set -e
-cat "$T/pair.txt"
+run_to "$T/pair.txt" python3 "$ROOT/tests/gpu/fw_overhead_pair.py" --kit "$kit" --out "$T/pairfake" --workload fake --variants \
+	--layers off --seconds 1 --warmup-seconds 0.2 --block-seconds 0.02
 expect_eq "pair fake: exit status" "$rc" 0
 for b in kit again; do
 	expect_eq "pair fake: $b's line" "$(grep -cE "^fake $b off +[0-9]+ pairs of [0-9]+-step blocks, untraced [0-9.]+ steps/s: traced/untraced [0-9.]+ \[[0-9.]+, [0-9.]+\], less the spill-over [0-9.]+ \[[0-9.]+, [0-9.]+\] \| added" "$T/pair.txt")" 1
@@ -83,12 +89,8 @@ done
 # Two processes of each configuration, in rounds that start one configuration later: a line per
 # process (#1, #2), the second round starting with the variant, and one line per configuration
 # over its processes, whose figures are those of its two lines.
-set +e
-python3 "$ROOT/tests/gpu/fw_overhead_pair.py" --kit "$kit" --out "$T/pairn" --workload fake --variants \
-	--layers off --seconds 0.5 --warmup-seconds 0.1 --block-seconds 0.02 --processes 2 >"$T/pairn.txt" 2>&1
-rc=$?
-set -e
-cat "$T/pairn.txt"
+run_to "$T/pairn.txt" python3 "$ROOT/tests/gpu/fw_overhead_pair.py" --kit "$kit" --out "$T/pairn" --workload fake --variants \
+	--layers off --seconds 0.5 --warmup-seconds 0.1 --block-seconds 0.02 --processes 2
 expect_eq "pair fake x2: exit status" "$rc" 0
 expect_eq "pair fake x2: the processes' order" \
 	"$(sed -n 's/^\(fake [a-z]* off #[12]\) *[0-9]* pairs .*/\1/p' "$T/pairn.txt" | tr '\n' ,)" \
@@ -100,11 +102,7 @@ for b in kit again; do
 done
 # --pool: the recorded RAW lines pooled again, with no run: the two kit processes above give the
 # figures of the run's own line over them (same each-process list, same medians and interval).
-set +e
-python3 "$ROOT/tests/gpu/fw_overhead_pair.py" --pool ':fake/kit/off/' "$T/pairn.txt" >"$T/pool.txt" 2>&1
-rc=$?
-set -e
-cat "$T/pool.txt"
+run_to "$T/pool.txt" python3 "$ROOT/tests/gpu/fw_overhead_pair.py" --pool ':fake/kit/off/' "$T/pairn.txt"
 expect_eq "pool: exit status (fake: no verdict)" "$rc" 0
 expect_eq "pool: the run's line over its processes, again" \
 	"$(sed -n 's/^pooled *\(over 2 processes.*\)/\1/p' "$T/pool.txt")" \
@@ -114,11 +112,8 @@ expect_eq "pool: a line per process, named by file and line" \
 # Run 39's eight cudaMallocAsync layer-off processes of one shim build (docs/gpu-results.md):
 # recorded 0.9882 [0.9860, 0.9959], 93% interval, undecided at the goal 0.99.
 R39=$ROOT/docs/gpu-runs/2026-12-05-run39
-set +e
-python3 "$ROOT/tests/gpu/fw_overhead_pair.py" --pool '(c1|c2|c4).*:async/(kit|r[2-5])/off|c3.*:async/new/off' \
-	"$R39"-c*-overhead-pair-async*.txt >"$T/pool39.txt" 2>&1
-rc=$?
-set -e
+run_to "$T/pool39.txt" python3 "$ROOT/tests/gpu/fw_overhead_pair.py" --pool '(c1|c2|c4).*:async/(kit|r[2-5])/off|c3.*:async/new/off' \
+	"$R39"-c*-overhead-pair-async*.txt
 expect_eq "pool: run 39's cudaMallocAsync layer off, exit status (undecided)" "$rc" 1
 expect_eq "pool: run 39's cudaMallocAsync layer off, figure" \
 	"$(sed -n 's/^pooled *over \(8 processes (93% interval): traced\/untraced [0-9.]* \[[0-9.]*, [0-9.]*\]\).*INCONCLUSIVE (goal 0.99).*/\1/p' "$T/pool39.txt")" \
