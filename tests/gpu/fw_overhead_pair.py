@@ -270,6 +270,16 @@ def report_pooled(label, figs, goal):
     return unmet(v)
 
 
+def raw_ok(res):
+    """Whether res (a RAW line's JSON) is what run_one returns, so figures() can take it: a positive
+    steps_per_block and at least one row of seven numbers."""
+    def num(x):
+        return isinstance(x, (int, float)) and not isinstance(x, bool)
+    return (isinstance(res, dict) and isinstance(res.get("steps_per_block"), int)
+            and res["steps_per_block"] > 0 and isinstance(res.get("rows"), list) and len(res["rows"]) > 0
+            and all(isinstance(r, list) and len(r) == 7 and all(num(x) for x in r) for r in res["rows"]))
+
+
 def pool(regex, files):
     """--pool: no run. Every RAW line (one process's recorded blocks) in the files whose
     "FILE:LABEL" (the file's base name, a colon, the line's label: mode/build/key, and /#N with
@@ -289,7 +299,8 @@ def pool(regex, files):
     got, keys, fake = [], set(), False
     for path in files:
         try:
-            lines = open(path, encoding="utf-8", errors="replace").read().splitlines()
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                lines = fh.read().splitlines()
         except OSError as e:
             print("fw_overhead_pair: %s: %s" % (path, e.strerror), file=sys.stderr)
             return 2
@@ -299,8 +310,9 @@ def pool(regex, files):
                 continue
             try:
                 res = json.loads(parts[2])
-                res["rows"], res["steps_per_block"]  # a RAW line of this script: both there
-            except (ValueError, KeyError, TypeError):
+            except ValueError:
+                res = None
+            if not raw_ok(res):
                 print("fw_overhead_pair: %s:%d: a RAW line this script did not write (%s)" % (path, n, parts[1]),
                       file=sys.stderr)
                 return 2
