@@ -48,6 +48,11 @@ expect_eq "batch: overhead-pair@async,default" "$(sed -n 7p "$T/batch.txt")" \
 	"overhead-pair_async_default 300: python3 $ROOT/tests/gpu/fw_overhead_pair.py --kit $kit --out /tmp/overhead-pair --modes async,default --history --model mlp4096 --layers off,on --seconds 30 --processes 1"
 expect_eq "batch: overhead-pair@fake" "$(sed -n 8p "$T/batch.txt")" \
 	"overhead-pair_fake 100: python3 $ROOT/tests/gpu/fw_overhead_pair.py --kit $kit --out /tmp/overhead-pair --workload fake --pages 0 --layers off,on --seconds 30 --processes 1"
+# PAIR_ENVS: an --env each; PAIR_TORCH_HISTORY=0: torch's history left out.
+OUT=$T/batch2 BATCH_DRY=1 PAIR_TORCH_HISTORY=0 PAIR_ENVS="nopy:CUMTRACE_PYTHON=0 nostack:CUMTRACE_STACK_DEPTH=0" \
+	bash "$ROOT/tests/gpu/batch.sh" "$kit" overhead-pair@async:300 >"$T/batch2.txt" 2>&1
+expect_eq "batch: overhead-pair with PAIR_ENVS, without torch's history" "$(cat "$T/batch2.txt")" \
+	"overhead-pair_async 300: python3 $ROOT/tests/gpu/fw_overhead_pair.py --kit $kit --out /tmp/overhead-pair --modes async --model mlp4096 --env nopy:CUMTRACE_PYTHON=0 --env nostack:CUMTRACE_STACK_DEPTH=0 --layers off,on --seconds 30 --processes 1"
 # scripts/gpu-variants.sh: bad usage is one line and exit 2, before anything is built.
 for args in "" "kit=HEAD" "a/b=HEAD" "=HEAD" "name"; do
 	set +e
@@ -118,13 +123,34 @@ expect_eq "pool: run 39's cudaMallocAsync layer off, exit status (undecided)" "$
 expect_eq "pool: run 39's cudaMallocAsync layer off, figure" \
 	"$(sed -n 's/^pooled *over \(8 processes (93% interval): traced\/untraced [0-9.]* \[[0-9.]*, [0-9.]*\]\).*INCONCLUSIVE (goal 0.99).*/\1/p' "$T/pool39.txt")" \
 	"8 processes (93% interval): traced/untraced 0.9882 [0.9860, 0.9959]"
-# Bad usage: one line, exit 2 (--processes 0; an unknown mode; and --pool's: nothing matched,
+# --env NAME:VAR=VALUE,...: a configuration of the kit's shim with those set in its traced process,
+# taken in the rounds with the kit's, a line saying what it is, its own label and RAW line.
+# CUMTRACE_DISABLE=1 shows the variables reach that process: it records nothing, so
+# cumtrace_bench_pause refuses and its configuration is a FAIL line (and the exit status 1).
+run_to "$T/pairenv.txt" python3 "$ROOT/tests/gpu/fw_overhead_pair.py" --kit "$kit" --out "$T/pairenv" --workload fake \
+	--layers off --seconds 0.5 --warmup-seconds 0.1 --block-seconds 0.02 --env nostack:CUMTRACE_STACK_DEPTH=0 \
+	--env disabled:CUMTRACE_DISABLE=1,CUMTRACE_QUIET=1
+expect_eq "pair env: exit status (one configuration records nothing)" "$rc" 1
+expect_eq "pair env: what each configuration is" "$(grep '^configuration ' "$T/pairenv.txt" | tr '\n' '|')" \
+	"configuration nostack: the kit's shim with CUMTRACE_STACK_DEPTH=0 in its traced process|configuration disabled: the kit's shim with CUMTRACE_DISABLE=1 CUMTRACE_QUIET=1 in its traced process|"
+for b in kit nostack; do
+	expect_eq "pair env: $b's line and RAW line" \
+		"$(grep -cE "^fake $b off +[0-9]+ pairs of [0-9]+-step blocks|^RAW fake/$b/off \{" "$T/pairenv.txt")" 2
+done
+expect_eq "pair env: the variables reached the traced process" \
+	"$(grep -c '^FAIL fake disabled off: cumtrace_bench_pause returned an error: this process does not record$' "$T/pairenv.txt")" 1
+# Bad usage: one line, exit 2 (--processes 0; an unknown mode; --env's; and --pool's: nothing matched,
 # keys mixed, a RAW line it did not write (keyed right but its rows not a list: stop 28's review
 # found that one ended in a traceback), no such file, files without --pool).
 printf 'RAW async/kit/off {"rows": 3}\n' >"$T/badraw.txt"
 printf 'RAW async/kit/off {"rows": 3, "steps_per_block": 5}\n' >"$T/badrows.txt"
 for c in "--processes 0|--kit $kit --out $T/pairbad --processes 0|fw_overhead_pair: --processes must be 1 or more, not 0" \
 	"unknown mode|--kit $kit --out $T/pairbad --modes bogus|fw_overhead_pair: unknown mode or layer: bogus" \
+	"env, no name|--kit $kit --out $T/pairbad --env CUMTRACE_PYTHON=0|fw_overhead_pair: --env 'CUMTRACE_PYTHON=0': give NAME:VAR=VALUE[,VAR=VALUE...], NAME a lower-case word" \
+	"env, taken|--kit $kit --out $T/pairbad --env kit:CUMTRACE_PYTHON=0|fw_overhead_pair: --env 'kit:CUMTRACE_PYTHON=0': the configuration kit is already taken" \
+	"env, a key's name|--kit $kit --out $T/pairbad --env on:X=1|fw_overhead_pair: --env 'on:X=1': the configuration on is already taken" \
+	"env, twice|--kit $kit --out $T/pairbad --env a:X=1 --env a:X=2|fw_overhead_pair: --env 'a:X=2': the configuration a is already taken" \
+	"env, not a setting|--kit $kit --out $T/pairbad --env a:X=1,,Y=2|fw_overhead_pair: --env 'a:X=1,,Y=2': '' is not VAR=VALUE" \
 	"pool, nomatch|--pool ^zzz $T/pairn.txt|fw_overhead_pair: --pool: no RAW line's FILE:LABEL matches '^zzz' in the 1 files" \
 	"pool, mixed|--pool nocache/kit/o $R39-c2-overhead-pair-expandable-nocache.txt|fw_overhead_pair: --pool: the matched labels mix keys (off, on): pool one of off, on, history" \
 	"pool, badraw|--pool async $T/badraw.txt|fw_overhead_pair: $T/badraw.txt:1: a RAW line this script did not write (async/kit/off)" \

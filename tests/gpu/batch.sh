@@ -26,10 +26,13 @@
 #   overhead-pair       fw_overhead_pair.py: traced and untraced in one process, blocks of 0.1 s
 #                       taking turns (cumtrace_bench_pause), per configuration: layer off and on
 #                       (PAIR_LAYERS), PAIR_S seconds each (default 30), with PAIR_VARIANTS=1 each
-#                       KIT/variants/NAME.so too, and torch's history toggled the same way;
+#                       KIT/variants/NAME.so too, and torch's history toggled the same way
+#                       (not with PAIR_TORCH_HISTORY=0);
 #                       PAIR_N processes per configuration (default 1), in rounds, with a
 #                       last line per configuration over its processes; PAIR_MODEL: the
 #                       training loop, mlp4096 (default) or mlp2048 (bound by launches);
+#                       PAIR_ENVS="NAME:VAR=VALUE[,VAR=VALUE] ...": a configuration each, the
+#                       kit's shim with those set (CUMTRACE_PYTHON=0 ...: what a part costs);
 #                       overhead-pair@MODES: those modes (default async); @fake: the fake
 #                       runtime's 18-place loop on the CPU alone (PAIR_PAGES)
 #   behaviour           tests/gpu/behaviour.sh (the shim never changes the program)
@@ -117,7 +120,9 @@ for arg in "$@"; do
 		modes=async
 		case $name in *@*) modes=${name#*@} ;; esac
 		work=(--modes "$modes" --history --model "${PAIR_MODEL:-mlp4096}")
+		[ "${PAIR_TORCH_HISTORY:-1}" = 0 ] && work=(--modes "$modes" --model "${PAIR_MODEL:-mlp4096}")
 		[ "$modes" = fake ] && work=(--workload fake --pages "${PAIR_PAGES:-0}")
+		for e in ${PAIR_ENVS:-}; do work+=(--env "$e"); done
 		step "$(echo "$name" | tr "@," "__")" "$secs" python3 "$ROOT/tests/gpu/fw_overhead_pair.py" --kit "$KIT" \
 			--out /tmp/overhead-pair "${work[@]}" --layers "${PAIR_LAYERS:-off,on}" \
 			--seconds "${PAIR_S:-30}" --processes "${PAIR_N:-1}" $([ "${PAIR_VARIANTS:-0}" = 1 ] && echo --variants) \

@@ -36,7 +36,10 @@ a CPU alone).
 usage: python3 tests/gpu/fw_overhead_pair.py --kit gpu-kit --out DIR [--modes async,...]
            [--layers off,on] [--variants] [--seconds 30] [--block-seconds 0.1]
            [--warmup-seconds 3] [--cpus LIST] [--workload torch|fake] [--pages N] [--processes N]
-           [--model mlp4096|mlp2048]
+           [--model mlp4096|mlp2048] [--env NAME:VAR=VALUE[,VAR=VALUE...]]...
+--env adds a configuration NAME: the kit's shim with those variables set in its traced process
+(CUMTRACE_PYTHON=0, CUMTRACE_STACK_DEPTH=0, ...: what a part of the traced call costs), taken in
+the rounds with the others.
 With --processes N each configuration runs in N processes, in rounds that take the configurations
 in turn, each round starting one configuration later; a last line per configuration takes the N
 processes' figures as the units (report_pooled), and the verdicts are on those lines.
@@ -151,7 +154,7 @@ def ratio(rows, j_paused, j_traced):
     return median_ci([r[j_paused] / r[j_traced] for r in rows])
 
 
-def run_one(args, script, mode, key, layer, shim):
+def run_one(args, script, mode, key, layer, shim, extra):
     if args.workload == "fake":
         env = dict(os.environ)
         env.pop("LD_PRELOAD", None)
@@ -166,6 +169,8 @@ def run_one(args, script, mode, key, layer, shim):
         env = child_env(args, mode, key != "history", layer, "pair")
         if key != "history":
             env["LD_PRELOAD"] = shim
+    if key != "history":
+        env.update(extra)
     env["PAIR_HISTORY"] = "1" if key == "history" else "0"
     env["PAIR_MODEL"] = args.model
     cmd = [sys.executable, script, str(args.seconds), str(args.block_seconds), str(args.warmup_seconds),
@@ -334,6 +339,29 @@ def pool(regex, files):
     return report_pooled("pooled", figs, goal)
 
 
+ENV_NAME = re.compile(r"[a-z][a-z0-9_-]*\Z")
+ENV_SET = re.compile(r"([A-Z][A-Z0-9_]*)=([^,]*)\Z")
+
+
+def env_config(spec, taken):
+    """--env NAME:VAR=VALUE[,VAR=VALUE...]: (NAME, {VAR: VALUE}), or a one-line reason it is not one.
+    NAME names the configuration in the lines and RAW labels (a lower-case word, not one of taken:
+    the kit's, the variants', the ones before it, and the labels' other words: torch, history, on,
+    off)."""
+    name, sep, sets = spec.partition(":")
+    if not sep or not ENV_NAME.match(name):
+        return None, "--env %r: give NAME:VAR=VALUE[,VAR=VALUE...], NAME a lower-case word" % spec
+    if name in taken:
+        return None, "--env %r: the configuration %s is already taken" % (spec, name)
+    got = {}
+    for item in sets.split(","):
+        m = ENV_SET.match(item)
+        if not m:
+            return None, "--env %r: %r is not VAR=VALUE" % (spec, item)
+        got[m.group(1)] = m.group(2)
+    return (name, got), None
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--kit")
@@ -352,6 +380,8 @@ def main():
     ap.add_argument("--pages", type=int, default=0, help="fake workload: pages touched between calls")
     ap.add_argument("--processes", type=int, default=1,
                     help="processes per configuration, in rounds that each start one configuration later")
+    ap.add_argument("--env", action="append", default=[], metavar="NAME:VAR=VALUE[,VAR=VALUE...]",
+                    help="a configuration NAME: the kit's shim with these set in its traced process")
     ap.add_argument("--pool", metavar="REGEX",
                     help="no run: pool the RAW lines in the FILEs given (recorded outputs) whose FILE:LABEL matches REGEX")
     ap.add_argument("files", nargs="*", metavar="FILE")
@@ -363,10 +393,17 @@ def main():
               file=sys.stderr)
         return 2
     kit = os.path.abspath(args.kit)
-    shims = [("kit", os.path.join(kit, "libcumtrace.so"))]
+    shims = [("kit", os.path.join(kit, "libcumtrace.so"), {})]
     if args.variants:
-        shims += [(os.path.basename(s)[:-3], s) for s in sorted(glob.glob(os.path.join(kit, "variants", "*.so")))]
-    for _, s in shims:
+        shims += [(os.path.basename(s)[:-3], s, {})
+                  for s in sorted(glob.glob(os.path.join(kit, "variants", "*.so")))]
+    for spec in args.env:
+        got, why = env_config(spec, {s[0] for s in shims} | {"torch", "history", "on", "off"})
+        if why:
+            print("fw_overhead_pair: " + why, file=sys.stderr)
+            return 2
+        shims.append((got[0], shims[0][1], got[1]))
+    for _, s, _ in shims:
         if not os.path.isfile(s):
             print("fw_overhead_pair: %s is missing" % s, file=sys.stderr)
             return 2
@@ -390,21 +427,25 @@ def main():
     print("per configuration: one process, blocks of K steps (about %.2f s) traced and paused in turns (ABBA),"
           " %.0f s after %.0f s of warm-up; steps/s traced/untraced = the median pair's paused time over its"
           " traced time [90%% interval]" % (args.block_seconds, args.seconds, args.warmup_seconds), flush=True)
+    for name, _, extra in shims[1:]:
+        if extra:
+            print("configuration %s: the kit's shim with %s in its traced process"
+                  % (name, " ".join("%s=%s" % kv for kv in sorted(extra.items()))), flush=True)
     fails = 0
     for mode in modes:
-        configs = [(layer, layer == "on", name, so) for name, so in shims for layer in layers]
+        configs = [(layer, layer == "on", name, so, extra) for name, so, extra in shims for layer in layers]
         if args.history and mode != "async" and args.workload == "torch":
-            configs.append(("history", False, "torch", ""))
+            configs.append(("history", False, "torch", "", {}))
         figs = {}
         # N rounds, each running every configuration once, round r starting at configuration r:
         # a drift of the host over the minutes falls on every configuration alike
         for r in range(args.processes):
             for j in range(len(configs)):
-                key, layer, name, so = configs[(j + r) % len(configs)]
+                key, layer, name, so, extra = configs[(j + r) % len(configs)]
                 label = "%s %s %s" % (mode, name, key) if key != "history" else "%s history" % mode
                 tag = label + (" #%d" % (r + 1) if args.processes > 1 else "")
                 try:
-                    res = run_one(args, script, mode, key, layer, so)
+                    res = run_one(args, script, mode, key, layer, so, extra)
                 except (RuntimeError, subprocess.TimeoutExpired) as e:
                     print("FAIL %s: %s" % (tag, e), flush=True)
                     fails += 1
