@@ -53,6 +53,25 @@ OUT=$T/batch2 BATCH_DRY=1 PAIR_TORCH_HISTORY=0 PAIR_ENVS="nopy:CUMTRACE_PYTHON=0
 	bash "$ROOT/tests/gpu/batch.sh" "$kit" overhead-pair@async:300 >"$T/batch2.txt" 2>&1
 expect_eq "batch: overhead-pair with PAIR_ENVS, without torch's history" "$(cat "$T/batch2.txt")" \
 	"overhead-pair_async 300: python3 $ROOT/tests/gpu/fw_overhead_pair.py --kit $kit --out /tmp/overhead-pair --modes async --model mlp4096 --env nopy:CUMTRACE_PYTHON=0 --env nostack:CUMTRACE_STACK_DEPTH=0 --layers off,on --seconds 30 --processes 1"
+# More than 8 files under $OUT (the device tool brings back no more): the steps' files go into one
+# archive, the batch's own three stay beside it; a second such batch takes the next number.
+mkdir -p "$T/many/sub"
+for i in 1 2 3 4 5 6; do echo "$i" >"$T/many/s$i.txt"; done
+echo x >"$T/many/sub/deep.txt"
+OUT=$T/many bash "$ROOT/tests/gpu/batch.sh" "$kit" bogus >"$T/many.out" 2>&1
+expect_eq "batch: past 8 files, what stays" "$(cd "$T/many" && find . -type f | sort | tr '\n' ' ')" \
+	"./batch.txt ./env.txt ./steps-1.tar.gz ./topo.txt "
+expect_eq "batch: past 8 files, the archive" "$(tar tzf "$T/many/steps-1.tar.gz" | tr '\n' ' ')" \
+	"s1.txt s2.txt s3.txt s4.txt s5.txt s6.txt sub/deep.txt "
+expect_eq "batch: past 8 files, said" "$(tail -n 1 "$T/many/batch.txt")" \
+	"batch: more than 8 files under $T/many: the steps' files are in steps-1.tar.gz"
+for i in 1 2 3 4 5; do echo "$i" >"$T/many/t$i.txt"; done
+OUT=$T/many bash "$ROOT/tests/gpu/batch.sh" "$kit" bogus >>"$T/many.out" 2>&1
+expect_eq "batch: past 8 files again, what stays" "$(cd "$T/many" && find . -type f | sort | tr '\n' ' ')" \
+	"./batch.txt ./env.txt ./steps-1.tar.gz ./steps-2.tar.gz ./topo.txt "
+expect_eq "batch: past 8 files again, the archives" \
+	"$(tar tzf "$T/many/steps-1.tar.gz" | wc -l) $(tar tzf "$T/many/steps-2.tar.gz" | tr '\n' ' ')" \
+	"7 t1.txt t2.txt t3.txt t4.txt t5.txt "
 # scripts/gpu-variants.sh: bad usage is one line and exit 2, before anything is built.
 for args in "" "kit=HEAD" "a/b=HEAD" "=HEAD" "name"; do
 	set +e

@@ -180,3 +180,20 @@ for arg in "$@"; do
 		echo "batch: unknown step '$name'" | tee -a "$OUT/batch.txt" ;;
 	esac
 done
+
+# The device tool brings back at most 8 files from $OUT (run 41 lost six past that): with more,
+# the steps' files go into one archive, steps-N.tar.gz (N: the first number not taken, for
+# batches run one after another in one call), and batch.txt, env.txt and topo.txt stay beside it.
+if [ -z "${BATCH_DRY:-}" ] && [ "$(find "$OUT" -type f | wc -l)" -gt 8 ]; then
+	n=1
+	while [ -e "$OUT/steps-$n.tar.gz" ]; do n=$((n + 1)); done
+	(
+		cd "$OUT" || exit 1
+		find . -type f ! -name batch.txt ! -name env.txt ! -name topo.txt ! -name 'steps-*.tar.gz' \
+			-printf '%P\n' | sort >"/tmp/batch-steps.$$"
+		tar czf "steps-$n.tar.gz" -T "/tmp/batch-steps.$$" && xargs -d '\n' rm -f <"/tmp/batch-steps.$$"
+		rm -f "/tmp/batch-steps.$$"
+		find . -mindepth 1 -type d -empty -delete
+	)
+	echo "batch: more than 8 files under $OUT: the steps' files are in steps-$n.tar.gz" | tee -a "$OUT/batch.txt"
+fi
