@@ -187,13 +187,18 @@ done
 if [ -z "${BATCH_DRY:-}" ] && [ "$(find "$OUT" -type f | wc -l)" -gt 8 ]; then
 	n=1
 	while [ -e "$OUT/steps-$n.tar.gz" ]; do n=$((n + 1)); done
-	(
+	list=/tmp/batch-steps.$$
+	if (
 		cd "$OUT" || exit 1
 		find . -type f ! -name batch.txt ! -name env.txt ! -name topo.txt ! -name 'steps-*.tar.gz' \
-			-printf '%P\n' | sort >"/tmp/batch-steps.$$"
-		tar czf "steps-$n.tar.gz" -T "/tmp/batch-steps.$$" && xargs -d '\n' rm -f <"/tmp/batch-steps.$$"
-		rm -f "/tmp/batch-steps.$$"
-		find . -mindepth 1 -type d -empty -delete
-	)
-	echo "batch: more than 8 files under $OUT: the steps' files are in steps-$n.tar.gz" | tee -a "$OUT/batch.txt"
+			-printf '%P\n' | sort >"$list"
+		tar czf "steps-$n.tar.gz" -T "$list" && xargs -d '\n' rm -f <"$list" &&
+			find . -mindepth 1 -type d -empty -delete
+	); then
+		echo "batch: more than 8 files under $OUT: the steps' files are in steps-$n.tar.gz" | tee -a "$OUT/batch.txt"
+	else
+		echo "batch: more than 8 files under $OUT, and they could not be archived: some will not come back" |
+			tee -a "$OUT/batch.txt"
+	fi
+	rm -f "$list"
 fi
