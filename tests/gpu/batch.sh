@@ -119,8 +119,9 @@ for arg in "$@"; do
 		# 18-place loop on the CPU alone (PAIR_PAGES pages touched between calls, default 0)
 		modes=async
 		case $name in *@*) modes=${name#*@} ;; esac
-		work=(--modes "$modes" --history --model "${PAIR_MODEL:-mlp4096}")
-		[ "${PAIR_TORCH_HISTORY:-1}" = 0 ] && work=(--modes "$modes" --model "${PAIR_MODEL:-mlp4096}")
+		work=(--modes "$modes")
+		[ "${PAIR_TORCH_HISTORY:-1}" = 0 ] || work+=(--history)
+		work+=(--model "${PAIR_MODEL:-mlp4096}")
 		[ "$modes" = fake ] && work=(--workload fake --pages "${PAIR_PAGES:-0}")
 		for e in ${PAIR_ENVS:-}; do work+=(--env "$e"); done
 		step "$(echo "$name" | tr "@," "__")" "$secs" python3 "$ROOT/tests/gpu/fw_overhead_pair.py" --kit "$KIT" \

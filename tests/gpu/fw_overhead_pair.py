@@ -163,13 +163,11 @@ def run_one(args, script, mode, key, layer, shim, extra):
         env["PAIR_SITES_DIR"] = os.path.dirname(sites_bench_path())
         env["LD_LIBRARY_PATH"] = env["PAIR_FAKE"] + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
         if key != "history":
-            env["LD_PRELOAD"] = shim
             env["CUMTRACE_OUTPUT"] = os.path.join(args.out, "pair-fake-%s.%%p.dump" % key)
     else:
         env = child_env(args, mode, key != "history", layer, "pair")
-        if key != "history":
-            env["LD_PRELOAD"] = shim
     if key != "history":
+        env["LD_PRELOAD"] = shim
         env.update(extra)
     env["PAIR_HISTORY"] = "1" if key == "history" else "0"
     env["PAIR_MODEL"] = args.model
