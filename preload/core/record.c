@@ -47,9 +47,14 @@ enum {
 	CT_SELF_STEADY_STACK,
 	CT_SELF_STEADY_PYTHON,
 	CT_SELF_STEADY_RECORD,
+	CT_SELF_FRAMED,	 /* steady calls whose Python stack came from the memo, then their phases: */
+	CT_SELF_FRAMED_STACK,
+	CT_SELF_FRAMED_PYTHON,
+	CT_SELF_FRAMED_RECORD,
 	CT_SELF_N
 };
-_Static_assert(CT_SELF_RECORD == CT_SELF_STACK + 2 && CT_SELF_STEADY_RECORD == CT_SELF_STEADY_STACK + 2,
+_Static_assert(CT_SELF_RECORD == CT_SELF_STACK + 2 && CT_SELF_STEADY_RECORD == CT_SELF_STEADY_STACK + 2 &&
+		       CT_SELF_FRAMED_RECORD == CT_SELF_FRAMED_STACK + 2,
 	       "ct_self_phases: three counters in a row");
 static _Atomic uint64_t ct_self[CT_SELF_N];
 static _Atomic uint64_t ct_self_first_ticks, ct_self_first_ns;
@@ -111,6 +116,15 @@ static void ct_selftime_add(uint64_t t0, uint64_t t1, uint64_t ts, uint64_t tp, 
 		      mark[CT_SELF_MARK_PYNONE])) {
 		atomic_fetch_add_explicit(&ct_self[CT_SELF_STEADY], 1, memory_order_relaxed);
 		ct_self_phases(CT_SELF_STEADY_STACK, ts - t1, tp - ts, te - tp);
+		/*
+		 * Apart: those with Python frames (the memo's), against the rest (no
+		 * thread state, or one without frames: torch's autograd thread,
+		 * whose calls are half a training step's and on its critical path).
+		 */
+		if (mark[CT_SELF_MARK_PYMEMO]) {
+			atomic_fetch_add_explicit(&ct_self[CT_SELF_FRAMED], 1, memory_order_relaxed);
+			ct_self_phases(CT_SELF_FRAMED_STACK, ts - t1, tp - ts, te - tp);
+		}
 	}
 }
 
@@ -154,6 +168,16 @@ void ct_selftime_report(void)
 	double sst = ct_self_mean(CT_SELF_STEADY_STACK, CT_SELF_STEADY, tick_ns);
 	double spy = ct_self_mean(CT_SELF_STEADY_PYTHON, CT_SELF_STEADY, tick_ns);
 	double srec = ct_self_mean(CT_SELF_STEADY_RECORD, CT_SELF_STEADY, tick_ns);
+	/* the steady calls without Python frames: the steady sums less the framed ones' */
+	uint64_t sn = atomic_load(&ct_self[CT_SELF_STEADY]), fn = atomic_load(&ct_self[CT_SELF_FRAMED]);
+	double fst = ct_self_mean(CT_SELF_FRAMED_STACK, CT_SELF_FRAMED, tick_ns);
+	double fpy = ct_self_mean(CT_SELF_FRAMED_PYTHON, CT_SELF_FRAMED, tick_ns);
+	double frec = ct_self_mean(CT_SELF_FRAMED_RECORD, CT_SELF_FRAMED, tick_ns);
+	double bare[3] = {0, 0, 0};
+	for (int i = 0; i < 3 && sn > fn; i++)
+		bare[i] = (double)(atomic_load(&ct_self[CT_SELF_STEADY_STACK + i]) -
+				   atomic_load(&ct_self[CT_SELF_FRAMED_STACK + i])) *
+			  tick_ns / (double)(sn - fn);
 	ct_warn_once(&said,
 		     "self time: %llu calls with stacks, per call %.0f ns in the shim after the real "
 		     "call (native stack %.0f, Python frames %.0f, record %.0f), real call %.0f ns; "
@@ -163,6 +187,9 @@ void ct_selftime_report(void)
 		     "(lookup %.0f ns, checks %.0f ns), %llu Python walks (thread state %.0f ns, "
 		     "frames to their key %.0f ns), %llu with no frame, %llu found by code pointers "
 		     "alone, %llu found in the memo; "
+		     "steady with Python frames: %llu calls, per call %.0f ns (native stack %.0f, "
+		     "Python frames %.0f, record %.0f), without: %llu calls, per call %.0f ns (native "
+		     "stack %.0f, Python %.0f, record %.0f); "
 		     "steady (stacks known, "
 		     "nothing new written): %llu calls, per call %.0f ns (native stack %.0f, Python "
 		     "frames %.0f, record %.0f)",
@@ -180,6 +207,8 @@ void ct_selftime_report(void)
 		     (unsigned long long)atomic_load(&ct_self[CT_SELF_PYNONE]),
 		     (unsigned long long)ct_py_quick_hits(),
 		     (unsigned long long)atomic_load(&ct_self[CT_SELF_PYMEMO]),
+		     (unsigned long long)fn, fst + fpy + frec, fst, fpy, frec,
+		     (unsigned long long)(sn - fn), bare[0] + bare[1] + bare[2], bare[0], bare[1], bare[2],
 		     (unsigned long long)atomic_load(&ct_self[CT_SELF_STEADY]),
 		     sst + spy + srec, sst, spy, srec);
 }

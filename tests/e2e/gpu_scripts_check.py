@@ -68,6 +68,8 @@ def main():
                 r"^async +(on|off) +%s +%s +\d+ \(\d+, \d+, \d+\) +\d+ +%s +%s%%" % (num, num, num, num),
                 r"^async +(on|off) +parts: \d+ cache hits .*, \d+ with no frame, \d+ by code pointers alone, \d+ found in the memo$",
                 r"^async +(on|off) +steady: [1-9]\d* of \d+ calls \(%s%%\), \d+ ns a call" % num,
+                r"^async +(on|off) +steady apart: \d+ with Python frames, \d+ ns a call \(\d+, \d+, \d+\); \d+ "
+                r"without \(autograd threads\), \d+ ns a call \(\d+, \d+, \d+\)$",
                 r"^async +(on|off) +clock reads \([^)]+\) \d+ ns each: the steady call less eight of them "
                 r"\d+ ns, %s%% of the untraced step; thread state \S" % num,
                 r"^async +(on|off) +timed steps: "]
@@ -79,6 +81,9 @@ def main():
             r = raw["async"][cfg]
             if not (r["steady"][0] > 0 and r["memo"] > 0 and r["self"][0] >= r["steady"][0]):
                 fail("%s: steady %s, memo %s, calls %s" % (cfg, r["steady"], r["memo"], r["self"][0]), text)
+            # the steady calls apart add up to them (the stand-in's loop runs on one Python thread)
+            if not (r["framed"][0] + r["framed"][5] == r["steady"][0] and r["framed"][0] > 0):
+                fail("%s: steady %s, apart %s" % (cfg, r["steady"], r["framed"]), text)
         if rc != 0:
             fail("exit %r" % rc, text)
     elif what == "pair":

@@ -100,6 +100,10 @@ found=$(sed -n 's/.* \([0-9]*\) found in the memo; steady .*/\1/p' "$T/memo.err"
 expect_eq "memo: calls with stacks" "$calls" 1200
 [ -n "$found" ] && [ "$found" -ge 1130 ] && [ "$found" -le 1176 ] ||
 	fail "memo: $found of 1200 walks found in the memo, expected 1130-1176: $(cat "$T/memo.err")"
+# the steady calls apart: every one of them had Python frames from the memo (one thread, all in Python)
+steady=$(sed -n 's/.*; steady (stacks known, nothing new written): \([0-9]*\) calls, .*/\1/p' "$T/memo.err")
+expect_eq "memo: steady calls with Python frames, without" \
+	"$(sed -n 's/.*; steady with Python frames: \([0-9]*\) calls, per call [0-9]* ns (.*), without: \([0-9]*\) calls, per call .*/\1 \2/p' "$T/memo.err")" "$steady 0"
 # and what it hands out is right: the last round's allocation of function k,
 # 4096 * (k + 1) bytes, leaks at k's own line, as py_memo.py printed them.
 py_sites_at_lines memo 30

@@ -69,6 +69,12 @@ MEMO = re.compile(r"frames to their key \d+ ns\), (?:(\d+) with no frame, )?"
 CLOCK = re.compile(r"Python thread state ([^;]*); clock reads \(([^)]*)\) (\d+) ns each")
 STEADY = re.compile(r"steady \(stacks known, nothing new written\): (\d+) calls, per call (\d+) ns "
                     r"\(native stack (\d+), Python frames (\d+), record (\d+)\)")
+# the steady calls apart (shims from stop 30 on): those with Python frames (the memo's), those
+# without (no thread state, or one without frames: torch's autograd thread, on whose critical path
+# the backward pass's allocations lie)
+FRAMED = re.compile(r"steady with Python frames: (\d+) calls, per call (\d+) ns \(native stack (\d+), "
+                    r"Python frames (\d+), record (\d+)\), without: (\d+) calls, per call (\d+) ns "
+                    r"\(native stack (\d+), Python (\d+), record (\d+)\)")
 
 
 def run(args, script, mode, traced, layer):
@@ -107,6 +113,9 @@ def run(args, script, mode, traced, layer):
     steady = STEADY.search(p.stderr)
     if steady:
         res["steady"] = [int(x) for x in steady.groups()]
+    framed = FRAMED.search(p.stderr)
+    if framed:
+        res["framed"] = [int(x) for x in framed.groups()]
     return res
 
 
@@ -173,6 +182,10 @@ def main():
                       "a step, %.2f%% of the untraced step" % (mode, name, n, calls, 100.0 * n / calls,
                                                               sper, sst, spy, srec, sus,
                                                               100.0 * sus / step_us))
+                if "framed" in r:
+                    f = r["framed"]
+                    print("%-11s %-7s steady apart: %d with Python frames, %d ns a call (%d, %d, %d); %d "
+                          "without (autograd threads), %d ns a call (%d, %d, %d)" % ((mode, name) + tuple(f)))
                 if "clock" in r:
                     how, clk, read = r["clock"]
                     less = max(sper - 8 * read, 0)
