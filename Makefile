@@ -376,7 +376,7 @@ tests: all $(FAKE_CUDART) $(FAKE_CUDA) $(FAKE_CUPTI) $(NULLRT) $(TLIBS) $(CTTLS)
 check: tests
 	$(Q)BUILD=$(BUILD) SANITIZE=$(SANITIZE) sh tests/run.sh
 
-bench: all $(FAKE_CUDART) $(FAKE_CUDA) $(NULLRT) $(PROGS) $(GENDUMP) $(FAKE_C10)
+bench: all $(FAKE_CUDART) $(FAKE_CUDA) $(NULLRT) $(PROGS) $(GENDUMP) $(FAKE_C10) $(PYNOFRAME)
 	$(Q)BUILD=$(BUILD) sh scripts/bench.sh
 
 demo: all $(FAKE_CUDART) $(FAKE_CUDA) $(PROGS)

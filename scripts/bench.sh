@@ -13,7 +13,9 @@
 #            tests/e2e/py_sites_bench.py (18 places, caches warm and cold):
 #            the shim's own time per steady call (CUMTRACE_SELFTIME);
 #            tests/e2e/py_threads_bench.py (50 short-lived threads): the
-#            record part, huge-page rings on and off.
+#            record part, huge-page rings on and off;
+#            tests/e2e/py_noframe_bench.py (a thread with a Python thread
+#            state and no frame, as torch's autograd thread): its steady calls.
 #   loop     tests/e2e/progs/async_loop (issue #6) under callgrind: the shim's
 #            instructions per allocation, stack cache on and off (LOOP_STEPS).
 #   scaling  1, 2, 4, 8 threads at once, stacks off, on the null runtime
@@ -251,6 +253,28 @@ if command -v python3 >/dev/null 2>&1; then
 	}
 	turns threads 1 0
 	row "capture, 50 short threads: record ns, huge / plain" "$(median <"$tmp/threads.1") / $(median <"$tmp/threads.0")"
+	# A thread with a Python thread state and no frame, as torch's autograd thread makes the
+	# backward pass's allocations (tests/e2e/py_noframe_bench.py: 2000 pairs, 4096 pages
+	# touched between calls, the fake call 3 us): its steady calls' figures ("without" Python
+	# frames in the self-time line), medians of REPS runs. On the H200 these calls are about
+	# half a training step's, and the stacks' cost fell mostly on that thread (run 42).
+	nfb=$root/tests/e2e/py_noframe_bench.py
+	: >"$tmp/noframe"
+	i=0
+	while [ $i -lt "$reps" ]; do
+		selftime "$tmp/nf.err" CUMTRACE_FAKE_SPIN_NS=3000 python3 "$nfb" "$fake" \
+			"$root/$BUILD/tests/libs/libpynoframe.so" 2000 4096
+		sed -n 's/.*; steady with Python frames: .*, without: [0-9]* calls, per call \([0-9]*\) ns (native stack \([0-9]*\), Python \([0-9]*\), record \([0-9]*\)); steady .*/\1 \2 \3 \4/p' \
+			"$tmp/nf.err" >>"$tmp/noframe"
+		i=$((i + 1))
+	done
+	if [ -s "$tmp/noframe" ]; then
+		row "capture, a thread with no Python frame, 4096 pages: steady ns" "$(col "$tmp/noframe" 1)"
+		row "  native stack / Python (thread state, no frame) / record" \
+			"$(col "$tmp/noframe" 2) / $(col "$tmp/noframe" 3) / $(col "$tmp/noframe" 4)"
+	else
+		row "capture, a thread with no Python frame" "no figures"
+	fi
 fi
 
 # ---- the framework layer: tensors of the stand-in for PyTorch's caching allocator -------------

@@ -134,6 +134,12 @@ known=$(sed -n 's/.* \([0-9]*\) known to the stack cache; Python thread state [^
 expect_eq "noframe: steady calls (stack cache knew $known)" \
 	"$(sed -n 's/.*; steady (stacks known, nothing new written): \([0-9]*\) calls, .*/\1/p' "$T/noframe.err")" \
 	"$((known > 0 ? known - 1 : 0))"
+# and apart: the main thread's steady calls had Python frames, the other thread's none; each
+# made 100 pairs from one place, its first call and the leaking one not steady: half each
+steady=$(sed -n 's/.*; steady (stacks known, nothing new written): \([0-9]*\) calls, .*/\1/p' "$T/noframe.err")
+expect_eq "noframe: steady calls with Python frames, without" \
+	"$(sed -n 's/.*; steady with Python frames: \([0-9]*\) calls, per call [0-9]* ns (.*), without: \([0-9]*\) calls, per call .*/\1 \2/p' "$T/noframe.err")" \
+	"$((steady / 2)) $((steady - steady / 2))"
 report "$T/noframe.json" leaks "$(dump_of noframe)"
 expect_eq "noframe: leaked blocks' Python lines" \
 	"$(jget "$T/noframe.json" 'sorted((s["bytes"], [f["line"] for f in s["stack"] if f.get("python")][:1]) for s in j["leaks"]["sites"])')" \
