@@ -254,22 +254,24 @@ if command -v python3 >/dev/null 2>&1; then
 	turns threads 1 0
 	row "capture, 50 short threads: record ns, huge / plain" "$(median <"$tmp/threads.1") / $(median <"$tmp/threads.0")"
 	# A thread with a Python thread state and no frame, as torch's autograd thread makes the
-	# backward pass's allocations (tests/e2e/py_noframe_bench.py: 2000 pairs, 4096 pages
-	# touched between calls, the fake call 3 us): its steady calls' figures ("without" Python
-	# frames in the self-time line), medians of REPS runs. On the H200 these calls are about
-	# half a training step's, and the stacks' cost fell mostly on that thread (run 42).
+	# backward pass's allocations (tests/e2e/py_noframe_bench.py: 1000 pairs, 32,768 pages
+	# touched between calls, the fake call 3 us: the setting in which this VM's figures match
+	# the H200's, README): its steady calls' figures ("without" Python frames in the self-time
+	# line), medians of REPS runs, on the newest CPython 3.12+ found (as torch's wheels run;
+	# python3 when none). On the H200 these calls are about half a training step's, and the
+	# stacks' cost fell mostly on that thread (run 42).
 	nfb=$root/tests/e2e/py_noframe_bench.py
 	: >"$tmp/noframe"
 	i=0
 	while [ $i -lt "$reps" ]; do
-		selftime "$tmp/nf.err" CUMTRACE_FAKE_SPIN_NS=3000 python3 "$nfb" "$fake" \
-			"$root/$BUILD/tests/libs/libpynoframe.so" 2000 4096
+		selftime "$tmp/nf.err" CUMTRACE_FAKE_SPIN_NS=3000 "${py12:-python3}" "$nfb" "$fake" \
+			"$root/$BUILD/tests/libs/libpynoframe.so" 1000 32768
 		sed -n 's/.*; steady with Python frames: .*, without: [0-9]* calls, per call \([0-9]*\) ns (native stack \([0-9]*\), Python \([0-9]*\), record \([0-9]*\)); steady .*/\1 \2 \3 \4/p' \
 			"$tmp/nf.err" >>"$tmp/noframe"
 		i=$((i + 1))
 	done
 	if [ -s "$tmp/noframe" ]; then
-		row "capture, a thread with no Python frame, 4096 pages: steady ns" "$(col "$tmp/noframe" 1)"
+		row "capture, a thread with no Python frame, 32768 pages: steady ns" "$(col "$tmp/noframe" 1)"
 		row "  native stack / Python (thread state, no frame) / record" \
 			"$(col "$tmp/noframe" 2) / $(col "$tmp/noframe" 3) / $(col "$tmp/noframe" 4)"
 	else

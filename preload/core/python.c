@@ -306,12 +306,19 @@ CT_HOT static const char *ct_py_current_tstate(void)
 /*
  * Before a traced call's real call (ct_call_prefetch): start loading the
  * first lines ct_py_capture reads once the call returns, _PyRuntime's fields
- * and the current thread state's thread id and frame, so that their misses
+ * and the calling thread's state's thread id and frame, so that their misses
  * overlap the real call (microseconds in a training step) instead of
  * following it. Only where both are read in place (CT_PY_RT_OK, and the
- * current state's thread local found on this thread); the one load, the
- * thread local's value, is the one ct_py_current_tstate makes. A prefetch
- * never faults, and what it names is read again, and checked, after the call.
+ * current state's thread local found on this thread). The state is the
+ * current one (the thread local's value), else the thread's own through the
+ * auto-state key, as ct_py_tstate finds it: a thread that let the GIL go
+ * keeps it there (torch's autograd thread, which makes half a training
+ * step's allocations with a state and no frame: run 42). Where the state
+ * names a _PyCFrame (3.12: 3.11 has no such thread local and stops above),
+ * that is read too and its current frame's line asked for: the one load here
+ * that waits, on a line just asked for. A
+ * prefetch never faults, and what it names is read again, and checked, after
+ * the call.
  */
 CT_HOT void ct_py_prefetch(void)
 {
@@ -325,9 +332,16 @@ CT_HOT void ct_py_prefetch(void)
 	if (!at || atomic_load_explicit(&py.cur_tls, memory_order_relaxed) == CT_TLS_CALL)
 		return;
 	const char *ts = *at;
-	if (ts) {
+	if (!ts)
+		ts = ct_py_rt_this_tstate();
+	if (ts && !((uintptr_t)ts & 7)) {
 		__builtin_prefetch(ts + o->ts_thread_id, 0, 3);
 		__builtin_prefetch(ts + o->ts_frame, 0, 3);
+		if (o->cframe_current != CT_PY_ABSENT) {
+			const char *cf = CT_PY_AT(const char *, ts, o->ts_frame);
+			if (cf)
+				__builtin_prefetch(cf + o->cframe_current, 0, 3);
+		}
 	}
 }
 
