@@ -261,19 +261,17 @@ if command -v python3 >/dev/null 2>&1; then
 	# python3 when none). On the H200 these calls are about half a training step's, and the
 	# stacks' cost fell mostly on that thread (run 42).
 	nfb=$root/tests/e2e/py_noframe_bench.py
-	: >"$tmp/noframe"
-	i=0
-	while [ $i -lt "$reps" ]; do
+	noframe() { # PAGES
 		selftime "$tmp/nf.err" CUMTRACE_FAKE_SPIN_NS=3000 "${py12:-python3}" "$nfb" "$fake" \
-			"$root/$BUILD/tests/libs/libpynoframe.so" 1000 32768
+			"$root/$BUILD/tests/libs/libpynoframe.so" 1000 "$1"
 		sed -n 's/.*; steady with Python frames: .*, without: [0-9]* calls, per call \([0-9]*\) ns (native stack \([0-9]*\), Python \([0-9]*\), record \([0-9]*\)); steady .*/\1 \2 \3 \4/p' \
-			"$tmp/nf.err" >>"$tmp/noframe"
-		i=$((i + 1))
-	done
-	if [ -s "$tmp/noframe" ]; then
-		row "capture, a thread with no Python frame, 32768 pages: steady ns" "$(col "$tmp/noframe" 1)"
-		row "  native stack / Python (thread state, no frame) / record" \
-			"$(col "$tmp/noframe" 2) / $(col "$tmp/noframe" 3) / $(col "$tmp/noframe" 4)"
+			"$tmp/nf.err" >>"$tmp/noframe.$1"
+	}
+	turns noframe 32768
+	f=$tmp/noframe.32768
+	if [ -s "$f" ]; then
+		row "capture, a thread with no Python frame, 32768 pages: steady ns" "$(col "$f" 1)"
+		row "  native stack / Python (thread state, no frame) / record" "$(col "$f" 2) / $(col "$f" 3) / $(col "$f" 4)"
 	else
 		row "capture, a thread with no Python frame" "no figures"
 	fi

@@ -98,6 +98,12 @@ jget() {
 	python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"
 }
 
+# self_apart ERRFILE: the CUMTRACE_SELFTIME line's steady calls with Python frames and those
+# without, "WITH WITHOUT"
+self_apart() {
+	sed -n 's/.*; steady with Python frames: \([0-9]*\) calls, per call [0-9]* ns (.*), without: \([0-9]*\) calls, per call .*/\1 \2/p' "$1"
+}
+
 # expect_eq WHAT ACTUAL EXPECTED
 expect_eq() {
 	[ "$2" = "$3" ] || fail "$1: got '$2', expected '$3'"

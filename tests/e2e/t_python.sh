@@ -103,7 +103,7 @@ expect_eq "memo: calls with stacks" "$calls" 1200
 # the steady calls apart: every one of them had Python frames from the memo (one thread, all in Python)
 steady=$(sed -n 's/.*; steady (stacks known, nothing new written): \([0-9]*\) calls, .*/\1/p' "$T/memo.err")
 expect_eq "memo: steady calls with Python frames, without" \
-	"$(sed -n 's/.*; steady with Python frames: \([0-9]*\) calls, per call [0-9]* ns (.*), without: \([0-9]*\) calls, per call .*/\1 \2/p' "$T/memo.err")" "$steady 0"
+	"$(self_apart "$T/memo.err")" "$steady 0"
 # and what it hands out is right: the last round's allocation of function k,
 # 4096 * (k + 1) bytes, leaks at k's own line, as py_memo.py printed them.
 py_sites_at_lines memo 30
@@ -138,7 +138,7 @@ expect_eq "noframe: steady calls (stack cache knew $known)" \
 # made 100 pairs from one place, its first call and the leaking one not steady: half each
 steady=$(sed -n 's/.*; steady (stacks known, nothing new written): \([0-9]*\) calls, .*/\1/p' "$T/noframe.err")
 expect_eq "noframe: steady calls with Python frames, without" \
-	"$(sed -n 's/.*; steady with Python frames: \([0-9]*\) calls, per call [0-9]* ns (.*), without: \([0-9]*\) calls, per call .*/\1 \2/p' "$T/noframe.err")" \
+	"$(self_apart "$T/noframe.err")" \
 	"$((steady / 2)) $((steady - steady / 2))"
 report "$T/noframe.json" leaks "$(dump_of noframe)"
 expect_eq "noframe: leaked blocks' Python lines" \
