@@ -174,6 +174,15 @@ run_to "$T/pool42n.txt" python3 "$ROOT/tests/gpu/fw_overhead_pair.py" --pool 'ru
 expect_eq "pool: run 42's cudaMallocAsync without stacks, figure" \
 	"$(sed -n 's/^pooled *over \(9 processes (96% interval): traced\/untraced [0-9.]* \[[0-9.]*, [0-9.]*\]\).*/\1/p' "$T/pool42n.txt")" \
 	"9 processes (96% interval): traced/untraced 0.9988 [0.9887, 1.0011]"
+# Run 43: stop 30's shim and the build before its prefetch change, four processes each
+# (docs/gpu-results.md's table: 0.9830 and 0.9861, 88% intervals)
+R43=$ROOT/docs/gpu-runs/2026-12-05-run43-c2-overhead-pair-async.txt
+for b in "kit 0.9830 [0.9788, 0.9971]" "before 0.9861 [0.9663, 0.9882]"; do
+	run_to "$T/pool43.txt" python3 "$ROOT/tests/gpu/fw_overhead_pair.py" --pool "run43.*:async/${b%% *}/off" "$R43"
+	expect_eq "pool: run 43's cudaMallocAsync layer off, ${b%% *}" \
+		"$(sed -n 's/^pooled *over \(4 processes (88% interval): traced\/untraced [0-9.]* \[[0-9.]*, [0-9.]*\]\).*FAIL (goal 0.99).*/\1/p' "$T/pool43.txt")" \
+		"4 processes (88% interval): traced/untraced ${b#* }"
+done
 # Bad usage: one line, exit 2 (--processes 0; an unknown mode; --env's; and --pool's: nothing matched,
 # keys mixed, a RAW line it did not write (keyed right but its rows not a list: stop 28's review
 # found that one ended in a traceback), no such file, files without --pool).
