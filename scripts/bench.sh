@@ -256,7 +256,7 @@ if command -v python3 >/dev/null 2>&1; then
 	# A thread with a Python thread state and no frame, as torch's autograd thread makes the
 	# backward pass's allocations (tests/e2e/py_noframe_bench.py: 1000 pairs, 32,768 pages
 	# touched between calls, the fake call 3 us: the setting in which this VM's figures match
-	# the H200's, README): its steady calls' figures ("without" Python frames in the self-time
+	# the H200's, docs/cost.md): its steady calls' figures ("without" Python frames in the self-time
 	# line), medians of REPS runs, on the newest CPython 3.12+ found (as torch's wheels run;
 	# python3 when none). On the H200 these calls are about half a training step's, and the
 	# stacks' cost fell mostly on that thread (run 42).

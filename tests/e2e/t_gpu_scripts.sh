@@ -158,7 +158,7 @@ for b in kit nostack; do
 done
 expect_eq "pair env: the variables reached the traced process" \
 	"$(grep -c '^FAIL fake disabled off: cumtrace_bench_pause returned an error: this process does not record$' "$T/pairenv.txt")" 1
-# Runs 39, 41 and 42 together (the same binary): the 25 processes the README's table gives,
+# Runs 39, 41 and 42 together (the same binary): the 25 processes the README's cost table gives,
 # 0.9875 [0.9825, 0.9948], 96% interval, undecided.
 R41=$ROOT/docs/gpu-runs/2026-12-05-run41
 R42=$ROOT/docs/gpu-runs/2026-12-05-run42
