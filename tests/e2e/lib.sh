@@ -98,6 +98,11 @@ jget() {
 	python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"
 }
 
+# self_steady ERRFILE: the CUMTRACE_SELFTIME line's steady calls (stacks known, nothing new written)
+self_steady() {
+	sed -n 's/.*; steady (stacks known, nothing new written): \([0-9]*\) calls, .*/\1/p' "$1"
+}
+
 # self_apart ERRFILE: the CUMTRACE_SELFTIME line's steady calls with Python frames and those
 # without, "WITH WITHOUT"
 self_apart() {

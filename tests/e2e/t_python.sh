@@ -101,7 +101,7 @@ expect_eq "memo: calls with stacks" "$calls" 1200
 [ -n "$found" ] && [ "$found" -ge 1130 ] && [ "$found" -le 1176 ] ||
 	fail "memo: $found of 1200 walks found in the memo, expected 1130-1176: $(cat "$T/memo.err")"
 # the steady calls apart: every one of them had Python frames from the memo (one thread, all in Python)
-steady=$(sed -n 's/.*; steady (stacks known, nothing new written): \([0-9]*\) calls, .*/\1/p' "$T/memo.err")
+steady=$(self_steady "$T/memo.err")
 expect_eq "memo: steady calls with Python frames, without" \
 	"$(self_apart "$T/memo.err")" "$steady 0"
 # and what it hands out is right: the last round's allocation of function k,
@@ -131,12 +131,10 @@ expect_eq "noframe: walks with no frame" \
 # Steady: every call whose native stack the cache knew, but the leaking line's
 # (its Python stack is new); none without the cache (ThreadSanitizer).
 known=$(sed -n 's/.* \([0-9]*\) known to the stack cache; Python thread state [^;]*; clock reads [^;]*; parts: .*/\1/p' "$T/noframe.err")
-expect_eq "noframe: steady calls (stack cache knew $known)" \
-	"$(sed -n 's/.*; steady (stacks known, nothing new written): \([0-9]*\) calls, .*/\1/p' "$T/noframe.err")" \
-	"$((known > 0 ? known - 1 : 0))"
+steady=$(self_steady "$T/noframe.err")
+expect_eq "noframe: steady calls (stack cache knew $known)" "$steady" "$((known > 0 ? known - 1 : 0))"
 # and apart: the main thread's steady calls had Python frames, the other thread's none; each
 # made 100 pairs from one place, its first call and the leaking one not steady: half each
-steady=$(sed -n 's/.*; steady (stacks known, nothing new written): \([0-9]*\) calls, .*/\1/p' "$T/noframe.err")
 expect_eq "noframe: steady calls with Python frames, without" \
 	"$(self_apart "$T/noframe.err")" \
 	"$((steady / 2)) $((steady - steady / 2))"
