@@ -318,6 +318,8 @@ CT_HIDDEN void ct_ring_release(struct ct_ring *ring, uint64_t end);
 struct dl_phdr_info;
 /* The address range [*lo, *hi) of a loaded object's PT_LOAD segments. */
 CT_HIDDEN void ct_module_range(const struct dl_phdr_info *info, uint64_t *lo, uint64_t *hi);
+/* The range [*lo, *hi) of the loaded object that holds p (ct_module_range); 0: none holds it. */
+CT_HIDDEN int ct_module_span_of(const void *p, uintptr_t *lo, uintptr_t *hi);
 
 /*
  * A lock-free interning table: 64-bit hash -> dense id (1, 2, ...), with a
@@ -369,6 +371,12 @@ CT_HIDDEN int ct_stack_capture_at(uint64_t *ips, int max, const void *frame, uin
  * (or another thread was the one to write it): later hits skip the table.
  */
 CT_HIDDEN void ct_stack_cache_note_id(uint32_t id);
+/*
+ * Does the stack the calling thread's last ct_stack_capture_at returned from
+ * its cache prove that the thread runs no Python now (ct_py_outside of the
+ * whole stack)? 0 when it does not, or no cached stack was returned.
+ */
+CT_HIDDEN int ct_stack_cache_no_python(void);
 /* Start loading the cache lines ct_stack_capture_at will read for frame (no effect otherwise). */
 CT_HIDDEN void ct_stack_cache_prefetch(const void *frame);
 /* Moves on at every ct_stack_reset: ids of an older generation are void. */
@@ -462,6 +470,7 @@ enum {
 	CT_SELF_MARK_PYWALK,  /* the Python frames walked to their memo key */
 	CT_SELF_MARK_PYMEMO,  /* the key was in the memo: no frame read, no record written */
 	CT_SELF_MARK_PYNONE,  /* the thread state held no frame */
+	CT_SELF_MARK_PYOUT,   /* not looked for: the native stack runs no Python (ct_py_outside) */
 	CT_SELF_MARKS
 };
 
@@ -582,6 +591,14 @@ typedef int (*ct_py_emit_fn)(void *ctx, const void *rec, uint32_t len);
  * CT_REC_PYSTACK records to emit. 0 when there is none.
  */
 CT_HIDDEN uint32_t ct_py_capture(ct_py_emit_fn emit, void *ctx);
+/*
+ * For a thread's whole native stack ips[0..n) (to its outermost frame): 1
+ * when no frame lies in the interpreter's object, so that the thread runs no
+ * Python code and ct_py_capture would find no frame; 0 when one does, or
+ * there are no Python frames to take; -1 when that is not known yet (the
+ * Python side not set up).
+ */
+CT_HIDDEN int ct_py_outside(const uint64_t *ips, int n);
 /* Before the real call of a call that takes stacks: prefetch what ct_py_capture reads first. */
 CT_HIDDEN void ct_py_prefetch(void);
 /* Forget every interned Python string and stack (fork child). */

@@ -101,6 +101,9 @@ CT_HOT_DATA static struct {
 	long cur_tp_off;		   /* CT_TLS_TP: its offset from the thread pointer */
 	void *(*tls_get_addr)(const void *); /* CT_TLS_GD: __tls_get_addr, and its argument */
 	const void *cur_ti;
+	/* the object that holds the interpreter (Py_IsInitialized's), for ct_py_outside;
+	 * interp_hi 0: not found */
+	uintptr_t interp_lo, interp_hi;
 } py;
 
 void *ct_py_sym(const char *name)
@@ -464,6 +467,34 @@ static int ct_py_setup(void)
 		return 0;
 	py.o = o;
 	ct_py_setup_direct();
+	if (!ct_module_span_of((const void *)(uintptr_t)py.is_initialized, &py.interp_lo,
+			       &py.interp_hi))
+		py.interp_hi = 0;
+	return 1;
+}
+
+/*
+ * Python code runs only in the interpreter's evaluation loop, and a thread
+ * state's current frame is set only while that loop runs on the thread: it
+ * pushes the frame on entry and pops it when it returns to C (3.11 and
+ * 3.12: its _PyCFrame's current frame; 3.8-3.10 and 3.13: the state's). A frame evaluator of
+ * another object (PEP 523) is itself called from the interpreter's object,
+ * and a thread the interpreter started begins there. So a thread whose whole
+ * native stack, to its outermost frame, has no frame in that object holds no
+ * current frame: torch's autograd thread (a std::thread in libtorch that
+ * keeps a thread state with the GIL let go) makes half a training step's
+ * allocations so, and its capture would read the state only to find none.
+ */
+int ct_py_outside(const uint64_t *ips, int n)
+{
+	int s = atomic_load_explicit(&ct_py_state, memory_order_acquire);
+	if (s != CT_PY_ON)
+		return s == CT_PY_OFF ? 0 : -1;
+	if (!py.interp_hi || n <= 0)
+		return 0;
+	for (int i = 0; i < n; i++)
+		if (ips[i] >= py.interp_lo && ips[i] < py.interp_hi)
+			return 0;
 	return 1;
 }
 

@@ -43,6 +43,7 @@ enum {
 	CT_SELF_PYWALK,	 /* the frames walked to their memo key */
 	CT_SELF_PYMEMO,	 /* walks whose key was in the memo */
 	CT_SELF_PYNONE,	 /* walks that found no frame */
+	CT_SELF_PYOUT,	 /* calls not walked: their native stack runs no Python */
 	CT_SELF_STEADY,	 /* calls that met only known stacks (below), then their three phases: */
 	CT_SELF_STEADY_STACK,
 	CT_SELF_STEADY_PYTHON,
@@ -104,6 +105,8 @@ static void ct_selftime_add(uint64_t t0, uint64_t t1, uint64_t ts, uint64_t tp, 
 	atomic_fetch_add_explicit(&ct_self[CT_SELF_PYMEMO], mark[CT_SELF_MARK_PYMEMO] != 0,
 				  memory_order_relaxed);
 	atomic_fetch_add_explicit(&ct_self[CT_SELF_PYNONE], mark[CT_SELF_MARK_PYNONE] != 0,
+				  memory_order_relaxed);
+	atomic_fetch_add_explicit(&ct_self[CT_SELF_PYOUT], mark[CT_SELF_MARK_PYOUT] != 0,
 				  memory_order_relaxed);
 	/*
 	 * The steady state of a loop: the native stack's id from the stack
@@ -186,7 +189,8 @@ void ct_selftime_report(void)
 		     "parts: %llu cache hits "
 		     "(lookup %.0f ns, checks %.0f ns), %llu Python walks (thread state %.0f ns, "
 		     "frames to their key %.0f ns), %llu with no frame, %llu found by code pointers "
-		     "alone, %llu found in the memo; "
+		     "alone, %llu found in the memo, %llu not walked (a whole native stack outside the "
+		     "interpreter); "
 		     "steady with Python frames: %llu calls, per call %.0f ns (native stack %.0f, "
 		     "Python frames %.0f, record %.0f), without: %llu calls, per call %.0f ns (native "
 		     "stack %.0f, Python %.0f, record %.0f); "
@@ -207,6 +211,7 @@ void ct_selftime_report(void)
 		     (unsigned long long)atomic_load(&ct_self[CT_SELF_PYNONE]),
 		     (unsigned long long)ct_py_quick_hits(),
 		     (unsigned long long)atomic_load(&ct_self[CT_SELF_PYMEMO]),
+		     (unsigned long long)atomic_load(&ct_self[CT_SELF_PYOUT]),
 		     (unsigned long long)fn, fst + fpy + frec, fst, fpy, frec,
 		     (unsigned long long)(sn - fn), bare[0] + bare[1] + bare[2], bare[0], bare[1], bare[2],
 		     (unsigned long long)atomic_load(&ct_self[CT_SELF_STEADY]),
@@ -403,8 +408,13 @@ static CT_ALWAYS_INLINE inline void ct_call_end_full(struct ct_call *call, uint6
 				: ct_stack_capture_at(ips, (int)want, call->frame, &hash, &known_id);
 	uint64_t t_stack = timed ? ct_ticks() : 0;
 	uint32_t py_id = 0;
-	if (stacks && call->layer != CT_LAYER_CUPTI)
-		py_id = ct_py_capture(ct_py_emit, t);
+	if (stacks && call->layer != CT_LAYER_CUPTI) {
+		/* a whole stack outside the interpreter's object: no Python frame to look for */
+		if (!ct_stack_cache_no_python())
+			py_id = ct_py_capture(ct_py_emit, t);
+		else
+			ct_self_mark(CT_SELF_MARK_PYOUT);
+	}
 	uint64_t t_py = 0;
 	if (timed) {
 		t_py = ct_ticks();

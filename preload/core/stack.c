@@ -62,20 +62,36 @@ void ct_module_range(const struct dl_phdr_info *info, uint64_t *lo, uint64_t *hi
 	}
 }
 
-static int ct_find_self(struct dl_phdr_info *info, size_t size, void *arg)
+struct ct_span_find {
+	uint64_t probe, lo, hi;
+};
+
+static int ct_span_cb(struct dl_phdr_info *info, size_t size, void *arg)
 {
-	uint64_t probe = (uint64_t)(uintptr_t)arg, lo, hi;
+	(void)size;
+	struct ct_span_find *f = arg;
+	uint64_t lo, hi;
 	ct_module_range(info, &lo, &hi);
-	if (probe < lo || probe >= hi)
+	if (f->probe < lo || f->probe >= hi)
 		return 0;
-	ct_self_lo = (uintptr_t)lo;
-	ct_self_hi = (uintptr_t)hi;
+	f->lo = lo;
+	f->hi = hi;
+	return 1;
+}
+
+int ct_module_span_of(const void *p, uintptr_t *lo, uintptr_t *hi)
+{
+	struct ct_span_find f = {(uint64_t)(uintptr_t)p, 0, 0};
+	if (!dl_iterate_phdr(ct_span_cb, &f))
+		return 0;
+	*lo = (uintptr_t)f.lo;
+	*hi = (uintptr_t)f.hi;
 	return 1;
 }
 
 void ct_stack_init(void)
 {
-	dl_iterate_phdr(ct_find_self, (void *)(uintptr_t)&ct_stack_init);
+	ct_module_span_of((const void *)(uintptr_t)&ct_stack_init, &ct_self_lo, &ct_self_hi);
 	ct_stack_cache_init();
 }
 

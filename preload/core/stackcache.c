@@ -81,6 +81,15 @@
 #define CT_SC_RETRY 64
 
 /*
+ * Whether a cached stack's thread can have a Python frame (ct_py_outside):
+ * to ask (Python not set up when the stack was unwound), out (the stack is
+ * whole, to its outermost frame, and no frame of it lies in the
+ * interpreter's object), in (any other: a frame there, a stack cut at the
+ * depth limit, no Python).
+ */
+enum { CT_SC_PY_ASK = 0, CT_SC_PY_OUT = 1, CT_SC_PY_IN = 2 };
+
+/*
  * An entry's checks are the words' places, in words from the wrapper's saved
  * frame pointer (sp0 - 16), and one weighted sum of the words they held: a
  * hit reads its entry's first lines and the stack, no table of values, and
@@ -103,7 +112,8 @@ struct ct_sc_entry {
 	uint16_t nips;	   /* 0: this place's stacks cannot be cached (below) */
 	uint16_t nchecks;
 	uint16_t skips;	   /* nips 0: plain unwinds since the last try */
-	uint16_t reserved[2];
+	uint16_t py;	   /* CT_SC_PY_*: does the stack run Python (ct_stack_cache_no_python) */
+	uint16_t reserved;
 	uint32_t id, gen;  /* the stack's interned id, whose record is written, and ct_stack_gen */
 	/* then cap_checks uint16_t places (rounded up to 8 bytes), then cap_ips frames: what a
 	 * hit reads comes first */
@@ -451,7 +461,7 @@ static int ct_sc_unwind(struct ct_stack_cache *sc, struct ct_sc_entry *e, uint64
 	}
 	int ok = !signal && ip == frame[1] && unw_get_reg(&c, UNW_REG_SP, &sp) == 0 && sp == sp0 &&
 		 (size_t)max <= sc->cap_ips;
-	int n = 0;
+	int n = 0, whole = 0;
 	for (;;) {
 		ips[n++] = ip;
 		if (n >= max)
@@ -465,11 +475,14 @@ static int ct_sc_unwind(struct ct_stack_cache *sc, struct ct_sc_entry *e, uint64
 		if (r < 0) {
 			/* A register the CFI leaves undefined (the outermost frame). */
 			ok = ok && r == -UNW_EBADREG;
+			whole = 1;
 			break;
 		}
 		ok = ok && ct_sc_note_step(sc, e, sp0, &c, &f, r);
-		if (r == 0)
+		if (r == 0) {
+			whole = 1;
 			break;
+		}
 		if (unw_get_reg(&c, UNW_REG_IP, &ip) < 0) {
 			ok = 0;
 			break;
@@ -487,6 +500,7 @@ static int ct_sc_unwind(struct ct_stack_cache *sc, struct ct_sc_entry *e, uint64
 	memcpy(ct_sc_ips(sc, e), ips, (size_t)n * 8);
 	e->sum = ct_sc_sum(ct_sc_checks(e), e->nchecks, sp0 - 16);
 	e->hash = ct_stack_hash(ips, n);
+	e->py = whole ? CT_SC_PY_ASK : CT_SC_PY_IN;
 	e->nips = (uint16_t)n;
 	e->id = 0;
 	sc->last = e;
@@ -585,6 +599,20 @@ CT_HOT void ct_stack_cache_prefetch(const void *frame)
 	}
 }
 
+int ct_stack_cache_no_python(void)
+{
+	struct ct_stack_cache *sc = ct_tls.stacks;
+	struct ct_sc_entry *e = sc ? sc->last : NULL;
+	if (!e)
+		return 0;
+	if (CT_UNLIKELY(e->py == CT_SC_PY_ASK)) {
+		int out = ct_py_outside(ct_sc_ips(sc, e), e->nips);
+		if (out >= 0)
+			e->py = out ? CT_SC_PY_OUT : CT_SC_PY_IN;
+	}
+	return e->py == CT_SC_PY_OUT;
+}
+
 void ct_stack_cache_note_id(uint32_t id)
 {
 	struct ct_stack_cache *sc = ct_tls.stacks;
@@ -621,6 +649,11 @@ int ct_stack_capture_at(uint64_t *ips, int max, const void *frame, uint64_t *has
 void ct_stack_cache_note_id(uint32_t id)
 {
 	(void)id;
+}
+
+int ct_stack_cache_no_python(void)
+{
+	return 0;
 }
 
 void ct_stack_cache_prefetch(const void *frame)

@@ -66,7 +66,7 @@ def main():
     if what == "selftime":
         need = [r"^async +untraced +%s$" % num,
                 r"^async +(on|off) +%s +%s +\d+ \(\d+, \d+, \d+\) +\d+ +%s +%s%%" % (num, num, num, num),
-                r"^async +(on|off) +parts: \d+ cache hits .*, \d+ with no frame, \d+ by code pointers alone, \d+ found in the memo$",
+                r"^async +(on|off) +parts: \d+ cache hits .*, \d+ with no frame, \d+ by code pointers alone, \d+ found in the memo(, \d+ not walked)?$",
                 r"^async +(on|off) +steady: [1-9]\d* of \d+ calls \(%s%%\), \d+ ns a call" % num,
                 r"^async +(on|off) +steady apart: \d+ with Python frames, \d+ ns a call \(\d+, \d+, \d+\); \d+ "
                 r"without \(autograd threads\), \d+ ns a call \(\d+, \d+, \d+\)$",

@@ -103,6 +103,12 @@ self_steady() {
 	sed -n 's/.*; steady (stacks known, nothing new written): \([0-9]*\) calls, .*/\1/p' "$1"
 }
 
+# self_nowalk ERRFILE: the CUMTRACE_SELFTIME line's calls whose Python frames were not looked
+# for, their whole native stack lying outside the interpreter's object
+self_nowalk() {
+	sed -n 's/.* found in the memo, \([0-9]*\) not walked (a whole native stack outside the interpreter); .*/\1/p' "$1"
+}
+
 # self_apart ERRFILE: the CUMTRACE_SELFTIME line's steady calls with Python frames and those
 # without, "WITH WITHOUT"
 self_apart() {

@@ -96,7 +96,7 @@ expect_eq pystack_records "$n" 1
 CUMTRACE_SELFTIME=1 traced memo python3 "$ROOT/tests/e2e/py_memo.py" "$FAKE" 50 >"$T/memo.lines" 2>"$T/memo.err" ||
 	fail "py_memo.py exited $?: $(cat "$T/memo.err")"
 calls=$(sed -n 's/^cumtrace: self time: \([0-9]*\) calls with stacks.*/\1/p' "$T/memo.err")
-found=$(sed -n 's/.* \([0-9]*\) found in the memo; steady .*/\1/p' "$T/memo.err")
+found=$(sed -n 's/.* \([0-9]*\) found in the memo, .*/\1/p' "$T/memo.err")
 expect_eq "memo: calls with stacks" "$calls" 1200
 [ -n "$found" ] && [ "$found" -ge 1130 ] && [ "$found" -le 1176 ] ||
 	fail "memo: $found of 1200 walks found in the memo, expected 1130-1176: $(cat "$T/memo.err")"
@@ -104,6 +104,7 @@ expect_eq "memo: calls with stacks" "$calls" 1200
 steady=$(self_steady "$T/memo.err")
 expect_eq "memo: steady calls with Python frames, without" \
 	"$(self_apart "$T/memo.err")" "$steady 0"
+expect_eq "memo: calls not walked" "$(self_nowalk "$T/memo.err")" 0
 # and what it hands out is right: the last round's allocation of function k,
 # 4096 * (k + 1) bytes, leaks at k's own line, as py_memo.py printed them.
 py_sites_at_lines memo 30
@@ -121,16 +122,20 @@ expect_eq off_no_python \
 traced nat "$PROGS/basic" >/dev/null
 expect_eq native_prog_pystacks "$(python3 "$ROOT/tests/e2e/ctrec.py" count 11 "$(dump_of nat)")" 0
 # A thread with a Python thread state and no frame (torch's autograd threads keep
-# one): its 101 calls with stacks (cudaFree takes none) walk no frame, count as steady when their native stack is known,
-# and carry no Python stack; the main thread's carry theirs.
+# one): its 101 calls with stacks (cudaFree takes none) find no frame, count as steady when their native stack is known,
+# and carry no Python stack; the main thread's carry theirs. Where the stack cache
+# knows the thread's whole native stack (a pthread of libpynoframe.so: no frame in
+# the interpreter's object) its calls do not even walk (ct_py_outside); without the
+# cache (ThreadSanitizer) each walks to find no frame.
 nf=$ROOT/tests/e2e/py_noframe.py
 CUMTRACE_SELFTIME=1 traced noframe python3 "$nf" "$FAKE" "$ROOT/$BUILD/tests/libs/libpynoframe.so" 100 \
 	2>"$T/noframe.err" || fail "py_noframe.py exited $?: $(cat "$T/noframe.err")"
-expect_eq "noframe: walks with no frame" \
-	"$(sed -n 's/.*, \([0-9]*\) with no frame, .*/\1/p' "$T/noframe.err")" 101
+known=$(sed -n 's/.* \([0-9]*\) known to the stack cache; Python thread state [^;]*; clock reads [^;]*; parts: .*/\1/p' "$T/noframe.err")
+expect_eq "noframe: calls not walked, walks with no frame (stack cache knew $known)" \
+	"$(self_nowalk "$T/noframe.err") $(sed -n 's/.*, \([0-9]*\) with no frame, .*/\1/p' "$T/noframe.err")" \
+	"$([ "$known" -gt 0 ] && echo "101 0" || echo "0 101")"
 # Steady: every call whose native stack the cache knew, but the leaking line's
 # (its Python stack is new); none without the cache (ThreadSanitizer).
-known=$(sed -n 's/.* \([0-9]*\) known to the stack cache; Python thread state [^;]*; clock reads [^;]*; parts: .*/\1/p' "$T/noframe.err")
 steady=$(self_steady "$T/noframe.err")
 expect_eq "noframe: steady calls (stack cache knew $known)" "$steady" "$((known > 0 ? known - 1 : 0))"
 # and apart: the main thread's steady calls had Python frames, the other thread's none; each
@@ -142,3 +147,21 @@ report "$T/noframe.json" leaks "$(dump_of noframe)"
 expect_eq "noframe: leaked blocks' Python lines" \
 	"$(jget "$T/noframe.json" 'sorted((s["bytes"], [f["line"] for f in s["stack"] if f.get("python")][:1]) for s in j["leaks"]["sites"])')" \
 	"[(555, [$(grep -n NOFRAME-LEAK-LINE "$nf" | tail -1 | cut -d: -f1)]), (777, [])]"
+# A thread the C library starts that runs Python code (PyRun_SimpleString): its
+# native stacks run through the interpreter's object, so every call is walked and
+# the leak carries its line in that code; and a call 40 C frames below Python, its
+# native stack cut at the depth limit (32) above the interpreter: walked too. Under
+# each CPython found whose interpreter lives in another object (python3's
+# libpython, or the executable itself).
+for pyx in python3 /usr/bin/python3.11 /usr/bin/python3.12; do
+	command -v "$pyx" >/dev/null 2>&1 || continue
+	ct=ct$(basename "$pyx" | tr -d .)
+	CUMTRACE_SELFTIME=1 traced "$ct" "$pyx" "$ROOT/tests/e2e/py_cthread.py" "$FAKE" \
+		"$ROOT/$BUILD/tests/libs/libpynoframe.so" 50 >"$T/$ct.line" 2>"$T/$ct.err" ||
+		fail "py_cthread.py ($pyx) exited $?: $(cat "$T/$ct.err")"
+	expect_eq "$ct: calls not walked" "$(self_nowalk "$T/$ct.err")" 0
+	report "$T/$ct.json" leaks "$(dump_of "$ct")"
+	expect_eq "$ct: leaked blocks' Python lines" \
+		"$(jget "$T/$ct.json" 'sorted((s["bytes"], [f["line"] for f in s["stack"] if f.get("python")][:1]) for s in j["leaks"]["sites"])')" \
+		"$(read -r cl dl <"$T/$ct.line" && echo "[(888, [$dl]), (999, [$cl])]")"
+done

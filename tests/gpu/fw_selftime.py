@@ -63,7 +63,8 @@ PARTS = re.compile(r"parts: (\d+) cache hits \(lookup (\d+) ns, checks (\d+) ns\
 # walks that found no frame (shims from stop 23 on: torch's autograd threads keep a thread state
 # without frames), then those found in the memo
 MEMO = re.compile(r"frames to their key \d+ ns\), (?:(\d+) with no frame, )?"
-                  r"(?:(\d+) found by code pointers alone, )?(\d+) found in the memo")
+                  r"(?:(\d+) found by code pointers alone, )?(\d+) found in the memo"
+                  r"(?:, (\d+) not walked)?")
 # how the Python thread state was found, and what one of the marks' clock reads costs (shims from
 # stop 24 on): every part of a timed call ends with one, about eight in a steady call's figures
 CLOCK = re.compile(r"Python thread state ([^;]*); clock reads \(([^)]*)\) (\d+) ns each")
@@ -107,6 +108,9 @@ def run(args, script, mode, traced, layer):
             res["noframe"] = int(memo.group(1))
         if memo.group(2) is not None:
             res["quick"] = int(memo.group(2))
+        # shims from stop 32 on: calls whose whole native stack lies outside the interpreter
+        if memo.group(4) is not None:
+            res["nowalk"] = int(memo.group(4))
     clock = CLOCK.search(p.stderr)
     if clock:
         res["clock"] = [clock.group(1), clock.group(2), int(clock.group(3))]
@@ -174,7 +178,8 @@ def main():
                                                              pywalk)
                       + (", %d with no frame" % r["noframe"] if "noframe" in r else "")
                       + (", %d by code pointers alone" % r["quick"] if "quick" in r else "")
-                      + (", %d found in the memo" % r["memo"] if "memo" in r else ""))
+                      + (", %d found in the memo" % r["memo"] if "memo" in r else "")
+                      + (", %d not walked" % r["nowalk"] if "nowalk" in r else ""))
             if "steady" in r:
                 n, sper, sst, spy, srec = r["steady"]
                 sus = per_step * sper / 1000.0

@@ -90,3 +90,52 @@ int noframe_bench(void *m, void *f, int n, int pages)
 	free(j.buf);
 	return rc;
 }
+
+/*
+ * The other side (t_python): a thread of this library's own that runs Python
+ * code, source, through PyRun_SimpleString: its calls' native stacks run
+ * through the interpreter, so their Python frames are looked for. 0 when the
+ * code ran without an exception.
+ */
+static void *pyrun(void *arg)
+{
+	const char *const *src = arg;
+	int (*ensure)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "PyGILState_Ensure");
+	void (*release)(int) = (void (*)(int))dlsym(RTLD_DEFAULT, "PyGILState_Release");
+	int (*run_string)(const char *) = (int (*)(const char *))dlsym(RTLD_DEFAULT,
+								     "PyRun_SimpleString");
+	static int rc;
+	rc = -1;
+	if (ensure && release && run_string) {
+		int g = ensure();
+		rc = run_string(*src);
+		release(g);
+	}
+	return &rc;
+}
+
+int pyrun_thread(const char *source)
+{
+	pthread_t t;
+	void *rc = NULL;
+	if (pthread_create(&t, NULL, pyrun, &source) != 0)
+		return -1;
+	pthread_join(t, &rc);
+	return rc ? *(int *)rc : -1;
+}
+
+/*
+ * One block of size bytes through m, depth frames of this library below the
+ * caller (t_python): deeper than the shim's stack depth, its native stack is
+ * cut before it reaches the interpreter that called it, so it proves nothing
+ * and the caller's Python frames are still looked for. 0 on success.
+ */
+__attribute__((noinline)) int deep_malloc(void *m, int depth, size_t size)
+{
+	void *p = NULL;
+	if (depth > 0) {
+		volatile int rc = deep_malloc(m, depth - 1, size);
+		return rc;
+	}
+	return ((malloc_fn)m)(&p, size);
+}
