@@ -248,6 +248,15 @@ $(PYNOFRAME): tests/e2e/libs/pynoframe.c
 	@echo "  CC      $@"
 	$(Q)$(CC) -O1 -g -fPIC -shared -Wl,-soname,libpynoframe.so -o $@ $< -ldl -lpthread
 
+# A write(2) interposer that closes the dump's descriptor before one of the shim's writes,
+# for tests/e2e/t_hostile_dumpfd.sh; preloaded after the shim, built without a sanitizer.
+CLOSEWRITE := $(TLIB_DIR)/libclosewrite.so
+
+$(CLOSEWRITE): tests/e2e/libs/closewrite.c
+	@mkdir -p $(@D)
+	@echo "  CC      $@"
+	$(Q)$(CC) -O1 -g -fPIC -shared -Wl,-soname,libclosewrite.so -o $@ $< -ldl
+
 # hostile_signal exports its gethostname, which the shim calls during start-up.
 $(BUILD)/tests/progs/hostile_signal: PROG_CFLAGS += -rdynamic
 
@@ -371,7 +380,7 @@ $(BUILD)/tests/progs/nccl_comms: tests/e2e/progs/nccl_comms.c tests/fake/nccl.h 
 		-Wl,-rpath,'$$ORIGIN/../nccl' -Xlinker -rpath-link -Xlinker $(FAKE_DIR) -ldl -lpthread $(ALL_LDFLAGS)
 tests: $(FAKE_NCCL)
 
-tests: all $(FAKE_CUDART) $(FAKE_CUDA) $(FAKE_CUPTI) $(NULLRT) $(TLIBS) $(CTTLS) $(PYNOFRAME) $(TWIN_LIB) $(TWIN_LIB12) $(FAKE_C10) $(PROGS) $(UNITS) $(GENDUMP)
+tests: all $(FAKE_CUDART) $(FAKE_CUDA) $(FAKE_CUPTI) $(NULLRT) $(TLIBS) $(CTTLS) $(PYNOFRAME) $(CLOSEWRITE) $(TWIN_LIB) $(TWIN_LIB12) $(FAKE_C10) $(PROGS) $(UNITS) $(GENDUMP)
 
 check: tests
 	$(Q)BUILD=$(BUILD) SANITIZE=$(SANITIZE) sh tests/run.sh

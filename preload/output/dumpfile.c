@@ -93,6 +93,13 @@ static int ct_dump_fd(void)
 	}
 }
 
+/*
+ * How many times one write may find its descriptor closed under it (EBADF:
+ * the program closed the number between ct_dump_fd's check and the write,
+ * so nothing of it was written) and open the dump again.
+ */
+#define CT_DUMP_REOPENS 8
+
 /* Write everything or fail; on failure tracing stops for good. */
 int ct_dump_write(const void *p, size_t n)
 {
@@ -100,10 +107,17 @@ int ct_dump_write(const void *p, size_t n)
 	int fd = ct_dump_fd();
 	if (fd < 0)
 		return -1;
+	int reopens = 0;
 	while (n > 0) {
 		ssize_t w = write(fd, c, n);
 		if (w < 0 && errno == EINTR)
 			continue;
+		if (w < 0 && errno == EBADF && reopens++ < CT_DUMP_REOPENS) {
+			fd = ct_dump_fd(); /* the number no longer names the dump: opened again */
+			if (fd < 0)
+				return -1;
+			continue;
+		}
 		if (w <= 0) {
 			ct_warn_once(&ct_warned.write,
 				     "cannot write %s: %s; tracing stopped, the program goes on",
