@@ -318,8 +318,18 @@ CT_HIDDEN void ct_ring_release(struct ct_ring *ring, uint64_t end);
 struct dl_phdr_info;
 /* The address range [*lo, *hi) of a loaded object's PT_LOAD segments. */
 CT_HIDDEN void ct_module_range(const struct dl_phdr_info *info, uint64_t *lo, uint64_t *hi);
-/* The range [*lo, *hi) of the loaded object that holds p (ct_module_range); 0: none holds it. */
-CT_HIDDEN int ct_module_span_of(const void *p, uintptr_t *lo, uintptr_t *hi);
+/* A loaded object that holds an address (ct_module_of). */
+struct ct_module {
+	uintptr_t lo, hi; /* its range (ct_module_range) */
+	uintptr_t base;	  /* dlpi_addr: its link_map's l_addr */
+	const char *name; /* the loader's string ("" for the program) or NULL: valid while it stays loaded */
+};
+/*
+ * 1 and *m: the loaded object that holds p; 0: none holds it. With copy, its
+ * name is also copied there (at most cap - 1 bytes, "" for none) while the
+ * loader's lock holds it loaded.
+ */
+CT_HIDDEN int ct_module_of(const void *p, struct ct_module *m, char *copy, size_t cap);
 
 /*
  * A lock-free interning table: 64-bit hash -> dense id (1, 2, ...), with a

@@ -467,9 +467,13 @@ static int ct_py_setup(void)
 		return 0;
 	py.o = o;
 	ct_py_setup_direct();
-	if (!ct_module_span_of((const void *)(uintptr_t)py.is_initialized, &py.interp_lo,
-			       &py.interp_hi))
+	struct ct_module interp;
+	if (ct_module_of((const void *)(uintptr_t)py.is_initialized, &interp, NULL, 0)) {
+		py.interp_lo = interp.lo;
+		py.interp_hi = interp.hi;
+	} else {
 		py.interp_hi = 0;
+	}
 	return 1;
 }
 

@@ -62,36 +62,50 @@ void ct_module_range(const struct dl_phdr_info *info, uint64_t *lo, uint64_t *hi
 	}
 }
 
-struct ct_span_find {
-	uint64_t probe, lo, hi;
+struct ct_module_find {
+	uint64_t probe;
+	struct ct_module *m;
+	char *copy;
+	size_t cap;
+	int found;
 };
 
-static int ct_span_cb(struct dl_phdr_info *info, size_t size, void *arg)
+static int ct_module_cb(struct dl_phdr_info *info, size_t size, void *arg)
 {
 	(void)size;
-	struct ct_span_find *f = arg;
+	struct ct_module_find *f = arg;
 	uint64_t lo, hi;
 	ct_module_range(info, &lo, &hi);
 	if (f->probe < lo || f->probe >= hi)
 		return 0;
-	f->lo = lo;
-	f->hi = hi;
+	f->m->lo = (uintptr_t)lo;
+	f->m->hi = (uintptr_t)hi;
+	f->m->base = (uintptr_t)info->dlpi_addr;
+	f->m->name = info->dlpi_name;
+	if (f->copy) {
+		const char *name = info->dlpi_name ? info->dlpi_name : "";
+		size_t n = strnlen(name, f->cap - 1);
+		memcpy(f->copy, name, n);
+		f->copy[n] = 0;
+	}
+	f->found = 1;
 	return 1;
 }
 
-int ct_module_span_of(const void *p, uintptr_t *lo, uintptr_t *hi)
+int ct_module_of(const void *p, struct ct_module *m, char *copy, size_t cap)
 {
-	struct ct_span_find f = {(uint64_t)(uintptr_t)p, 0, 0};
-	if (!dl_iterate_phdr(ct_span_cb, &f))
-		return 0;
-	*lo = (uintptr_t)f.lo;
-	*hi = (uintptr_t)f.hi;
-	return 1;
+	struct ct_module_find f = {(uint64_t)(uintptr_t)p, m, cap ? copy : NULL, cap, 0};
+	dl_iterate_phdr(ct_module_cb, &f);
+	return f.found;
 }
 
 void ct_stack_init(void)
 {
-	ct_module_span_of((const void *)(uintptr_t)&ct_stack_init, &ct_self_lo, &ct_self_hi);
+	struct ct_module self;
+	if (ct_module_of((const void *)(uintptr_t)&ct_stack_init, &self, NULL, 0)) {
+		ct_self_lo = self.lo;
+		ct_self_hi = self.hi;
+	}
 	ct_stack_cache_init();
 }
 

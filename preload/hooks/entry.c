@@ -79,33 +79,10 @@ void *ct_real_symbol_slow(void *_Atomic *cache, const char *name)
 
 /* ---- routes: the caller's own dependency tree ------------------------------------ */
 
-/* The loaded object that maps an address: its whole range and its name. */
-struct ct_object {
-	uintptr_t lo, hi;
-	uintptr_t base; /* dlpi_addr, its link_map's l_addr */
-	const char *path;
-};
-
-static int ct_find_object(struct dl_phdr_info *info, size_t size, void *arg)
-{
-	struct ct_object *o = arg;
-	uint64_t lo, hi;
-	ct_module_range(info, &lo, &hi);
-	if (o->lo < lo || o->lo >= hi)
-		return 0;
-	o->lo = (uintptr_t)lo;
-	o->hi = (uintptr_t)hi;
-	o->base = (uintptr_t)info->dlpi_addr;
-	o->path = info->dlpi_name;
-	return 1;
-}
-
 /* The object that holds address p, other than libcumtrace; 0 if there is none. */
-static int ct_object_of(const void *p, struct ct_object *o)
+static int ct_object_of(const void *p, struct ct_module *o)
 {
-	o->lo = (uintptr_t)p;
-	o->path = NULL;
-	return p && !ct_is_own_address(p) && dl_iterate_phdr(ct_find_object, o) && o->path;
+	return p && !ct_is_own_address(p) && ct_module_of(p, o, NULL, 0) && o->name;
 }
 
 /*
@@ -115,10 +92,10 @@ static int ct_object_of(const void *p, struct ct_object *o)
  * stays mapped for good, so that a route keyed by its range never outlives it.
  * Not for the program (path ""), whose tree is the global scope.
  */
-static void *ct_object_symbol(const struct ct_object *o, const char *name)
+static void *ct_object_symbol(const struct ct_module *o, const char *name)
 {
 	ct_dlsym_fn real = (ct_dlsym_fn)ct_resolve_real_dlsym();
-	void *h = real && o->path[0] ? dlopen(o->path, RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE) : NULL;
+	void *h = real && o->name[0] ? dlopen(o->name, RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE) : NULL;
 	struct link_map *map = NULL;
 	if (!h || dlinfo(h, RTLD_DI_LINKMAP, &map) != 0 || !map || map->l_addr != o->base)
 		return NULL; /* not found by its name (another namespace): never a wrong copy */
@@ -196,7 +173,7 @@ static int ct_routes_agree(struct ct_real *real, const void *fn)
 	return 1;
 }
 
-static void ct_route_add(struct ct_real *real, const struct ct_object *o, void *fn)
+static void ct_route_add(struct ct_real *real, const struct ct_module *o, void *fn)
 {
 	unsigned i = atomic_fetch_add_explicit(&real->nroutes, 1, memory_order_acq_rel);
 	if (i >= CT_ROUTES)
@@ -227,7 +204,7 @@ static void *ct_real_settle(struct ct_real *real, void *fn)
  */
 static void *ct_real_resolve(struct ct_real *real, const char *name, const void *caller)
 {
-	struct ct_object o;
+	struct ct_module o;
 	void *fn = ct_dlsym_next(name);
 	if (fn && !ct_is_own_address(fn)) {
 		void *all = ct_real_settle(real, fn);
@@ -424,7 +401,7 @@ void *ct_dlsym_impl(void *handle, const char *name)
 		if (!ct_only_self_defines(name))
 			return fn;
 		/* RTLD_DEFAULT from an object loaded RTLD_LOCAL goes on into its own tree. */
-		struct ct_object o;
+		struct ct_module o;
 		void *local = NULL;
 		int saved = errno;
 		if (handle == RTLD_DEFAULT && ct_object_of(__builtin_return_address(0), &o))

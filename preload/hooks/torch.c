@@ -127,31 +127,6 @@ static void ct_torch_add_other(uintptr_t lo, uintptr_t hi)
 	atomic_store_explicit(&ct_torch_last, s, memory_order_release);
 }
 
-/* The loaded object holding addr: its address range and path. */
-struct ct_torch_where {
-	uintptr_t addr, lo, hi;
-	int found;
-	char path[PATH_MAX];
-};
-
-static int ct_torch_where_cb(struct dl_phdr_info *info, size_t size, void *arg)
-{
-	struct ct_torch_where *w = arg;
-	uint64_t lo, hi;
-	(void)size;
-	ct_module_range(info, &lo, &hi);
-	if (w->addr < lo || w->addr >= hi)
-		return 0;
-	w->lo = (uintptr_t)lo;
-	w->hi = (uintptr_t)hi;
-	w->found = 1;
-	const char *name = info->dlpi_name ? info->dlpi_name : "";
-	size_t n = strnlen(name, sizeof w->path - 1);
-	memcpy(w->path, name, n);
-	w->path[n] = 0;
-	return 1;
-}
-
 static int ct_torch_is_c10(const char *path)
 {
 	const char *base = strrchr(path, '/');
@@ -461,10 +436,11 @@ void ct_torch_check_caller(const void *ret)
 		return;
 	}
 	int saved_errno = errno;
-	struct ct_torch_where w = {.addr = a};
-	dl_iterate_phdr(ct_torch_where_cb, &w);
-	if (!w.found || !ct_torch_is_c10(w.path)) {
-		if (w.found)
+	struct ct_module w;
+	char path[PATH_MAX];
+	int found = ct_module_of(ret, &w, path, sizeof path);
+	if (!found || !ct_torch_is_c10(path)) {
+		if (found)
 			ct_torch_add_other(w.lo, w.hi);
 		else
 			ct_torch_add_other(a, a + 1); /* code outside any object */
@@ -478,7 +454,7 @@ void ct_torch_check_caller(const void *ret)
 	}
 	struct ct_thread *t = &ct_tls;
 	t->in_hook = 1; /* nothing torch does meanwhile is traced */
-	int next = ct_torch_attach(w.path);
+	int next = ct_torch_attach(path);
 	t->in_hook = 0;
 	if (next == CT_TORCH_WATCHING && ++ct_torch_retries >= CT_TORCH_RETRIES) {
 		ct_torch_warn("torch: the caching allocator was not ready at %d tries: " CT_TORCH_OFF_MSG,
