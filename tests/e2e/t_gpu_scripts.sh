@@ -183,6 +183,18 @@ for b in "kit 0.9830 [0.9788, 0.9971]" "before 0.9861 [0.9663, 0.9882]"; do
 		"$(sed -n 's/^pooled *over \(4 processes (88% interval): traced\/untraced [0-9.]* \[[0-9.]*, [0-9.]*\]\).*FAIL (goal 0.99).*/\1/p' "$T/pool43.txt")" \
 		"4 processes (88% interval): traced/untraced ${b#* }"
 done
+# Run 45: stop 33's shim on the H200, cudaMallocAsync and no-caching modes with the layer off
+# (docs/gpu-results.md's table: 0.9854 over eight, missed; 0.9896 over six, undecided)
+R45=$ROOT/docs/gpu-runs/2026-12-06-run45-c1-overhead-pair
+for c in "async|8 processes (93% interval): traced/untraced 0.9854 [0.9834, 0.9901]|FAIL" \
+	"nocache|6 processes (97% interval): traced/untraced 0.9896 [0.9884, 0.9941]|INCONCLUSIVE"; do
+	m=${c%%|*}
+	want=${c#*|}
+	run_to "$T/pool45.txt" python3 "$ROOT/tests/gpu/fw_overhead_pair.py" --pool "run45.*:$m/kit/off" "$R45-$m.txt"
+	expect_eq "pool: run 45's $m layer off" \
+		"$(sed -n 's/^pooled *over \([0-9]* processes ([0-9]*% interval): traced\/untraced [0-9.]* \[[0-9.]*, [0-9.]*\]\).*\(FAIL\|INCONCLUSIVE\) (goal 0.99).*/\1|\2/p' "$T/pool45.txt")" \
+		"$want"
+done
 # Bad usage: one line, exit 2 (--processes 0; an unknown mode; --env's; and --pool's: nothing matched,
 # keys mixed, a RAW line it did not write (keyed right but its rows not a list: stop 28's review
 # found that one ended in a traceback), no such file, files without --pool).
